@@ -1,0 +1,69 @@
+# nmt — every target CI runs is here. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+NMT := $(BIN)/nmt
+# Where no GPU is present the CPU build of torch is pinned, so pip does not pull the
+# multi-GB CUDA build. Set TORCH_INDEX to a CPU wheel index if your pip does not find one.
+TORCH_CPU ?= torch==2.13.0
+TORCH_INDEX ?=
+# A local copy of the corpus (file or directory) beside the checkout is used when present.
+export NMT_DATA_MIRROR ?= $(wildcard $(CURDIR)/../shared/data)
+CONFIG ?= configs/demo.toml
+RUN ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install data train translate bleu test test-all lint bench demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+install: $(VENV)/.installed ## create .venv and install nmt with its dev tools (idempotent)
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
+	  $(BIN)/python -m pip install --quiet "torch>=2.1"; \
+	else \
+	  $(BIN)/python -m pip install --quiet "$(TORCH_CPU)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)); \
+	fi
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+data: install ## download, verify and prepare the corpus for CONFIG
+	$(NMT) data download
+	$(NMT) data prepare --config $(CONFIG)
+	$(NMT) data stats --config $(CONFIG)
+
+train: install ## train CONFIG (default configs/demo.toml) into runs/
+	$(NMT) train --config $(CONFIG)
+
+translate: install ## translate a sentence with the latest run (RUN=runs/NAME to pick one)
+	$(NMT) translate $(if $(RUN),--run $(RUN)) "i'm home ." "he's calm ." "go ." "i lost ."
+
+bleu: install ## BLEU and chrF of the latest run (RUN=runs/NAME) on its test split
+	$(NMT) bleu $(if $(RUN),--run $(RUN))
+
+test: install ## the fast test suite (what CI runs)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: install ## every test, slow ones included (reads the whole corpus)
+	$(BIN)/python -m pytest -q
+
+lint: install ## ruff and mypy
+	$(BIN)/ruff check nmt tests cli.py
+	$(BIN)/mypy
+
+bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints tables
+	$(BIN)/python -m nmt.bench --out bench/out
+
+demo: install ## download, train the small CPU demo model (<= 10 min), translate and score it
+	$(NMT) data download
+	$(NMT) train --config configs/demo.toml --run-name demo --overwrite
+	$(NMT) translate --run runs/demo "i'm home ." "he's calm ." "go ." "i lost ."
+	$(NMT) bleu --run runs/demo
+
+clean: ## remove caches (keeps data/ and runs/)
+	rm -rf .pytest_cache .mypy_cache .ruff_cache build *.egg-info
