@@ -1,0 +1,85 @@
+"""The ``nmt`` command line: parse, call the library, print. Errors are one line, no traceback."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+from rich.console import Console
+
+from nmt.errors import NmtError
+
+app = typer.Typer(
+    help="Neural machine translation, English to French: data, train, translate, bleu.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+data_app = typer.Typer(help="Get and prepare the fra-eng corpus.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+console = Console(stderr=True)
+
+ConfigOpt = Annotated[
+    Optional[Path], typer.Option("--config", "-c", help="TOML config (see configs/).")
+]
+SetOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", help="Override a config value: section.key=value (repeatable)."),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly(fn: F) -> F:
+    """Decorate every command: an :class:`NmtError` becomes one red line and its exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NmtError as e:
+            console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True, markup=True)
+            raise typer.Exit(e.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+# --- nmt data ---------------------------------------------------------------------------------
+
+
+# --- nmt train --------------------------------------------------------------------------------
+
+
+# --- nmt translate / bleu ---------------------------------------------------------------------
+
+
+# --- nmt plot / runs / attention --------------------------------------------------------------
+
+
+def main() -> None:
+    """Console-script entry: run the app, turning :class:`NmtError` into a one-line message."""
+    try:
+        app(standalone_mode=False)
+    except NmtError as e:
+        console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        console.print("aborted")
+        sys.exit(1)
+    except Exception as e:  # click usage errors come through here with standalone_mode=False
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        raise

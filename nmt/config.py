@@ -1,0 +1,252 @@
+"""Typed configuration: TOML files in ``configs/`` loaded into frozen dataclasses.
+
+Every field has a default and a one-line reason. Unknown sections or keys, wrong types and values
+outside their allowed choices are rejected at load time with a :class:`ConfigError` naming the
+file, the key and what was expected. ``--set section.key=value`` overrides are parsed as TOML
+values (``--set train.lr=3e-4``, ``--set model.arch=gru``), falling back to a plain string.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from nmt.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def _choice(*values: str) -> Any:
+    return {"choices": values}
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """What to read from the corpus, how to clean, split and tokenize it."""
+
+    max_pairs: int = 0  # read only the first N lines of fra.txt (0: all); the d2l recipe uses 600
+    lowercase: bool = True  # lower-case both sides (the recipe does)
+    dedup: bool = True  # drop exact duplicate (source, target) pairs
+    max_words: int = 50  # drop pairs with a side longer than this many words (0: keep all)
+    valid_frac: float = 0.02  # share of distinct English sentences held out for validation
+    test_frac: float = 0.02  # share of distinct English sentences held out for testing
+    split_seed: int = 1  # seed of the grouped train/valid/test split
+    tokenizer: str = field(default="sentencepiece", metadata=_choice("sentencepiece", "word"))
+    sp_model_type: str = field(default="unigram", metadata=_choice("unigram", "bpe"))
+    vocab_size: int = 8000  # SentencePiece vocabulary size (per side unless joint)
+    joint_vocab: bool = True  # one SentencePiece model and vocabulary for both languages
+    min_freq: int = 2  # word-level tokenizer: minimum count to enter the vocabulary
+    truncate: int = 0  # cut encoded sentences (with <eos>) to N tokens (0: never); d2l uses 10
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The network. Names follow the papers: d_model, n_heads, d_ff."""
+
+    arch: str = field(default="transformer", metadata=_choice("transformer", "gru"))
+    d_model: int = 256  # embedding size (and Transformer width)
+    hidden: int = 256  # GRU hidden size
+    n_layers: int = 2  # layers in the encoder and in the decoder
+    n_heads: int = 4  # Transformer attention heads
+    d_ff: int = 1024  # Transformer feed-forward inner size
+    dropout: float = 0.1  # dropout on embeddings, attention weights and sublayer outputs
+    bidirectional: bool = False  # GRU encoder reads both directions (outputs are summed)
+    norm_first: bool = False  # Transformer pre-norm; the recipe (and the paper) is post-norm
+    tie_embeddings: bool = False  # share target embedding and output projection (and source,
+    # when the vocabulary is joint)
+    attn_bias: bool = False  # biases in attention projections (the recipe has none)
+    max_positions: int = 1024  # longest sequence the sinusoidal table covers
+    init: str = field(default="xavier", metadata=_choice("xavier", "default"))  # weight init
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The optimisation loop."""
+
+    epochs: int = 10  # passes over the training split (stops earlier at max_steps)
+    max_steps: int = 0  # optimizer steps (0: no limit)
+    batch_size: int = 64  # sentences per batch, or target tokens when batch_by = "tokens"
+    batch_by: str = field(default="sentences", metadata=_choice("sentences", "tokens"))
+    optimizer: str = field(default="adam", metadata=_choice("adam", "adamw"))
+    lr: float = 0.005  # peak learning rate
+    beta1: float = 0.9  # Adam beta1
+    beta2: float = 0.999  # Adam beta2 (0.98 is common for Transformers)
+    weight_decay: float = 0.0  # AdamW decoupled weight decay
+    schedule: str = field(default="constant", metadata=_choice("constant", "inverse_sqrt"))
+    warmup_steps: int = 0  # linear warm-up steps for the inverse_sqrt schedule
+    clip_norm: float = 1.0  # global gradient-norm clipping (0: off)
+    label_smoothing: float = 0.0  # label smoothing of the cross-entropy
+    accum_steps: int = 1  # batches accumulated per optimizer step
+    eval_every: int = 0  # validate every N optimizer steps (0: at the end of each epoch)
+    eval_sentences: int = 500  # valid sentences decoded for greedy BLEU (0: all, -1: no BLEU)
+    patience: int = 0  # stop after N validations without a better valid BLEU (0: never)
+    max_minutes: float = 0.0  # wall-clock budget for training (0: none)
+    device: str = "auto"  # auto (cuda, then mps, then cpu), cpu, cuda, cuda:1, mps
+    precision: str = field(default="fp32", metadata=_choice("fp32", "bf16", "fp16"))
+    compile: bool = False  # torch.compile the model
+    threads: int = 0  # CPU threads for torch (0: torch's default)
+    seed: int = 1  # seeds random, numpy and torch
+    log_every: int = 50  # steps between metric lines
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Search settings used by validation, ``nmt translate`` and ``nmt bleu``."""
+
+    beam: int = 1  # beam size (1: greedy)
+    length_penalty: float = 1.0  # GNMT-style alpha; scores are divided by ((5+len)/6)^alpha
+    max_len_a: float = 1.5  # output limit: a * source length + b
+    max_len_b: int = 10
+    max_len_cap: int = 256  # hard cap on output length
+    batch_size: int = 128  # sentences per decoding batch
+
+
+@dataclass(frozen=True)
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return dataclasses.asdict(self)
+
+    def to_toml(self) -> str:
+        return dump_toml(self.to_dict())
+
+
+SECTIONS: dict[str, type] = {
+    "data": DataConfig,
+    "model": ModelConfig,
+    "train": TrainConfig,
+    "decode": DecodeConfig,
+}
+
+
+def _type_name(tp: Any) -> str:
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[tp]
+
+
+def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
+    tp = {"int": int, "float": float, "bool": bool, "str": str}[str(f.type)]
+    ok = isinstance(value, tp) and not (tp is int and isinstance(value, bool))
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        value, ok = float(value), True
+    if tp is float and ok and not math.isfinite(value):
+        raise ConfigError(f"{where}: {key}: expected a finite number, got {value!r}")
+    if not ok:
+        raise ConfigError(f"{where}: {key}: expected {_type_name(tp)}, got {value!r}")
+    choices = f.metadata.get("choices")
+    if choices and value not in choices:
+        raise ConfigError(f"{where}: {key}: expected one of {', '.join(choices)}, got {value!r}")
+    if tp in (int, float) and value < 0 and not key.endswith("eval_sentences"):
+        raise ConfigError(f"{where}: {key}: expected a value >= 0, got {value!r}")
+    return value
+
+
+def from_dict(raw: dict[str, Any], where: str = "config") -> Config:
+    """Build a :class:`Config` from nested dicts, rejecting unknown keys and wrong types."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a table of sections")
+    sections: dict[str, Any] = {}
+    for name, table in raw.items():
+        if name not in SECTIONS:
+            raise ConfigError(
+                f"{where}: unknown section [{name}]; expected one of {', '.join(SECTIONS)}"
+            )
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: {name}: expected a table [{name}], got {table!r}")
+        cls = SECTIONS[name]
+        known = {f.name: f for f in fields(cls)}
+        values = {}
+        for key, value in table.items():
+            if key not in known:
+                raise ConfigError(f"{where}: unknown key {name}.{key}")
+            values[key] = _check_value(where, f"{name}.{key}", known[key], value)
+        sections[name] = cls(**values)
+    cfg = Config(**sections)
+    _check_consistency(cfg, where)
+    return cfg
+
+
+def _check_consistency(cfg: Config, where: str) -> None:
+    d, m, t = cfg.data, cfg.model, cfg.train
+    if d.valid_frac + d.test_frac >= 0.5:
+        raise ConfigError(f"{where}: data.valid_frac + data.test_frac: expected < 0.5")
+    if m.arch == "transformer" and m.d_model % max(m.n_heads, 1) != 0:
+        raise ConfigError(f"{where}: model.n_heads: expected a divisor of d_model={m.d_model}")
+    for key, value in (("model.d_model", m.d_model), ("model.hidden", m.hidden),
+                       ("model.n_layers", m.n_layers), ("model.n_heads", m.n_heads),
+                       ("train.batch_size", t.batch_size), ("train.accum_steps", t.accum_steps),
+                       ("data.vocab_size", d.vocab_size), ("decode.beam", cfg.decode.beam),
+                       ("decode.batch_size", cfg.decode.batch_size)):
+        if value < 1:
+            raise ConfigError(f"{where}: {key}: expected a value >= 1, got {value}")
+    if not 0.0 <= m.dropout < 1.0:
+        raise ConfigError(f"{where}: model.dropout: expected 0 <= dropout < 1, got {m.dropout}")
+    if not 0.0 <= t.label_smoothing < 1.0:
+        raise ConfigError(f"{where}: train.label_smoothing: expected 0 <= value < 1")
+
+
+def parse_override(text: str) -> tuple[str, str, Any]:
+    """``"train.lr=3e-4"`` -> ``("train", "lr", 0.0003)``."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text}: expected section.key=value")
+    key, raw = text.split("=", 1)
+    if key.count(".") != 1:
+        raise ConfigError(f"--set {text}: expected section.key=value, e.g. train.lr=0.001")
+    section, name = key.strip().split(".")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return section, name, value
+
+
+def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """Load a TOML config (or the defaults when ``path`` is None) and apply ``--set`` overrides."""
+    raw: dict[str, Any] = {}
+    where = "defaults"
+    if path is not None:
+        p = Path(path)
+        where = str(p)
+        if not p.is_file():
+            raise ConfigError(f"{where}: config file not found")
+        try:
+            raw = tomllib.loads(p.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{where}: not valid TOML: {e}") from None
+    from_dict(raw, where)  # report file errors before override errors
+    for text in overrides:
+        section, name, value = parse_override(text)
+        table = raw.setdefault(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"--set {text}: [{section}] is not a table")
+        table[name] = value
+    return from_dict(raw, where if not overrides else f"{where} (with --set)")
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    s = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{s}"'
+
+
+def dump_toml(data: dict[str, dict[str, Any]]) -> str:
+    """Write sections of scalar values as TOML (all a config holds)."""
+    out = []
+    for section, table in data.items():
+        out.append(f"[{section}]")
+        out.extend(f"{k} = {_toml_value(v)}" for k, v in table.items())
+        out.append("")
+    return "\n".join(out)
