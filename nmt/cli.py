@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from nmt.errors import NmtError
 
@@ -43,7 +44,7 @@ def friendly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except NmtError as e:
-            console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True, markup=True)
+            console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
@@ -66,7 +67,7 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except NmtError as e:
-        console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         console.print("interrupted")
