@@ -1,0 +1,55 @@
+"""Device and precision are decided here, once: ``auto`` means cuda, then mps, then cpu."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+from nmt.errors import ConfigError
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """``"auto"`` -> the best available device; otherwise validate the requested one."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise ConfigError(f"device: expected auto, cpu, cuda, cuda:N or mps, got {name!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device: {name!r} requested but CUDA is not available on this machine")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"device: {name!r} requested but MPS is not available on this machine")
+    return device
+
+
+def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
+    """The autocast dtype for ``precision`` on ``device``, or None for plain fp32.
+
+    Mixed precision is used on CUDA only: on CPU bf16 autocast is slower for these small models.
+    """
+    if precision == "fp32" or device.type != "cuda":
+        return None
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+@contextlib.contextmanager
+def autocast(device: torch.device, precision: str) -> Iterator[None]:
+    dtype = autocast_dtype(device, precision)
+    if dtype is None:
+        yield
+    else:
+        with torch.autocast(device_type=device.type, dtype=dtype):
+            yield
+
+
+def set_threads(threads: int) -> None:
+    """Pin torch's CPU thread count (0 keeps torch's default)."""
+    if threads > 0:
+        torch.set_num_threads(threads)
