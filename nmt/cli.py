@@ -30,7 +30,7 @@ ConfigOpt = Annotated[
 ]
 SetOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--set", help="Override a config value: section.key=value (repeatable)."),
+    typer.Option("--set", "-s", help="Override a config value: section.key=value (repeatable)."),
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,6 +54,45 @@ def friendly(fn: F) -> F:
 
 
 # --- nmt train --------------------------------------------------------------------------------
+
+
+@app.command()
+@friendly
+def train(
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue runs/NAME exactly where it stopped.")
+    ] = False,
+    run_name: Annotated[
+        Optional[str], typer.Option("--run-name", help="Run directory name (default: config name).")
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing run directory of that name.")
+    ] = False,
+    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs are kept.")] = Path("runs"),
+    data_dir: Annotated[
+        Optional[Path], typer.Option("--data-dir", help="Corpus and cache directory (default data/).")
+    ] = None,
+) -> None:
+    """Train a model: GRU+Bahdanau or Transformer, as the config says."""
+    from nmt.data.download import default_data_dir
+    from nmt.train import run_train_command
+
+    if config is None and not resume:
+        raise NmtError("--config: expected a TOML config, e.g. --config configs/demo.toml")
+    result = run_train_command(
+        config, list(set_ or []), run_name=run_name, runs_dir=runs_dir,
+        data_dir=data_dir or default_data_dir(), resume=resume, overwrite=overwrite,
+        log=lambda s: console.print(s, highlight=False, markup=False),
+    )
+    p = result.progress
+    console.print(f"{result.run_dir}: {p.stop_reason}; step {p.step}, best valid score "
+                  f"{p.best_score:.2f} at step {p.best_step}" if p.best_step else
+                  f"{result.run_dir}: {p.stop_reason}; step {p.step}", highlight=False)
+    typer.echo(f"loss {result.train_loss:.3f} (per-token CE), "
+               f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}")
+
 
 
 # --- nmt translate / bleu ---------------------------------------------------------------------

@@ -1,0 +1,663 @@
+"""The training loop: data, model, optimisation, validation, checkpoints, exact resume.
+
+Reads top to bottom: set-up (seeds, threads, device, distributed), data, model and optimizer,
+then the loop with periodic validation and checkpointing. Works on CPU, one GPU (bf16 autocast)
+or several GPUs under ``torchrun`` (DistributedDataParallel; only rank 0 writes files).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nmt.checkpoint import atomic_write_text, load_checkpoint, save_checkpoint
+from nmt.config import Config, load_config
+from nmt.data.batching import Batch, collate, make_batches
+from nmt.data.prepare import Prepared, prepare
+from nmt.data.tokenizers import PAD_ID
+from nmt.device import autocast, resolve_device, set_threads
+from nmt.errors import CheckpointError, ConfigError, NmtError
+from nmt.models import build_model, count_parameters
+from nmt.models.base import EncoderDecoder
+
+# Sections whose change would make a checkpoint meaningless; the rest may change on --resume.
+FROZEN_ON_RESUME = ("data", "model")
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved in every checkpoint so --resume continues exactly."""
+
+    step: int = 0  # optimizer steps taken
+    epoch: int = 0  # current epoch (0-based)
+    batch_in_epoch: int = 0  # batches of the current epoch already consumed
+    tokens: int = 0  # target tokens trained on
+    elapsed: float = 0.0  # training seconds (wall clock, across resumes)
+    best_score: float = -math.inf  # best validation score (BLEU, or -loss when BLEU is off)
+    best_step: int = 0
+    evals_since_best: int = 0
+    window_loss: float = 0.0  # loss sum and tokens since the last log line
+    window_tokens: int = 0
+    finished: bool = False
+    stop_reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    progress: Progress
+    train_loss: float  # per-token cross-entropy over the whole run (this invocation)
+    tokens_per_sec: float
+    device: str
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+
+
+# --- distributed -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dist:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def init_distributed(device_name: str) -> Dist:
+    """Join the process group when launched by ``torchrun`` (WORLD_SIZE > 1)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return Dist()
+    import torch.distributed as dist
+
+    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    use_cuda = device_name != "cpu" and torch.cuda.is_available()
+    if use_cuda:
+        torch.cuda.set_device(local)
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    return Dist(rank, world, local)
+
+
+def _barrier(d: Dist) -> None:
+    if d.world_size > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+def _all_reduce_sum(value: float, d: Dist, device: torch.device) -> float:
+    if d.world_size == 1:
+        return value
+    import torch.distributed as dist
+
+    t = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return float(t.item())
+
+
+# --- pieces of the loop ------------------------------------------------------------------------
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def masked_cross_entropy(
+    logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0
+) -> torch.Tensor:
+    """Summed per-token cross-entropy over non-pad targets. logits (B,T,V), tgt_out (B,T)."""
+    return F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)).float(),
+        tgt_out.reshape(-1),
+        ignore_index=PAD_ID,
+        reduction="sum",
+        label_smoothing=label_smoothing,
+    )
+
+
+def make_optimizer(cfg: Config, model: nn.Module) -> torch.optim.Optimizer:
+    t = cfg.train
+    params = [p for p in model.parameters() if p.requires_grad]
+    if t.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=t.lr, betas=(t.beta1, t.beta2),
+                                 weight_decay=t.weight_decay, foreach=True)
+    return torch.optim.Adam(params, lr=t.lr, betas=(t.beta1, t.beta2),
+                            weight_decay=t.weight_decay, foreach=True)
+
+
+def lr_lambda(schedule: str, warmup: int) -> Callable[[int], float]:
+    """Multiplier of the peak lr at optimizer step ``s`` (0-based)."""
+    if schedule == "inverse_sqrt":
+        w = max(warmup, 1)
+        return lambda s: min((s + 1) / w, math.sqrt(w / (s + 1)))
+    return lambda s: 1.0
+
+
+def rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "python": random.getstate(),
+        "numpy": [t if not isinstance(t, np.ndarray) else torch.from_numpy(t.copy())
+                  for t in np.random.get_state()],
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(_to_tuple(state["python"]))
+    np_state = [t.numpy() if isinstance(t, torch.Tensor) else t for t in state["numpy"]]
+    np.random.set_state(tuple(np_state))  # type: ignore[arg-type]
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _to_tuple(x: Any) -> Any:
+    return tuple(_to_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+class StopFlag:
+    """Ctrl-C or SIGTERM asks the loop to stop after the current step and save ``last.pt``.
+
+    A second Ctrl-C interrupts at once.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    @contextmanager
+    def installed(self) -> Iterator[StopFlag]:
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        for s in old:
+            signal.signal(s, self._handler)
+        try:
+            yield self
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+
+# --- run directories ---------------------------------------------------------------------------
+
+
+def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
+    """Refuse to train into an existing run unless resuming (or explicitly overwriting)."""
+    ckpt = run_dir / "checkpoints" / "last.pt"
+    if resume:
+        if not ckpt.is_file():
+            raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
+        return
+    if run_dir.exists() and any(run_dir.iterdir()):
+        if not overwrite:
+            raise NmtError(
+                f"{run_dir}: run directory exists; use --resume to continue it, --run-name to "
+                "start another, or --overwrite to replace it"
+            )
+        import shutil
+
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def config_for_resume(run_dir: Path, overrides: list[str]) -> Config:
+    """The run's saved config with new ``--set`` overrides (only train/decode may change)."""
+    saved = load_config(run_dir / "config.toml")
+    cfg = load_config(run_dir / "config.toml", overrides)
+    for section in FROZEN_ON_RESUME:
+        if getattr(cfg, section) != getattr(saved, section):
+            raise ConfigError(
+                f"--set: [{section}] cannot change on --resume (the checkpoint was trained with "
+                f"{run_dir / 'config.toml'}); start a new run instead"
+            )
+    return cfg
+
+
+class MetricsLog:
+    """``metrics.jsonl`` (one JSON object a line) and a human ``train.log``; rank 0 only."""
+
+    def __init__(self, run_dir: Path, enabled: bool) -> None:
+        self.enabled = enabled
+        self.metrics_path = run_dir / "metrics.jsonl"
+        self.log_path = run_dir / "train.log"
+        self.records: list[dict[str, Any]] = []
+
+    def metric(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        if self.enabled:
+            with self.metrics_path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+
+    def text(self, line: str) -> None:
+        if self.enabled:
+            with self.log_path.open("a", encoding="utf-8") as f:
+                f.write(time.strftime("%Y-%m-%d %H:%M:%S ") + line + "\n")
+
+    def truncate_after(self, step: int) -> None:
+        """On resume, drop metric lines written after the checkpoint (they will be redone)."""
+        if not (self.enabled and self.metrics_path.is_file()):
+            return
+        keep = []
+        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a crash
+            if int(rec.get("step", 0)) <= step:
+                keep.append(line)
+        atomic_write_text(self.metrics_path, "".join(k + "\n" for k in keep))
+
+
+# --- validation --------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def validation_loss(model: EncoderDecoder, batches: list[Batch], device: torch.device,
+                    precision: str) -> float:
+    model.eval()
+    total, tokens = 0.0, 0
+    for b in batches:
+        b = b.to(device)
+        with autocast(device, precision):
+            logits = model(b.src, b.src_lengths, b.tgt_in)
+        total += float(masked_cross_entropy(logits, b.tgt_out))
+        tokens += b.n_tokens
+    return total / max(tokens, 1)
+
+
+def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
+                    device: torch.device) -> float | None:
+    """Greedy corpus BLEU (multi-reference) on a fixed sample of validation sources."""
+    n = cfg.train.eval_sentences
+    if n < 0 or "valid" not in prepared.splits or len(prepared.splits["valid"]) == 0:
+        return None
+    import sacrebleu
+
+    from nmt.translate import translate_normalized
+
+    sources, refs = prepared.splits["valid"].grouped()
+    if n > 0:
+        sources, refs = sources[:n], refs[:n]
+    hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1)
+    n_refs = max(len(r) for r in refs)
+    streams = [[r[i] if i < len(r) else r[0] for r in refs] for i in range(n_refs)]
+    return float(sacrebleu.corpus_bleu(hyps, streams).score)
+
+
+# --- the loop ----------------------------------------------------------------------------------
+
+
+def train(
+    cfg: Config,
+    run_dir: Path,
+    *,
+    data_dir: Path,
+    resume: bool = False,
+    overwrite: bool = False,
+    log: Callable[[str], None] = print,
+    progress_bar: bool = True,
+    stop: StopFlag | None = None,
+) -> TrainResult:
+    """Train ``cfg`` into ``run_dir``; see the module docstring. Returns a summary."""
+    dist = init_distributed(cfg.train.device)
+    device = resolve_device(cfg.train.device)
+    if dist.world_size > 1 and device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+    set_threads(cfg.train.threads)
+    seed_everything(cfg.train.seed + dist.rank)
+    if dist.main:
+        start_run_dir(run_dir, resume, overwrite)
+    _barrier(dist)
+    mlog = MetricsLog(run_dir, dist.main)
+    say = log if dist.main else (lambda s: None)
+
+    # Data: rank 0 builds the cache, the others load it after the barrier.
+    if dist.main:
+        prepared = prepare(cfg.data, data_dir, log=say)
+    _barrier(dist)
+    if not dist.main:
+        prepared = prepare(cfg.data, data_dir, log=lambda s: None)
+    tok = prepared.tokenizer
+    train_split = prepared.splits["train"]
+    if len(train_split) == 0:
+        raise NmtError("data: the training split is empty (check data.max_pairs and the fractions)")
+
+    # Model and optimizer.
+    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=tok.joint)
+    model.to(device)
+    optimizer = make_optimizer(cfg, model)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lr_lambda(cfg.train.schedule, cfg.train.warmup_steps)
+    )
+    prog = Progress()
+    if resume:
+        payload = load_checkpoint(run_dir / "checkpoints" / "last.pt", map_location="cpu")
+        try:
+            model.load_state_dict(payload["model"])
+            optimizer.load_state_dict(payload["optimizer"])
+            scheduler.load_state_dict(payload["scheduler"])
+        except (KeyError, ValueError, RuntimeError) as e:
+            raise CheckpointError(f"{run_dir}/checkpoints/last.pt: cannot resume ({e})") from None
+        prog = Progress(**payload["progress"])
+        prog.finished, prog.stop_reason = False, ""  # new limits (--set) may allow more steps
+        rng = payload["rng"]
+        set_rng_state(rng[dist.rank] if isinstance(rng, list) else rng)
+        mlog.truncate_after(prog.step)
+        say(f"resuming {run_dir} at step {prog.step} (epoch {prog.epoch + 1}, "
+            f"batch {prog.batch_in_epoch})")
+    elif dist.main:
+        atomic_write_text(run_dir / "config.toml", cfg.to_toml())
+        tok.save(run_dir / "tokenizer")
+    if resume and dist.main:
+        atomic_write_text(run_dir / "config.toml", cfg.to_toml())
+    n_params = count_parameters(model)
+    mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, {n_params:,} parameters, "
+              f"device {device}, {dist.world_size} process(es)")
+
+    train_model: nn.Module = model
+    if dist.world_size > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        train_model = DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    step_model: Callable[..., torch.Tensor] = train_model
+    if cfg.train.compile:
+        step_model = torch.compile(train_model)  # type: ignore[assignment]
+
+    valid_batches = _valid_batches(prepared, cfg)
+    t = cfg.train
+    src_len, tgt_len = train_split.src_lengths(), train_split.tgt_lengths()
+    stop = stop or StopFlag()
+    run_tokens, run_loss, start = 0, 0.0, time.perf_counter()
+    elapsed0 = prog.elapsed
+
+    def checkpoint(name: str) -> None:
+        prog.elapsed = elapsed0 + (time.perf_counter() - start)
+        if dist.world_size > 1:
+            import torch.distributed as tdist
+
+            states: list[Any] = [None] * dist.world_size
+            tdist.all_gather_object(states, rng_state())
+            rng: Any = states
+        else:
+            rng = rng_state()
+        if not dist.main:
+            return
+        save_checkpoint(run_dir / "checkpoints" / f"{name}.pt", {
+            "config": cfg.to_dict(),
+            "vocab": {"src": tok.src_vocab_size, "tgt": tok.tgt_vocab_size, "joint": tok.joint},
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "rng": rng,
+            "progress": prog.as_dict(),
+        })
+
+    def validate() -> bool:
+        """Run validation; save best/last; return True when early stopping triggers."""
+        vloss = validation_loss(model, valid_batches, device, t.precision) if valid_batches else None
+        bleu = validation_bleu(model, prepared, cfg, device)
+        model.train()
+        score = bleu if bleu is not None else (-vloss if vloss is not None else None)
+        rec: dict[str, Any] = {"step": prog.step, "epoch": prog.epoch + 1,
+                               "valid_loss": vloss, "valid_bleu": bleu}
+        mlog.metric(rec)
+        improved = score is not None and score > prog.best_score
+        if improved:
+            prog.best_score, prog.best_step, prog.evals_since_best = float(score), prog.step, 0
+        elif score is not None:
+            prog.evals_since_best += 1
+        msg = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"
+        mlog.text(msg + (" (best)" if improved else ""))
+        if progress_bar:
+            _bar_write(msg)
+        stop_now = bool(t.patience and prog.evals_since_best >= t.patience)
+        if stop_now:
+            prog.finished, prog.stop_reason = True, (
+                f"early stopping: no better valid score in {t.patience} validations")
+        checkpoint("last")
+        if improved:
+            checkpoint("best")
+        return stop_now
+
+    model.train()
+    bar = _progress_bar(progress_bar and dist.main, t, len(src_len), prog)
+    with stop.installed():
+        while not prog.finished:
+            if t.max_steps == 0 and prog.epoch >= t.epochs:
+                break
+            batches = make_batches(src_len, tgt_len, batch_size=t.batch_size, by=t.batch_by,
+                                   shuffle=True, seed=t.seed, epoch=prog.epoch,
+                                   rank=dist.rank, world_size=dist.world_size)
+            if bar is not None and prog.batch_in_epoch == 0:
+                bar.reset(total=len(batches) // t.accum_steps)
+                bar.set_description(f"epoch {prog.epoch + 1}")
+            i = prog.batch_in_epoch
+            while i + t.accum_steps <= len(batches):
+                group = batches[i: i + t.accum_steps]
+                i += t.accum_steps
+                loss_sum, n_tok = _train_step(
+                    step_model, train_model, model, optimizer, scheduler, group, train_split,
+                    cfg, device, dist,
+                )
+                if not math.isfinite(loss_sum):
+                    raise NmtError(
+                        f"non-finite loss at step {prog.step + 1}: training stopped; the last "
+                        f"good checkpoint is kept in {run_dir}/checkpoints (try a lower "
+                        "train.lr or train.precision=fp32)"
+                    )
+                prog.step += 1
+                prog.batch_in_epoch = i
+                prog.tokens += n_tok
+                prog.window_loss += loss_sum
+                prog.window_tokens += n_tok
+                run_loss += loss_sum
+                run_tokens += n_tok
+                if bar is not None:
+                    bar.update(1)
+                if prog.step % t.log_every == 0:
+                    wall = time.perf_counter() - start
+                    rec = {"step": prog.step, "epoch": prog.epoch + 1,
+                           "train_loss": prog.window_loss / max(prog.window_tokens, 1),
+                           "lr": scheduler.get_last_lr()[0],
+                           "tokens_per_sec": run_tokens * dist.world_size / max(wall, 1e-9)}
+                    mlog.metric(rec)
+                    prog.window_loss, prog.window_tokens = 0.0, 0
+                    if bar is not None:
+                        bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}",
+                                        tok_s=f"{rec['tokens_per_sec']:,.0f}")
+                done = bool(t.max_steps and prog.step >= t.max_steps)
+                over = bool(t.max_minutes and
+                            elapsed0 + time.perf_counter() - start > 60 * t.max_minutes)
+                if over:
+                    prog.finished, prog.stop_reason = True, f"time budget of {t.max_minutes} min"
+                if done:
+                    prog.finished, prog.stop_reason = True, f"reached max_steps={t.max_steps}"
+                if t.eval_every and prog.step % t.eval_every == 0 and not prog.finished:
+                    if validate():
+                        break
+                if stop.requested:
+                    break
+                if prog.finished:
+                    break
+            if stop.requested:
+                checkpoint("last")
+                mlog.text(f"interrupted at step {prog.step}; saved last.pt")
+                say(f"interrupted: saved {run_dir}/checkpoints/last.pt at step {prog.step}; "
+                    "continue with --resume")
+                break
+            if prog.finished:
+                break
+            # End of epoch.
+            prog.epoch += 1
+            prog.batch_in_epoch = 0
+            if not t.eval_every:
+                if validate():
+                    break
+    if bar is not None:
+        bar.close()
+    if not stop.requested:
+        if not prog.stop_reason:
+            prog.stop_reason = f"completed {t.epochs} epochs"
+        prog.finished = True
+        if valid_batches and _last_eval_step(mlog) != prog.step:
+            validate()  # the final weights are always validated (and saved as last/best)
+        else:
+            checkpoint("last")
+        if not (run_dir / "checkpoints" / "best.pt").exists():
+            checkpoint("best")  # no validation split: the final weights are the best we have
+        mlog.text(f"done: {prog.stop_reason}")
+    wall = time.perf_counter() - start
+    run_tokens_all = _all_reduce_sum(run_tokens, dist, device)
+    result = TrainResult(
+        run_dir=run_dir, progress=prog,
+        train_loss=run_loss / max(run_tokens, 1),
+        tokens_per_sec=run_tokens_all / max(wall, 1e-9),
+        device=str(device), metrics=mlog.records,
+    )
+    if dist.main and not stop.requested:
+        _write_plots(run_dir)
+    return result
+
+
+def _train_step(
+    step_model: Callable[..., torch.Tensor], train_model: nn.Module, model: EncoderDecoder,
+    optimizer: torch.optim.Optimizer, scheduler: Any, group: list[np.ndarray], split: Any,
+    cfg: Config, device: torch.device, dist: Dist,
+) -> tuple[float, int]:
+    """One optimizer step over ``len(group)`` accumulated batches. Returns (loss sum, tokens)."""
+    t = cfg.train
+    batches = [collate(split, idx, truncate=cfg.data.truncate) for idx in group]
+    n_tokens = sum(b.n_tokens for b in batches)
+    # Normalise by the tokens of the whole step (all ranks), so accumulation and DDP's gradient
+    # averaging give exactly the per-token mean.
+    total_tokens = _all_reduce_sum(float(n_tokens), dist, device) / dist.world_size
+    loss_sum = torch.zeros((), device=device)
+    optimizer.zero_grad(set_to_none=True)
+    for j, b in enumerate(batches):
+        b = b.to(device)
+        sync = j == len(batches) - 1
+        ctx = train_model.no_sync() if (dist.world_size > 1 and not sync) else _null()  # type: ignore[operator]
+        with ctx:
+            with autocast(device, t.precision):
+                logits = step_model(b.src, b.src_lengths, b.tgt_in)
+            loss = masked_cross_entropy(logits, b.tgt_out, t.label_smoothing)
+            (loss / total_tokens).backward()
+        loss_sum += loss.detach()
+    if t.clip_norm > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip_norm, foreach=True)
+    optimizer.step()
+    scheduler.step()
+    return float(loss_sum), n_tokens
+
+
+@contextmanager
+def _null() -> Iterator[None]:
+    yield
+
+
+def _valid_batches(prepared: Prepared, cfg: Config) -> list[Batch]:
+    split = prepared.splits.get("valid")
+    if split is None or len(split) == 0:
+        return []
+    idx = make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=cfg.decode.batch_size,
+                       by="sentences", shuffle=False, seed=0, epoch=0)
+    return [collate(split, i, truncate=cfg.data.truncate) for i in idx]
+
+
+def _last_eval_step(mlog: MetricsLog) -> int:
+    for rec in reversed(mlog.records):
+        if "valid_loss" in rec:
+            return int(rec["step"])
+    return -1
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _progress_bar(enabled: bool, t: Any, n_pairs: int, prog: Progress) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="step", dynamic_ncols=True, leave=False,
+               disable=os.environ.get("NMT_NO_PROGRESS") == "1")
+    bar.set_description(f"epoch {prog.epoch + 1}")
+    return bar
+
+
+def _bar_write(msg: str) -> None:
+    from tqdm import tqdm
+
+    tqdm.write(msg)
+
+
+def _write_plots(run_dir: Path) -> None:
+    """Training curves into the run directory, when the plotting module is available."""
+    try:
+        from nmt.plot import plot_training_curves
+    except ImportError:
+        return
+    try:
+        plot_training_curves(run_dir)
+    except NmtError:
+        pass
+
+
+def default_run_name(config_path: Path | None) -> str:
+    return config_path.stem if config_path is not None else "run"
+
+
+def run_train_command(
+    config_path: Path | None, overrides: list[str], *, run_name: str | None, runs_dir: Path,
+    data_dir: Path, resume: bool, overwrite: bool, log: Callable[[str], None],
+) -> TrainResult:
+    """What ``nmt train`` does: resolve config and run directory, then :func:`train`."""
+    name = run_name or default_run_name(config_path)
+    run_dir = runs_dir / name
+    if resume:
+        if not (run_dir / "config.toml").is_file():
+            raise CheckpointError(f"--resume: {run_dir}/config.toml not found; nothing to resume")
+        cfg = config_for_resume(run_dir, overrides)
+    else:
+        cfg = load_config(config_path, overrides)
+    return train(cfg, run_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, log=log)
+
+
+__all__ = ["train", "run_train_command", "Progress", "TrainResult", "masked_cross_entropy"]
