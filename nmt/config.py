@@ -130,6 +130,12 @@ SECTIONS: dict[str, type] = {
 }
 
 
+def _q(name: object) -> str:
+    """A key as it may be printed on one line: plain when it is a simple name, else quoted."""
+    text = str(name)
+    return text if text.replace("_", "a").isalnum() and text.isascii() else repr(text)
+
+
 def _type_name(tp: Any) -> str:
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[tp]
 
@@ -142,10 +148,12 @@ def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
     if tp is float and ok and not math.isfinite(value):
         raise ConfigError(f"{where}: {key}: expected a finite number, got {value!r}")
     if not ok:
-        raise ConfigError(f"{where}: {key}: expected {_type_name(tp)}, got {value!r}")
+        raise ConfigError(f"{where}: {key}: expected {_type_name(tp)}, got {value!r:.60}")
     choices = f.metadata.get("choices")
     if choices and value not in choices:
-        raise ConfigError(f"{where}: {key}: expected one of {', '.join(choices)}, got {value!r}")
+        raise ConfigError(
+            f"{where}: {key}: expected one of {', '.join(choices)}, got {value!r:.60}"
+        )
     if tp in (int, float) and value < 0 and not key.endswith("eval_sentences"):
         raise ConfigError(f"{where}: {key}: expected a value >= 0, got {value!r}")
     return value
@@ -159,16 +167,16 @@ def from_dict(raw: dict[str, Any], where: str = "config") -> Config:
     for name, table in raw.items():
         if name not in SECTIONS:
             raise ConfigError(
-                f"{where}: unknown section [{name}]; expected one of {', '.join(SECTIONS)}"
+                f"{where}: unknown section [{_q(name)}]; expected one of {', '.join(SECTIONS)}"
             )
         if not isinstance(table, dict):
-            raise ConfigError(f"{where}: {name}: expected a table [{name}], got {table!r}")
+            raise ConfigError(f"{where}: {name}: expected a table [{name}], got {table!r:.60}")
         cls = SECTIONS[name]
         known = {f.name: f for f in fields(cls)}
         values = {}
         for key, value in table.items():
             if key not in known:
-                raise ConfigError(f"{where}: unknown key {name}.{key}")
+                raise ConfigError(f"{where}: unknown key {name}.{_q(key)}")
             values[key] = _check_value(where, f"{name}.{key}", known[key], value)
         sections[name] = cls(**values)
     cfg = Config(**sections)
