@@ -1,0 +1,80 @@
+"""Text normalisation shared by data preparation and translation input.
+
+Callers pass the data config's choices: ``normalize(text, cfg.lowercase, cfg.normalization)``.
+
+The recipe's rules (U+202F and U+00A0 become spaces, lower-case, a space before ``, . ! ?`` when
+the previous character is not a space) plus a policy for the rest of Unicode, chosen so that the
+result is stable (``normalize(normalize(x)) == normalize(x)``), never raises, and is always valid
+UTF-8 text without newlines (the cache stores one sentence per line). See docs/DATA.md.
+
+- Unicode NFC, so composed and decomposed accents are the same token.
+- Every whitespace character (tab, newline, U+2009 thin space, U+202F, U+00A0, ...) is a space;
+  runs of spaces collapse to one and the ends are stripped.
+- Invisible characters are deleted: format characters (U+200B zero-width space, U+200C/U+200D,
+  U+2060, U+FEFF, U+00AD soft hyphen, bidi marks), control characters and lone surrogates. The
+  corpus has ``sur \u200b\u200bla`` and ``sink\u00ad.``, which become ``sur la`` and ``sink .``.
+- Curly apostrophes ``’`` and ``‘`` become ``'``: the corpus writes ``j'ai`` 95k times and
+  ``j’ai`` a few hundred, and they should be one token.
+- ``…`` becomes ``...``, which the punctuation rule then splits like the recipe splits ``...``.
+- French guillemets ``« »`` are kept (they are what references use) but always stand apart from
+  the quoted words: ``«ouistiti»`` becomes ``« ouistiti »`` like the corpus' usual spelling.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Characters with a fixed replacement; everything else is decided by its Unicode category.
+_FIXED = {
+    "\u2019": "'",  # right single quotation mark, used as an apostrophe
+    "\u2018": "'",  # left single quotation mark, also used as an apostrophe in the corpus
+    "\u2026": "...",  # horizontal ellipsis
+}
+
+
+class _CharMap(dict[int, "str | int | None"]):
+    """``str.translate`` table filled lazily: one category lookup per distinct code point."""
+
+    def __missing__(self, cp: int) -> str | int | None:
+        ch = chr(cp)
+        value: str | int | None
+        if ch in _FIXED:
+            value = _FIXED[ch]
+        elif ch.isspace():
+            value = " "
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs"):
+            value = None  # invisible: delete
+        else:
+            value = cp  # keep
+        self[cp] = value
+        return value
+
+
+_TABLE = _CharMap()
+_PUNCT = re.compile(r"(?<=[^ ])([,.!?])")  # the recipe: only when the previous char is not a space
+_OPEN_QUOTE = re.compile(r"«(?=[^ ])")
+_CLOSE_QUOTE = re.compile(r"(?<=[^ ])»")
+
+
+def normalize(text: str, lowercase: bool = True, policy: str = "full") -> str:
+    """Normalise one sentence (see the module docstring for the policy).
+
+    ``policy="full"`` (the default, :attr:`DataConfig.normalization`) is idempotent, total on any
+    ``str`` (lone surrogates included) and free of newlines. ``policy="recipe"`` applies only the
+    recipe's rules, to reproduce its vocabulary exactly (it keeps ``’``, U+2009 and double
+    spaces); it is idempotent and total too.
+    """
+    if policy == "recipe":
+        text = text.replace("\u202f", " ").replace("\xa0", " ")
+        return _PUNCT.sub(r" \1", text.lower() if lowercase else text)
+    if policy != "full":
+        raise ValueError(f"policy={policy!r}: expected 'full' or 'recipe'")
+    text = unicodedata.normalize("NFC", text.translate(_TABLE))
+    if lowercase:
+        # lower() can decompose (``İ`` -> ``i̇``), so compose again
+        text = unicodedata.normalize("NFC", text.lower())
+    text = " ".join(text.split())  # only " " is whitespace by now
+    text = _OPEN_QUOTE.sub("« ", text)
+    text = _CLOSE_QUOTE.sub(" »", text)
+    return _PUNCT.sub(r" \1", text)

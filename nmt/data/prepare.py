@@ -1,0 +1,273 @@
+"""Corpus -> normalised, cleaned, split, tokenized and cached arrays.
+
+``prepare(cfg, data_dir)`` makes sure the corpus is there (:func:`ensure_corpus`), then loads the
+cache for this corpus and data config or builds it. The cache lives in
+``data_dir/cache/<key>/`` where ``key`` hashes the corpus SHA-256 and every :class:`DataConfig`
+field that changes the arrays, so a changed config builds a new cache and an unchanged one loads
+in well under a second. Layout (docs/DATA.md)::
+
+    meta.json                     config, corpus digest, counts, build time
+    tokenizer.json, *.model|*.txt  the tokenizer, trained on the train split only
+    {split}.npz                   src_ids, tgt_ids (int32, flat), src_offsets, tgt_offsets (int64)
+    {split}.src.txt, .tgt.txt     normalised text, one pair per line (BLEU references)
+
+A cache is built in a temporary directory and renamed into place, so it is complete or absent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nmt.config import DataConfig
+from nmt.data.download import ensure_corpus, sha256_file
+from nmt.data.normalize import normalize
+from nmt.data.split import grouped_split
+from nmt.data.tokenizers import (
+    SentencePieceTokenizer,
+    Tokenizer,
+    WordTokenizer,
+    load_tokenizer,
+)
+from nmt.errors import DataError
+
+CACHE_VERSION = 1  # bump when the cache layout or the preparation changes meaning
+SPLITS = ("train", "valid", "test")
+# DataConfig fields that do not change the cached arrays (truncation happens when batching)
+_NOT_IN_KEY = {"truncate"}
+_TOKENIZER_ONLY = {"sentencepiece": {"min_freq"}, "word": {"sp_model_type", "vocab_size"}}
+
+
+@dataclass
+class Split:
+    """One encoded split: ragged id sequences stored flat, pair-aligned with their text.
+
+    Sentence ``i`` is ``src_ids[src_offsets[i]:src_offsets[i + 1]]`` (no ``<bos>``/``<eos>``).
+    """
+
+    name: str
+    src_ids: np.ndarray  # (total src tokens,) int32
+    src_offsets: np.ndarray  # (n + 1,) int64
+    tgt_ids: np.ndarray  # (total tgt tokens,) int32
+    tgt_offsets: np.ndarray  # (n + 1,) int64
+    src_text: list[str]  # (n,) normalised source sentences
+    tgt_text: list[str]  # (n,) normalised target sentences
+
+    def __len__(self) -> int:
+        return len(self.src_offsets) - 1
+
+    def src(self, i: int) -> np.ndarray:
+        return self.src_ids[self.src_offsets[i]:self.src_offsets[i + 1]]
+
+    def tgt(self, i: int) -> np.ndarray:
+        return self.tgt_ids[self.tgt_offsets[i]:self.tgt_offsets[i + 1]]
+
+    def src_lengths(self) -> np.ndarray:
+        """``(n,)`` int64 token counts, without ``<eos>``."""
+        return np.diff(self.src_offsets)
+
+    def tgt_lengths(self) -> np.ndarray:
+        return np.diff(self.tgt_offsets)
+
+    def grouped(self) -> tuple[list[str], list[list[str]]]:
+        """Distinct sources in first-seen order, and all target references of each."""
+        refs: dict[str, list[str]] = {}
+        for s, t in zip(self.src_text, self.tgt_text, strict=True):
+            refs.setdefault(s, []).append(t)
+        return list(refs), list(refs.values())
+
+
+@dataclass
+class Prepared:
+    tokenizer: Tokenizer
+    splits: dict[str, Split]  # "train", "valid", "test" (valid/test may be empty)
+    cache_dir: Path
+    digest: str  # SHA-256 of fra.txt
+    meta: dict[str, Any] = field(default_factory=dict)  # meta.json: config, counts, seconds
+
+
+def cache_key(cfg: DataConfig, digest: str) -> str:
+    """16 hex digits naming the cache of ``cfg`` on the corpus with SHA-256 ``digest``."""
+    skip = _NOT_IN_KEY | _TOKENIZER_ONLY.get(cfg.tokenizer, set())
+    fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in skip}
+    blob = json.dumps({"v": CACHE_VERSION, "corpus": digest, "data": fields}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def prepare(
+    cfg: DataConfig,
+    data_dir: Path,
+    *,
+    source: str | None = None,
+    log: Callable[[str], None] = print,
+    rebuild: bool = False,
+) -> Prepared:
+    """Ensure the corpus (downloading when missing), then load the cache or build it."""
+    data_dir = Path(data_dir)
+    corpus = ensure_corpus(data_dir, source, log=log)
+    digest = sha256_file(corpus)
+    cache_dir = data_dir / "cache" / cache_key(cfg, digest)
+    if cache_dir.is_dir() and not rebuild:
+        try:
+            prepared = load_cache(cache_dir)
+            log(f"loaded cache {cache_dir}")
+            return prepared
+        except (DataError, OSError, ValueError, KeyError) as e:
+            log(f"cache {cache_dir} unreadable ({e}); rebuilding")
+    return build_cache(cfg, corpus, digest, cache_dir, log=log)
+
+
+# --- reading and cleaning --------------------------------------------------------------------
+
+
+def read_pairs(
+    corpus: Path, cfg: DataConfig
+) -> tuple[list[str], list[str], dict[str, int]]:
+    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` lines, and the
+    counts of what was read and dropped."""
+    try:
+        lines = Path(corpus).read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{corpus}: not UTF-8 text ({e})") from None
+    if lines and lines[-1] == "":
+        lines.pop()
+    if cfg.max_pairs:
+        lines = lines[:cfg.max_pairs]
+    counts = dict(read=len(lines), malformed=0, empty=0, too_long=0, duplicates=0, kept=0)
+    src: list[str] = []
+    tgt: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for line in lines:
+        parts = line.rstrip("\r").split("\t")  # later releases add a third, attribution column
+        if len(parts) < 2:
+            counts["malformed"] += 1
+            continue
+        s = normalize(parts[0], cfg.lowercase, cfg.normalization)
+        t = normalize(parts[1], cfg.lowercase, cfg.normalization)
+        if not s.strip() or not t.strip():
+            counts["empty"] += 1
+            continue
+        if cfg.max_words and max(len(s.split()), len(t.split())) > cfg.max_words:
+            counts["too_long"] += 1  # more than max_words words on a side
+            continue
+        if cfg.dedup:
+            if (s, t) in seen:
+                counts["duplicates"] += 1
+                continue
+            seen.add((s, t))
+        src.append(s)
+        tgt.append(t)
+    counts["kept"] = len(src)
+    if not src:
+        raise DataError(f"{corpus}: no usable 'English<TAB>French' pairs in the first "
+                        f"{len(lines)} lines")
+    return src, tgt, counts
+
+
+def encode_split(name: str, tok: Tokenizer, src: list[str], tgt: list[str]) -> Split:
+    def flat(seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        ids = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int32,
+                          count=int(offsets[-1]))
+        return ids, offsets
+
+    src_ids, src_offsets = flat(tok.encode_src_batch(src))
+    tgt_ids, tgt_offsets = flat(tok.encode_tgt_batch(tgt))
+    return Split(name, src_ids, src_offsets, tgt_ids, tgt_offsets, src, tgt)
+
+
+def train_tokenizer(cfg: DataConfig, src: list[str], tgt: list[str]) -> Tokenizer:
+    if cfg.tokenizer == "word":
+        return WordTokenizer.train(src, tgt, min_freq=cfg.min_freq, joint=cfg.joint_vocab)
+    return SentencePieceTokenizer.train(
+        src, tgt, vocab_size=cfg.vocab_size, model_type=cfg.sp_model_type,
+        joint=cfg.joint_vocab, seed=cfg.split_seed)
+
+
+# --- the cache -------------------------------------------------------------------------------
+
+
+def build_cache(
+    cfg: DataConfig, corpus: Path, digest: str, cache_dir: Path, *,
+    log: Callable[[str], None] = print,
+) -> Prepared:
+    t0 = time.perf_counter()
+    src, tgt, counts = read_pairs(corpus, cfg)
+    log(f"read {counts['read']:,} lines; kept {counts['kept']:,} pairs; dropped "
+        f"{counts['duplicates']:,} duplicates, {counts['empty']:,} empty, "
+        f"{counts['too_long']:,} over {cfg.max_words} words, {counts['malformed']:,} malformed")
+    index = grouped_split(src, cfg.valid_frac, cfg.test_frac, cfg.split_seed)
+    texts = {k: ([src[i] for i in idx], [tgt[i] for i in idx]) for k, idx in index.items()}
+    tok = train_tokenizer(cfg, *texts["train"])
+    splits = {k: encode_split(k, tok, *texts[k]) for k in SPLITS}
+    for k, sp in splits.items():
+        log(f"{k}: {len(sp):,} pairs, {len(set(sp.src_text)):,} distinct sources")
+    vocab = (f"joint vocabulary {tok.src_vocab_size:,}" if tok.joint else
+             f"vocabularies src {tok.src_vocab_size:,}, tgt {tok.tgt_vocab_size:,}")
+    log(f"tokenizer: {tok.kind}, {vocab}")
+    meta = {"version": CACHE_VERSION, "corpus_sha256": digest, "data": dataclasses.asdict(cfg),
+            "counts": counts, "pairs": {k: len(v) for k, v in splits.items()},
+            "seconds": round(time.perf_counter() - t0, 2)}
+    _write_atomically(cache_dir, tok, splits, meta)
+    log(f"prepared in {meta['seconds']:.1f} s: {cache_dir}")
+    return Prepared(tok, splits, cache_dir, digest, meta)
+
+
+def _write_atomically(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
+                      meta: dict[str, Any]) -> None:
+    cache_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=cache_dir.parent, prefix=f".{cache_dir.name}-"))
+    try:
+        tok.save(tmp)
+        for k, sp in splits.items():
+            np.savez(tmp / f"{k}.npz", src_ids=sp.src_ids, src_offsets=sp.src_offsets,
+                     tgt_ids=sp.tgt_ids, tgt_offsets=sp.tgt_offsets)
+            for side, text in (("src", sp.src_text), ("tgt", sp.tgt_text)):
+                (tmp / f"{k}.{side}.txt").write_text("".join(t + "\n" for t in text),
+                                                     encoding="utf-8")
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+        if cache_dir.exists():  # a rebuild, or another process won the race: replace it
+            old = cache_dir.with_name(f".{cache_dir.name}-old-{os.getpid()}")
+            os.replace(cache_dir, old)
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(tmp, cache_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_cache(cache_dir: Path) -> Prepared:
+    """Read a cache written by :func:`build_cache`."""
+    meta_path = cache_dir / "meta.json"
+    if not meta_path.is_file():
+        raise DataError(f"{meta_path}: missing (incomplete cache)")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("version") != CACHE_VERSION:
+        raise DataError(f"{meta_path}: cache version {meta.get('version')}, "
+                        f"expected {CACHE_VERSION}")
+    tok = load_tokenizer(cache_dir)
+    splits = {}
+    for k in SPLITS:
+        with np.load(cache_dir / f"{k}.npz") as z:
+            arrays = {name: z[name] for name in
+                      ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")}
+        src, tgt = ((cache_dir / f"{k}.{side}.txt").read_text(encoding="utf-8").split("\n")[:-1]
+                    for side in ("src", "tgt"))
+        sp = Split(k, src_text=src, tgt_text=tgt, **arrays)
+        if not len(sp) == len(src) == len(tgt) == meta["pairs"][k]:
+            raise DataError(f"{cache_dir}: {k} split has inconsistent sizes")
+        splits[k] = sp
+    return Prepared(tok, splits, cache_dir, meta["corpus_sha256"], meta)

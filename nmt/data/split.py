@@ -1,0 +1,45 @@
+"""Train/valid/test split grouped by (normalised) English sentence.
+
+Every English sentence, with all its French translations, lands in exactly one split, so no test
+source was seen in training and valid/test keep every reference for multi-reference BLEU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def group_ids(src: list[str]) -> tuple[np.ndarray, int]:
+    """``(n,)`` group id of each pair (distinct sources numbered in first-seen order), and the
+    number of groups."""
+    index: dict[str, int] = {}
+    ids = np.fromiter((index.setdefault(s, len(index)) for s in src), dtype=np.int64,
+                      count=len(src))
+    return ids, len(index)
+
+
+def n_held_out(n_groups: int, frac: float) -> int:
+    """Groups for a held-out split: ``round(frac * n)``, at least 1 when ``frac > 0`` (so a small
+    corpus still validates), and never so many that training is left empty."""
+    if frac <= 0 or n_groups < 3:
+        return 0
+    return min(max(1, round(frac * n_groups)), (n_groups - 1) // 2)
+
+
+def grouped_split(
+    src: list[str], valid_frac: float, test_frac: float, seed: int
+) -> dict[str, np.ndarray]:
+    """Pair indices (ascending, int64) of ``train``, ``valid`` and ``test``.
+
+    The sentences are shuffled with ``seed`` (numpy PCG64): the first groups of the permutation
+    go to test, the next to valid, the rest to train. Same input and seed, same split.
+    """
+    groups, n = group_ids(src)
+    perm = np.random.default_rng(seed).permutation(n)
+    n_test, n_valid = n_held_out(n, test_frac), n_held_out(n, valid_frac)
+    which = np.zeros(n, dtype=np.int8)  # 0 train, 1 valid, 2 test, per group
+    which[perm[:n_test]] = 2
+    which[perm[n_test:n_test + n_valid]] = 1
+    pair_split = which[groups]
+    return {name: np.flatnonzero(pair_split == k) for k, name in
+            enumerate(("train", "valid", "test"))}

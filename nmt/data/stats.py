@@ -1,0 +1,78 @@
+"""Per-split statistics of a prepared corpus, and their table for ``nmt data stats``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from rich.table import Table
+
+from nmt.data.prepare import Prepared, Split
+from nmt.data.tokenizers import UNK_ID
+
+PERCENTILES = (50, 90, 99, 100)
+
+
+@dataclass(frozen=True)
+class SplitStats:
+    name: str
+    pairs: int
+    sources: int  # distinct normalised English sentences
+    refs_mean: float  # French references per distinct source
+    refs_max: int
+    src_len: tuple[int, ...]  # token-length percentiles PERCENTILES (without <eos>)
+    tgt_len: tuple[int, ...]
+    src_unk: float  # share of source tokens that are <unk>
+    tgt_unk: float
+    src_types: int  # distinct token ids used
+    tgt_types: int
+
+
+def _percentiles(lengths: np.ndarray) -> tuple[int, ...]:
+    if len(lengths) == 0:
+        return tuple(0 for _ in PERCENTILES)
+    return tuple(int(v) for v in np.percentile(lengths, PERCENTILES, method="higher"))
+
+
+def _unk_rate(ids: np.ndarray) -> float:
+    return float(np.count_nonzero(ids == UNK_ID) / len(ids)) if len(ids) else 0.0
+
+
+def split_stats(split: Split) -> SplitStats:
+    sources, refs = split.grouped()
+    n_refs = np.array([len(r) for r in refs]) if refs else np.zeros(1, dtype=np.int64)
+    return SplitStats(
+        name=split.name, pairs=len(split), sources=len(sources),
+        refs_mean=float(n_refs.mean()), refs_max=int(n_refs.max()),
+        src_len=_percentiles(split.src_lengths()), tgt_len=_percentiles(split.tgt_lengths()),
+        src_unk=_unk_rate(split.src_ids), tgt_unk=_unk_rate(split.tgt_ids),
+        src_types=len(np.unique(split.src_ids)), tgt_types=len(np.unique(split.tgt_ids)),
+    )
+
+
+def stats_table(prepared: Prepared) -> Table:
+    """One column per split, one row per figure (fits an 80-column terminal)."""
+    tok = prepared.tokenizer
+    rows = [split_stats(split) for split in prepared.splits.values()]
+    pcts = "/".join(f"p{p}" if p < 100 else "max" for p in PERCENTILES)
+    table = Table(title=f"data cache {prepared.cache_dir.name} ({tok.kind})")
+    table.add_column("")
+    for s in rows:
+        table.add_column(s.name, justify="right")
+    figures = {
+        "pairs": [f"{s.pairs:,}" for s in rows],
+        "distinct sources": [f"{s.sources:,}" for s in rows],
+        "references per source, mean (max)": [f"{s.refs_mean:.2f} ({s.refs_max})" for s in rows],
+        f"src tokens {pcts}": ["/".join(map(str, s.src_len)) for s in rows],
+        f"tgt tokens {pcts}": ["/".join(map(str, s.tgt_len)) for s in rows],
+        "<unk> rate src": [f"{s.src_unk:.3%}" for s in rows],
+        "<unk> rate tgt": [f"{s.tgt_unk:.3%}" for s in rows],
+        "token types used src": [f"{s.src_types:,}" for s in rows],
+        "token types used tgt": [f"{s.tgt_types:,}" for s in rows],
+        "vocabulary size src": [f"{tok.src_vocab_size:,}" for _ in rows],
+        "vocabulary size tgt": [f"{tok.tgt_vocab_size:,}" + (" (joint)" if tok.joint else "")
+                                for _ in rows],
+    }
+    for name, values in figures.items():
+        table.add_row(name, *values)
+    return table

@@ -1,0 +1,290 @@
+"""Tokenizers: SentencePiece (unigram or BPE, joint or per-language) and the recipe's word level.
+
+Both map *normalised* text (:func:`nmt.data.normalize.normalize`) to ids and back, with the same
+special ids everywhere: ``<unk>``=0, ``<pad>``=1, ``<bos>``=2, ``<eos>``=3 (the recipe's order).
+``encode_*`` adds no ``<bos>``/``<eos>``: batching does. A tokenizer saves itself to a directory
+(``tokenizer.json`` plus model or vocabulary files) and :func:`load_tokenizer` reads it back.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from nmt.errors import ConfigError, DataError
+
+UNK_ID, PAD_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+SPECIALS = ("<unk>", "<pad>", "<bos>", "<eos>")  # indexed by the ids above
+META_FILE = "tokenizer.json"
+
+
+class Tokenizer(ABC):
+    """What training, search and plotting need from a tokenizer."""
+
+    kind: str
+    src_vocab_size: int
+    tgt_vocab_size: int
+    joint: bool  # True when source and target share one vocabulary and ids
+
+    @abstractmethod
+    def encode_src(self, text: str) -> list[int]:
+        """Normalised source sentence -> ids (no ``<bos>``/``<eos>``)."""
+
+    @abstractmethod
+    def encode_tgt(self, text: str) -> list[int]:
+        """Normalised target sentence -> ids (no ``<bos>``/``<eos>``)."""
+
+    @abstractmethod
+    def decode_tgt(self, ids: Sequence[int]) -> str:
+        """Target ids -> text; stops at the first ``<eos>``, skips ``<pad>`` and ``<bos>``."""
+
+    @abstractmethod
+    def src_tokens(self, text: str) -> list[str]:
+        """The pieces (or words) of a normalised source sentence, for attention-plot labels."""
+
+    @abstractmethod
+    def tgt_tokens(self, ids: Sequence[int]) -> list[str]:
+        """The piece (or word) of each target id, for attention-plot labels."""
+
+    @abstractmethod
+    def save(self, directory: Path) -> None:
+        """Write ``tokenizer.json`` and the model/vocabulary files into ``directory``."""
+
+    def encode_src_batch(self, texts: list[str]) -> list[list[int]]:
+        """Many sentences at once (SentencePiece encodes them on all cores)."""
+        return [self.encode_src(t) for t in texts]
+
+    def encode_tgt_batch(self, texts: list[str]) -> list[list[int]]:
+        return [self.encode_tgt(t) for t in texts]
+
+
+def _cut(ids: Sequence[int]) -> list[int]:
+    """Ids up to the first ``<eos>``, without ``<pad>``/``<bos>``."""
+    out = []
+    for i in ids:
+        i = int(i)
+        if i == EOS_ID:
+            break
+        if i not in (PAD_ID, BOS_ID):
+            out.append(i)
+    return out
+
+
+def _write_meta(directory: Path, meta: dict[str, Any]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+
+
+# --- word level (the recipe) -----------------------------------------------------------------
+
+
+def build_vocab(lines: Iterable[str], min_freq: int) -> list[str]:
+    """The recipe's vocabulary: specials, then words with count >= ``min_freq`` by descending
+    count, ties in first-occurrence order (a stable sort over the Counter's insertion order)."""
+    counter = Counter(tok for line in lines for tok in split_words(line))
+    itos = list(SPECIALS)
+    seen = set(itos)
+    for tok, freq in sorted(counter.items(), key=lambda x: x[1], reverse=True):
+        if freq >= min_freq and tok not in seen:
+            itos.append(tok)
+            seen.add(tok)
+    return itos
+
+
+def split_words(text: str) -> list[str]:
+    """The recipe's split on single spaces (``str.split()`` would also split at U+2009 and drop
+    the empty words of double spaces, which the recipe keeps); ``""`` has no words."""
+    return text.split(" ") if text else []
+
+
+class WordTokenizer(Tokenizer):
+    """Split on single spaces; unknown words map to ``<unk>``. Detokenizing joins with spaces."""
+
+    kind = "word"
+
+    def __init__(self, src_itos: list[str], tgt_itos: list[str] | None = None) -> None:
+        self.joint = tgt_itos is None
+        self.src_itos = src_itos
+        self.tgt_itos = src_itos if tgt_itos is None else tgt_itos
+        self.src_stoi = {t: i for i, t in enumerate(self.src_itos)}
+        self.tgt_stoi = self.src_stoi if self.joint else {t: i for i, t in enumerate(self.tgt_itos)}
+        self.src_vocab_size, self.tgt_vocab_size = len(self.src_itos), len(self.tgt_itos)
+
+    @classmethod
+    def train(cls, src: list[str], tgt: list[str], *, min_freq: int, joint: bool) -> WordTokenizer:
+        if joint:
+            return cls(build_vocab(src + tgt, min_freq))
+        return cls(build_vocab(src, min_freq), build_vocab(tgt, min_freq))
+
+    def encode_src(self, text: str) -> list[int]:
+        get = self.src_stoi.get
+        return [get(t, UNK_ID) for t in split_words(text)]
+
+    def encode_tgt(self, text: str) -> list[int]:
+        get = self.tgt_stoi.get
+        return [get(t, UNK_ID) for t in split_words(text)]
+
+    def decode_tgt(self, ids: Sequence[int]) -> str:
+        return " ".join(self.tgt_itos[i] for i in _cut(ids))
+
+    def src_tokens(self, text: str) -> list[str]:
+        return split_words(text)
+
+    def tgt_tokens(self, ids: Sequence[int]) -> list[str]:
+        return [self.tgt_itos[int(i)] for i in ids]
+
+    def save(self, directory: Path) -> None:
+        directory = Path(directory)
+        _write_meta(directory, {"kind": self.kind, "joint": self.joint})
+        files = {"vocab.txt": self.src_itos} if self.joint else {
+            "src.vocab.txt": self.src_itos, "tgt.vocab.txt": self.tgt_itos}
+        for name, itos in files.items():
+            (directory / name).write_text("\n".join(itos) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path, meta: dict[str, Any]) -> WordTokenizer:
+        def read(name: str) -> list[str]:
+            itos = (directory / name).read_text(encoding="utf-8").split("\n")[:-1]
+            if tuple(itos[:4]) != SPECIALS:
+                raise DataError(f"{directory / name}: expected the special tokens {SPECIALS} first")
+            return itos
+
+        if meta.get("joint"):
+            return cls(read("vocab.txt"))
+        return cls(read("src.vocab.txt"), read("tgt.vocab.txt"))
+
+
+# --- SentencePiece ---------------------------------------------------------------------------
+
+
+def train_sentencepiece(
+    lines: list[str], *, vocab_size: int, model_type: str, threads: int = 0, seed: int = 1,
+    what: str = "data.vocab_size",
+) -> bytes:
+    """Train a SentencePiece model on normalised sentences; returns the serialized model.
+
+    Our text is already normalised, so SentencePiece's own normaliser is switched off
+    (``identity``: NFKC would rewrite characters and break ``decode(encode(x)) == x``).
+    ``character_coverage=1.0`` keeps every character of the training text (accents, « »)
+    instead of mapping the rarest 0.05% to ``<unk>``.
+    """
+    import sentencepiece as spm
+
+    if hasattr(spm, "set_random_generator_seed"):
+        spm.set_random_generator_seed(seed)  # the input sampling below is then reproducible
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines),
+            model_writer=model,
+            model_type=model_type,
+            vocab_size=vocab_size,
+            character_coverage=1.0,
+            normalization_rule_name="identity",
+            unk_id=UNK_ID, pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            unk_piece=SPECIALS[UNK_ID], pad_piece=SPECIALS[PAD_ID],
+            bos_piece=SPECIALS[BOS_ID], eos_piece=SPECIALS[EOS_ID],
+            input_sentence_size=2_000_000,  # a sample bounds time and memory on huge corpora
+            shuffle_input_sentence=True,
+            num_threads=threads or os.cpu_count() or 1,
+            minloglevel=2,  # no progress chatter on stderr
+        )
+    except RuntimeError as e:
+        msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        if "vocab" in msg.lower():
+            raise ConfigError(f"{what}={vocab_size}: too large for this training text ({msg})") \
+                from None
+        raise DataError(f"SentencePiece training failed: {msg}") from None
+    return model.getvalue()
+
+
+class SentencePieceTokenizer(Tokenizer):
+    """One SentencePiece model for both sides (``joint``) or one per language."""
+
+    kind = "sentencepiece"
+
+    def __init__(self, src_model: bytes, tgt_model: bytes | None = None) -> None:
+        import sentencepiece as spm
+
+        self.joint = tgt_model is None
+        self._models = {"src": src_model} if tgt_model is None else {
+            "src": src_model, "tgt": tgt_model}
+        self.src_sp = spm.SentencePieceProcessor(model_proto=src_model)
+        self.tgt_sp = self.src_sp if tgt_model is None else spm.SentencePieceProcessor(
+            model_proto=tgt_model)
+        for sp in (self.src_sp, self.tgt_sp):
+            ids = (sp.unk_id(), sp.pad_id(), sp.bos_id(), sp.eos_id())
+            if ids != (UNK_ID, PAD_ID, BOS_ID, EOS_ID):
+                raise DataError(f"SentencePiece model has special ids {ids}, expected 0, 1, 2, 3")
+        self.src_vocab_size = self.src_sp.get_piece_size()
+        self.tgt_vocab_size = self.tgt_sp.get_piece_size()
+
+    @classmethod
+    def train(
+        cls, src: list[str], tgt: list[str], *, vocab_size: int, model_type: str, joint: bool,
+        threads: int = 0, seed: int = 1,
+    ) -> SentencePieceTokenizer:
+        kw: dict[str, Any] = dict(vocab_size=vocab_size, model_type=model_type, threads=threads,
+                                  seed=seed)
+        if joint:
+            return cls(train_sentencepiece(src + tgt, **kw))
+        return cls(train_sentencepiece(src, **kw), train_sentencepiece(tgt, **kw))
+
+    def encode_src(self, text: str) -> list[int]:
+        return list(self.src_sp.encode(text, out_type=int))
+
+    def encode_tgt(self, text: str) -> list[int]:
+        return list(self.tgt_sp.encode(text, out_type=int))
+
+    def encode_src_batch(self, texts: list[str]) -> list[list[int]]:
+        return list(self.src_sp.encode(texts, out_type=int)) if texts else []
+
+    def encode_tgt_batch(self, texts: list[str]) -> list[list[int]]:
+        return list(self.tgt_sp.encode(texts, out_type=int)) if texts else []
+
+    def decode_tgt(self, ids: Sequence[int]) -> str:
+        return str(self.tgt_sp.decode(_cut(ids)))
+
+    def src_tokens(self, text: str) -> list[str]:
+        return list(self.src_sp.encode(text, out_type=str))
+
+    def tgt_tokens(self, ids: Sequence[int]) -> list[str]:
+        return [self.tgt_sp.id_to_piece(int(i)) for i in ids]
+
+    def save(self, directory: Path) -> None:
+        directory = Path(directory)
+        _write_meta(directory, {"kind": self.kind, "joint": self.joint})
+        for side, blob in self._models.items():
+            (directory / f"{'spm' if self.joint else side}.model").write_bytes(blob)
+
+    @classmethod
+    def load(cls, directory: Path, meta: dict[str, Any]) -> SentencePieceTokenizer:
+        if meta.get("joint"):
+            return cls((directory / "spm.model").read_bytes())
+        return cls((directory / "src.model").read_bytes(), (directory / "tgt.model").read_bytes())
+
+
+def load_tokenizer(directory: Path) -> Tokenizer:
+    """Read a tokenizer written by :meth:`Tokenizer.save`."""
+    directory = Path(directory)
+    meta_path = directory / META_FILE
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        kind = meta.get("kind")
+        if kind == WordTokenizer.kind:
+            return WordTokenizer.load(directory, meta)
+        if kind == SentencePieceTokenizer.kind:
+            return SentencePieceTokenizer.load(directory, meta)
+    except FileNotFoundError as e:
+        raise DataError(f"{e.filename}: tokenizer file missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as e:
+        raise DataError(f"{meta_path}: not a tokenizer description ({e})") from None
+    except RuntimeError as e:  # SentencePiece cannot parse the model file
+        raise DataError(f"{directory}: damaged SentencePiece model ({e})") from None
+    raise DataError(f"{meta_path}: unknown tokenizer kind {kind!r}, expected word or sentencepiece")
