@@ -52,6 +52,62 @@ def friendly(fn: F) -> F:
 
 # --- nmt data ---------------------------------------------------------------------------------
 
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Corpus and cache directory (default $NMT_DATA_DIR or data/)."),
+]
+SourceOpt = Annotated[
+    str | None,
+    typer.Option("--source", help="fra-eng.zip to use: a file, a directory holding it, or a URL "
+                 "(default $NMT_DATA_MIRROR, then the original address)."),
+]
+
+
+def _data_log(message: str) -> None:
+    console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+
+@data_app.command("download")
+@friendly
+def data_download(source: SourceOpt = None, data_dir: DataDirOpt = None) -> None:
+    """Get fra-eng.zip, verify fra.txt's SHA-256 and extract it (does nothing when present)."""
+    from nmt.data.download import default_data_dir, ensure_corpus
+
+    ensure_corpus(data_dir or default_data_dir(), source, log=_data_log)
+
+
+@data_app.command("prepare")
+@friendly
+def data_prepare(
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    data_dir: DataDirOpt = None,
+    source: SourceOpt = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild even if cached.")] = False,
+) -> None:
+    """Normalise, clean, split, train the tokenizer and cache the encoded splits."""
+    from nmt.config import load_config
+    from nmt.data.download import default_data_dir
+    from nmt.data.prepare import prepare
+
+    cfg = load_config(config, set_ or [])
+    prepare(cfg.data, data_dir or default_data_dir(), source=source, log=_data_log,
+            rebuild=rebuild)
+
+
+@data_app.command("stats")
+@friendly
+def data_stats(config: ConfigOpt = None, set_: SetOpt = None, data_dir: DataDirOpt = None) -> None:
+    """A table per split: pairs, sources, references, lengths, <unk> rates, vocabulary."""
+    from nmt.config import load_config
+    from nmt.data.download import default_data_dir
+    from nmt.data.prepare import prepare
+    from nmt.data.stats import stats_table
+
+    cfg = load_config(config, set_ or [])
+    prepared = prepare(cfg.data, data_dir or default_data_dir(), log=_data_log)
+    Console().print(stats_table(prepared))
+
 
 # --- nmt train --------------------------------------------------------------------------------
 
