@@ -31,8 +31,11 @@ def _choice(*values: str) -> Any:
 class DataConfig:
     """What to read from the corpus, how to clean, split and tokenize it."""
 
-    max_pairs: int = 0  # read only the first N lines of fra.txt (0: all); the d2l recipe uses 600
+    max_pairs: int = 0  # read only the first N lines of fra.txt (0: all); the d2l recipe reads
+    # 601 (it means 600, but `if i > num_examples: break` keeps line 600 too)
     lowercase: bool = True  # lower-case both sides (the recipe does)
+    normalization: str = field(default="full", metadata=_choice("full", "recipe"))  # full: NFC,
+    # apostrophes, invisible characters and whitespace too (docs/DATA.md); recipe: only its rules
     dedup: bool = True  # drop exact duplicate (source, target) pairs
     max_words: int = 50  # drop pairs with a side longer than this many words (0: keep all)
     valid_frac: float = 0.02  # share of distinct English sentences held out for validation
