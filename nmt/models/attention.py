@@ -1,0 +1,225 @@
+"""Attention components: masked softmax, additive (Bahdanau), scaled dot-product, multi-head.
+
+Masks are boolean and True where a key may be attended (the convention of
+``torch.nn.functional.scaled_dot_product_attention``). Masked scores are filled with the dtype's
+most negative finite value rather than the recipe's -1e6, which overflows in fp16.
+
+Modules return their weights instead of keeping them as attributes, so one module can serve
+several batches (or a training step and a picture) without hidden per-batch state.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def valid_lens_to_mask(valid_lens: Tensor, n_keys: int) -> Tensor:
+    """``(B,)`` or ``(B, Q)`` valid lengths -> bool mask ``(B, 1, K)`` or ``(B, Q, K)``."""
+    keys = torch.arange(n_keys, device=valid_lens.device)
+    if valid_lens.dim() == 1:
+        return keys[None, None, :] < valid_lens[:, None, None]
+    return keys[None, None, :] < valid_lens[:, :, None]
+
+
+def masked_fill_min(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """Fill scores where ``mask`` is False with the most negative finite value of their dtype."""
+    if mask is None:
+        return scores
+    return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+
+
+def masked_softmax(scores: Tensor, valid_lens: Tensor | None) -> Tensor:
+    """Softmax over the last axis of ``scores`` ``(B, Q, K)`` ignoring keys past each valid length.
+
+    ``valid_lens`` is ``(B,)`` (one length per batch row) or ``(B, Q)`` (one per query), or None
+    for a plain softmax. A valid length of 0 masks every key; all scores are then equal and the
+    weights come out uniform, as in the recipe.
+    """
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    mask = valid_lens_to_mask(valid_lens, scores.shape[-1])
+    return F.softmax(masked_fill_min(scores, mask), dim=-1)
+
+
+class AdditiveAttention(nn.Module):
+    """Bahdanau attention: ``score(q, k) = w_v^T tanh(W_q q + W_k k)``, no biases.
+
+    The decoder calls it once per target step with the same keys, so the key projection is a
+    separate method (:meth:`project_keys`, once per batch) and :meth:`attend` takes projected keys.
+    """
+
+    def __init__(self, key_size: int, query_size: int, hidden: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.W_k = nn.Linear(key_size, hidden, bias=False)
+        self.W_q = nn.Linear(query_size, hidden, bias=False)
+        self.w_v = nn.Linear(hidden, 1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def project_keys(self, keys: Tensor) -> Tensor:
+        """``(B, K, key_size)`` -> ``(B, K, hidden)``."""
+        return self.W_k(keys)
+
+    def attend(
+        self, queries: Tensor, projected_keys: Tensor, values: Tensor, mask: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        """Context ``(B, Q, value_size)`` and weights ``(B, Q, K)`` (taken before dropout).
+
+        queries ``(B, Q, query_size)``, projected_keys ``(B, K, hidden)``, values
+        ``(B, K, value_size)``, mask bool ``(B, 1 or Q, K)`` True at keys to attend, or None.
+        """
+        features = torch.tanh(self.W_q(queries).unsqueeze(2) + projected_keys.unsqueeze(1))
+        scores = self.w_v(features).squeeze(-1)  # (B, Q, K)
+        weights = F.softmax(masked_fill_min(scores, mask), dim=-1)
+        return torch.bmm(self.dropout(weights), values), weights
+
+    def forward(
+        self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """The recipe's call: keys ``(B, K, key_size)``, valid_lens ``(B,)`` or ``(B, Q)``."""
+        mask = None if valid_lens is None else valid_lens_to_mask(valid_lens, keys.shape[1])
+        return self.attend(queries, self.project_keys(keys), values, mask)
+
+
+def dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    *,
+    is_causal: bool = False,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """Scaled dot-product attention ``softmax(Q K^T / sqrt(d)) V`` over the last two axes.
+
+    q ``(..., Q, d)``, k ``(..., K, d)``, v ``(..., K, d_v)``; mask bool broadcastable to
+    ``(..., Q, K)``, True at keys to attend; ``is_causal`` lets query i see keys 0..i (Q == K).
+    Without ``need_weights`` this is one fused ``F.scaled_dot_product_attention`` call and the
+    weights are None; with it the weights ``(..., Q, K)`` (before dropout) are computed
+    explicitly. A row with every key masked gives zeros on the fused path and uniform weights
+    on the explicit one; sources always hold ``<eos>``, so it does not occur in practice.
+    """
+    if not need_weights:
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
+        )
+        return out, None
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if is_causal:
+        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+        mask = causal if mask is None else mask & causal
+    weights = F.softmax(masked_fill_min(scores, mask), dim=-1)
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return torch.matmul(dropped, v), weights
+
+
+class DotProductAttention(nn.Module):
+    """The recipe's scaled dot-product module: ``(B, Q, d)`` queries with valid lengths."""
+
+    def __init__(self, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.dropout = dropout
+
+    def forward(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        valid_lens: Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Output ``(B, Q, d_v)`` and weights ``(B, Q, K)`` (None unless ``need_weights``)."""
+        mask = None if valid_lens is None else valid_lens_to_mask(valid_lens, keys.shape[1])
+        p = self.dropout if self.training else 0.0
+        return dot_product_attention(
+            queries, keys, values, mask, dropout_p=p, need_weights=need_weights
+        )
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention (Vaswani et al. 2017, sec. 3.2.2): project, split heads, attend, W_o.
+
+    The query/key/value projections live in one ``(3 d_model, d_model)`` weight so that
+    self-attention is a single matmul; cross-attention uses its query rows and, once per batch,
+    its key/value rows (:meth:`project_kv`). Heads are laid out ``(B, n_heads, T, d_head)``,
+    the shape the incremental key/value cache stores.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = False):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+        self.dropout = dropout
+
+    def _split(self, x: Tensor) -> Tensor:
+        """``(B, T, n * d_model)`` -> ``n`` tensors ``(B, n_heads, T, d_head)`` (as one view)."""
+        b, t, _ = x.shape
+        return x.view(b, t, -1, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
+
+    def _proj(self, x: Tensor, rows: slice) -> Tensor:
+        w = self.in_proj.weight[rows]
+        bias = None if self.in_proj.bias is None else self.in_proj.bias[rows]
+        return F.linear(x, w, bias)
+
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention projections of ``x`` ``(B, T, d_model)``, each ``(B, h, T, d_head)``."""
+        q, k, v = self._split(self.in_proj(x))
+        return q, k, v
+
+    def project_q(self, x: Tensor) -> Tensor:
+        """``(B, T, d_model)`` -> queries ``(B, h, T, d_head)``."""
+        return self._split(self._proj(x, slice(0, self.d_model)))[0]
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``(B, S, d_model)`` -> keys and values, each ``(B, h, S, d_head)``."""
+        k, v = self._split(self._proj(x, slice(self.d_model, None)))
+        return k, v
+
+    def attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        *,
+        is_causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend with projected heads; returns ``(B, Q, d_model)`` and weights ``(B, h, Q, K)``.
+
+        mask: bool, broadcastable to ``(B, h, Q, K)``, True at keys to attend.
+        """
+        p = self.dropout if self.training else 0.0
+        out, weights = dot_product_attention(
+            q, k, v, mask, is_causal=is_causal, dropout_p=p, need_weights=need_weights
+        )
+        b, _, t, _ = out.shape
+        return self.W_o(out.transpose(1, 2).reshape(b, t, self.d_model)), weights
+
+    def forward(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        valid_lens: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """The recipe's call: ``(B, Q, d_model)`` queries, ``(B, K, d_model)`` keys and values,
+        valid lengths ``(B,)`` or ``(B, Q)``. Returns ``(B, Q, d_model)`` and ``(B, h, Q, K)``."""
+        q = self.project_q(queries)
+        if keys is values:
+            k, v = self.project_kv(keys)
+        else:
+            k = self._split(self._proj(keys, slice(self.d_model, 2 * self.d_model)))[0]
+            v = self._split(self._proj(values, slice(2 * self.d_model, None)))[0]
+        mask = None
+        if valid_lens is not None:
+            mask = valid_lens_to_mask(valid_lens, keys.shape[1]).unsqueeze(1)  # (B, 1, Q|1, K)
+        return self.attend(q, k, v, mask, need_weights=need_weights)

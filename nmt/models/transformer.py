@@ -1,0 +1,247 @@
+"""The Transformer (Vaswani et al. 2017) with a real key/value cache for incremental decoding.
+
+Post-norm as in the paper and the recipe (``LayerNorm(x + dropout(sublayer(x)))``), pre-norm as
+an option (``norm_first``: ``x + dropout(sublayer(LayerNorm(x)))`` with a final LayerNorm on
+each stack). Differences from the recipe, on purpose: the causal mask is applied in every mode
+(the recipe drops it in eval mode, so a full eval pass sees the future), the cache holds the
+*projected* keys and values of each decoder self-attention layer (the recipe re-projects the
+whole prefix at every step), and cross-attention keys/values are projected once per batch.
+
+State layout (all batch-first): ``self_k{i}``, ``self_v{i}`` ``(B, n_heads, t, d_head)`` growing by
+one position per step; ``cross_k{i}``, ``cross_v{i}`` ``(B, n_heads, S, d_head)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import cast
+
+import torch
+from torch import Tensor, nn
+
+from nmt.config import ModelConfig
+from nmt.errors import ConfigError
+from nmt.models.attention import MultiHeadAttention
+from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
+
+
+def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
+    """``(n_positions, d_model)`` table: even columns ``sin(pos / 10000^(2j/d))``, odd ``cos``.
+
+    Works for odd ``d_model`` too (one more sine column than cosine columns).
+    """
+    pos = torch.arange(n_positions, dtype=torch.float32)[:, None]
+    freq = torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    angles = pos / freq  # (n_positions, ceil(d/2))
+    table = torch.zeros(n_positions, d_model)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles)[:, : d_model // 2]
+    return table
+
+
+class FeedForward(nn.Module):
+    """Position-wise ``Linear -> ReLU -> Linear`` (sec. 3.3)."""
+
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.l2(torch.relu(self.l1(x)))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention -> add & norm -> feed-forward -> add & norm."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.d_model
+        self.self_attn = MultiHeadAttention(d, cfg.n_heads, cfg.dropout, cfg.attn_bias)
+        self.ffn = FeedForward(d, cfg.d_ff)
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.norm_first = cfg.norm_first
+
+    def forward(
+        self, x: Tensor, mask: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """x ``(B, S, d_model)``, mask bool ``(B, 1, 1, S)`` -> ``(B, S, d_model)``, weights."""
+        h = self.norm1(x) if self.norm_first else x
+        q, k, v = self.self_attn.project_qkv(h)
+        y, w = self.self_attn.attend(q, k, v, mask, need_weights=need_weights)
+        if self.norm_first:
+            x = x + self.dropout(y)
+            return x + self.dropout(self.ffn(self.norm2(x))), w
+        x = self.norm1(x + self.dropout(y))
+        return self.norm2(x + self.dropout(self.ffn(x))), w
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention -> add & norm -> cross-attention -> add & norm -> FFN -> add & norm."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.d_model
+        self.self_attn = MultiHeadAttention(d, cfg.n_heads, cfg.dropout, cfg.attn_bias)
+        self.cross_attn = MultiHeadAttention(d, cfg.n_heads, cfg.dropout, cfg.attn_bias)
+        self.ffn = FeedForward(d, cfg.d_ff)
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.norm_first = cfg.norm_first
+
+    def forward(
+        self,
+        x: Tensor,
+        cross_k: Tensor,
+        cross_v: Tensor,
+        src_mask: Tensor,
+        past_k: Tensor | None = None,
+        past_v: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
+        """One decoder layer over ``T`` new positions.
+
+        x ``(B, T, d_model)``; cross_k/cross_v ``(B, h, S, d_head)``; src_mask bool
+        ``(B, 1, 1, S)``; past_k/past_v ``(B, h, t, d_head)`` cached positions or None.
+        Returns x, the self-attention keys/values ``(B, h, t + T, d_head)`` (the new cache),
+        and the self and cross weights ``(B, h, T, t + T)``, ``(B, h, T, S)`` if asked.
+        """
+        h = self.norm1(x) if self.norm_first else x
+        q, k, v = self.self_attn.project_qkv(h)
+        past = 0
+        if past_k is not None and past_v is not None and past_k.shape[2] > 0:
+            past = past_k.shape[2]
+            k, v = torch.cat((past_k, k), dim=2), torch.cat((past_v, v), dim=2)
+        t_new = x.shape[1]
+        mask = None
+        if past > 0 and t_new > 1:  # several new positions after a cache: bottom-right causal
+            rows = torch.arange(t_new, device=x.device)[:, None] + past
+            mask = torch.arange(past + t_new, device=x.device)[None, :] <= rows
+        causal = past == 0 and t_new > 1
+        y, w_self = self.self_attn.attend(
+            q, k, v, mask, is_causal=causal, need_weights=need_weights
+        )
+        x = x + self.dropout(y) if self.norm_first else self.norm1(x + self.dropout(y))
+
+        h = self.norm2(x) if self.norm_first else x
+        y, w_cross = self.cross_attn.attend(
+            self.cross_attn.project_q(h), cross_k, cross_v, src_mask, need_weights=need_weights
+        )
+        x = x + self.dropout(y) if self.norm_first else self.norm2(x + self.dropout(y))
+
+        if self.norm_first:
+            x = x + self.dropout(self.ffn(self.norm3(x)))
+        else:
+            x = self.norm3(x + self.dropout(self.ffn(x)))
+        return x, k, v, w_self, w_cross
+
+
+class Transformer(EncoderDecoder):
+    """Encoder-decoder Transformer implementing the :class:`EncoderDecoder` contract."""
+
+    pos: Tensor  # (max_positions, d_model) sinusoidal table, a non-persistent buffer
+
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        *,
+        joint_vocab: bool = False,
+        pad_id: int = 1,
+        bos_id: int = 2,
+        eos_id: int = 3,
+    ) -> None:
+        super().__init__(pad_id, bos_id, eos_id)
+        d = cfg.d_model
+        self.d_model, self.n_layers, self.max_positions = d, cfg.n_layers, cfg.max_positions
+        self.scale = math.sqrt(d)  # sec. 3.4: embeddings are multiplied by sqrt(d_model)
+        self.src_embed = nn.Embedding(src_vocab_size, d)
+        share_src = cfg.tie_embeddings and joint_vocab
+        self.tgt_embed = self.src_embed if share_src else nn.Embedding(tgt_vocab_size, d)
+        self.register_buffer("pos", sinusoidal_positions(cfg.max_positions, d), persistent=False)
+        self.enc_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
+        self.dec_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_layers))
+        # pre-norm leaves the residual stream un-normalised: a final LayerNorm per stack
+        self.enc_norm: nn.Module = nn.LayerNorm(d) if cfg.norm_first else nn.Identity()
+        self.dec_norm: nn.Module = nn.LayerNorm(d) if cfg.norm_first else nn.Identity()
+        self.out = nn.Linear(d, tgt_vocab_size)
+        if cfg.tie_embeddings:
+            self.out.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def _embed(self, embed: nn.Embedding, tokens: Tensor, start: int) -> Tensor:
+        """``(B, T)`` ids -> ``(B, T, d_model)``: scaled embedding + positions start..start+T-1."""
+        end = start + tokens.shape[1]
+        if end > self.max_positions:
+            raise ConfigError(
+                f"model.max_positions: expected at least {end} for a sequence this long, "
+                f"got {self.max_positions}"
+            )
+        return self.dropout(embed(tokens) * self.scale + self.pos[start:end])
+
+    def encode(self, src: Tensor, src_lengths: Tensor, need_weights: bool = False) -> Memory:
+        """src ``(B, S)`` ids, src_lengths ``(B,)`` -> memory with ``enc_out`` ``(B, S, d)``,
+        ``src_mask`` ``(B, S)`` bool, ``src_lengths`` and, if asked, ``attn_enc``
+        ``(B, layers, heads, S, S)``."""
+        mask = lengths_to_mask(src_lengths, src.shape[1])
+        attn_mask = mask[:, None, None, :]
+        x = self._embed(self.src_embed, src, 0)
+        weights = []
+        for layer in self.enc_layers:
+            x, w = layer(x, attn_mask, need_weights)
+            if w is not None:
+                weights.append(w)
+        memory = {"enc_out": self.enc_norm(x), "src_mask": mask, "src_lengths": src_lengths}
+        if need_weights:
+            memory["attn_enc"] = torch.stack(weights, dim=1)
+        return memory
+
+    def _cross_kv(self, memory: Memory) -> State:
+        state = {}
+        for i, layer in enumerate(self.dec_layers):
+            attn = cast(DecoderLayer, layer).cross_attn
+            state[f"cross_k{i}"], state[f"cross_v{i}"] = attn.project_kv(memory["enc_out"])
+        return state
+
+    def init_state(self, memory: Memory) -> State:
+        """Empty self-attention caches ``(B, h, 0, d_head)`` and the cross keys/values."""
+        state = self._cross_kv(memory)
+        k0 = state["cross_k0"]
+        empty = k0.new_zeros(k0.shape[0], k0.shape[1], 0, k0.shape[3])
+        for i in range(self.n_layers):
+            state[f"self_k{i}"], state[f"self_v{i}"] = empty, empty
+        return state
+
+    def decode(
+        self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False
+    ) -> DecodeOutput:
+        """tgt ``(B, T)`` -> logits ``(B, T, V)``.
+
+        ``state is None``: causal teacher-forced pass over all of ``tgt``. Otherwise ``tgt``
+        holds the new positions only; their positions start at the cache length, and the
+        returned state holds the caches grown by ``T``.
+        """
+        full = state is None
+        st = self._cross_kv(memory) if state is None else state
+        past = 0 if full else st["self_k0"].shape[2]
+        x = self._embed(self.tgt_embed, tgt, past)
+        src_mask = memory["src_mask"][:, None, None, :]
+        new_state: State = {}
+        w_self, w_cross = [], []
+        for i, layer in enumerate(self.dec_layers):
+            ck, cv = st[f"cross_k{i}"], st[f"cross_v{i}"]
+            pk = None if full else st[f"self_k{i}"]
+            pv = None if full else st[f"self_v{i}"]
+            x, k, v, ws, wc = layer(x, ck, cv, src_mask, pk, pv, need_weights)
+            if not full:
+                new_state.update({f"self_k{i}": k, f"self_v{i}": v,
+                                  f"cross_k{i}": ck, f"cross_v{i}": cv})
+            if ws is not None and wc is not None:
+                w_self.append(ws)
+                w_cross.append(wc)
+        logits = self.out(self.dec_norm(x))
+        weights = {}
+        if need_weights:
+            weights = {"self": torch.stack(w_self, 1), "cross": torch.stack(w_cross, 1)}
+        return DecodeOutput(logits, None if full else new_state, weights)

@@ -1,0 +1,131 @@
+"""Attention components: the recipe's oracle values, masking semantics, fused vs explicit paths."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nmt.models.attention import (
+    AdditiveAttention,
+    DotProductAttention,
+    MultiHeadAttention,
+    dot_product_attention,
+    masked_softmax,
+    valid_lens_to_mask,
+)
+
+
+def recipe_keys_values() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    keys = torch.ones(2, 10, 2)
+    values = torch.arange(40, dtype=torch.float32).reshape(1, 10, 4).repeat(2, 1, 1)
+    return keys, values, torch.tensor([2, 6])
+
+
+ORACLE = torch.tensor([[[2.0, 3.0, 4.0, 5.0]], [[10.0, 11.0, 12.0, 13.0]]])
+
+
+def test_additive_attention_oracle() -> None:
+    torch.manual_seed(0)
+    keys, values, valid_lens = recipe_keys_values()
+    attention = AdditiveAttention(key_size=2, query_size=20, hidden=8, dropout=0.1).eval()
+    out, weights = attention(torch.normal(0, 1, (2, 1, 20)), keys, values, valid_lens)
+    torch.testing.assert_close(out, ORACLE)
+    assert weights.shape == (2, 1, 10)
+    torch.testing.assert_close(weights[0, 0, :2], torch.full((2,), 0.5))
+    assert weights[0, 0, 2:].abs().max() == 0 and weights[1, 0, 6:].abs().max() == 0
+
+
+def test_dot_product_attention_oracle_both_paths() -> None:
+    torch.manual_seed(0)
+    keys, values, valid_lens = recipe_keys_values()
+    attention = DotProductAttention(dropout=0.5).eval()
+    queries = torch.normal(0, 1, (2, 1, 2))
+    out, weights = attention(queries, keys, values, valid_lens, need_weights=True)
+    fast, none = attention(queries, keys, values, valid_lens, need_weights=False)
+    torch.testing.assert_close(out, ORACLE)
+    torch.testing.assert_close(fast, ORACLE)
+    assert none is None and weights is not None
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 1))
+
+
+def test_additive_projected_keys_equal_recipe_call() -> None:
+    torch.manual_seed(1)
+    attention = AdditiveAttention(key_size=6, query_size=5, hidden=8).eval()
+    q, k, v = torch.randn(3, 4, 5), torch.randn(3, 7, 6), torch.randn(3, 7, 2)
+    lens = torch.tensor([7, 1, 4])
+    out, w = attention(q, k, v, lens)
+    out2, w2 = attention.attend(q, attention.project_keys(k), v, valid_lens_to_mask(lens, 7))
+    torch.testing.assert_close(out, out2)
+    torch.testing.assert_close(w, w2)
+
+
+def test_additive_weights_kept_before_dropout() -> None:
+    torch.manual_seed(2)
+    attention = AdditiveAttention(4, 4, 8, dropout=0.9).train()
+    _, w = attention(torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 4))
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 3))
+
+
+def test_masked_softmax_lengths_per_row_and_per_query() -> None:
+    scores = torch.randn(2, 3, 5)
+    per_row = masked_softmax(scores, torch.tensor([2, 4]))
+    assert per_row[0, :, 2:].abs().max() == 0 and per_row[1, :, 4:].abs().max() == 0
+    per_query = masked_softmax(scores, torch.tensor([[1, 2, 3], [5, 4, 1]]))
+    for b, lens in enumerate([[1, 2, 3], [5, 4, 1]]):
+        for q, n in enumerate(lens):
+            torch.testing.assert_close(per_query[b, q, :n], torch.softmax(scores[b, q, :n], -1))
+            assert per_query[b, q, n:].abs().sum() == 0
+    torch.testing.assert_close(masked_softmax(scores, None), torch.softmax(scores, -1))
+
+
+def test_masked_softmax_zero_length_is_uniform() -> None:
+    w = masked_softmax(torch.randn(1, 2, 4), torch.tensor([0]))
+    torch.testing.assert_close(w, torch.full((1, 2, 4), 0.25))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_masked_softmax_low_precision_does_not_overflow(dtype: torch.dtype) -> None:
+    # the recipe's -1e6 fill is -inf in fp16; the dtype's own minimum stays finite
+    scores = (torch.randn(2, 3, 6) * 100).to(dtype)
+    w = masked_softmax(scores, torch.tensor([3, 0]))
+    assert w.dtype == dtype and torch.isfinite(w).all()
+    assert w[0, :, 3:].float().abs().max() == 0
+    torch.testing.assert_close(w.float().sum(-1), torch.ones(2, 3), atol=1e-2, rtol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_and_explicit_paths_agree(causal: bool) -> None:
+    torch.manual_seed(3)
+    q, k, v = torch.randn(3, 2, 5, 4), torch.randn(3, 2, 5, 4), torch.randn(3, 2, 5, 4)
+    mask = valid_lens_to_mask(torch.tensor([5, 2, 3]), 5).unsqueeze(1)  # (B, 1, 1, K)
+    fast, none = dot_product_attention(q, k, v, mask, is_causal=causal)
+    slow, w = dot_product_attention(q, k, v, mask, is_causal=causal, need_weights=True)
+    assert none is None and w is not None
+    torch.testing.assert_close(fast, slow)
+    torch.testing.assert_close(w.sum(-1), torch.ones(3, 2, 5))
+    assert w[1, :, :, 2:].abs().max() == 0
+    if causal:
+        assert torch.triu(w, diagonal=1).abs().max() == 0
+
+
+def test_multi_head_attention_shapes_and_paths() -> None:
+    torch.manual_seed(4)
+    mha = MultiHeadAttention(d_model=16, n_heads=4, dropout=0.3).eval()
+    x, mem = torch.randn(2, 3, 16), torch.randn(2, 6, 16)
+    lens = torch.tensor([6, 2])
+    out_fast, none = mha(x, mem, mem, lens)
+    out, w = mha(x, mem, mem, lens, need_weights=True)
+    assert none is None and w is not None
+    assert out.shape == (2, 3, 16) and w.shape == (2, 4, 3, 6)
+    torch.testing.assert_close(out_fast, out)
+    assert w[1, ..., 2:].abs().max() == 0
+    # separate key and value tensors use the key and value rows of the fused projection
+    out_kv, _ = mha(x, mem, mem.clone(), lens)
+    torch.testing.assert_close(out_kv, out)
+
+
+def test_multi_head_attention_without_bias_by_default() -> None:
+    assert MultiHeadAttention(8, 2).in_proj.bias is None
+    assert MultiHeadAttention(8, 2, bias=True).W_o.bias is not None
+    with pytest.raises(ValueError):
+        MultiHeadAttention(10, 4)
