@@ -153,6 +153,151 @@ def train(
 
 # --- nmt translate / bleu ---------------------------------------------------------------------
 
+RunOpt = Annotated[
+    Path | None, typer.Option("--run", help="Run directory runs/NAME (default: the latest).")
+]
+CheckpointOpt = Annotated[
+    str, typer.Option("--checkpoint", help="best, last, or a checkpoint file.")
+]
+BeamOpt = Annotated[
+    int | None, typer.Option("--beam", min=1, help="Beam size (default: the run's [decode]).")
+]
+DecodeBatchOpt = Annotated[
+    int | None,
+    typer.Option("--batch-size", min=1, help="Sentences per batch (default: the run's [decode])."),
+]
+DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
+
+
+def _warn_truncated(name: str) -> Callable[[int, int, int], None]:
+    def warn(i: int, n: int, limit: int) -> None:
+        console.print(f"warning: {name}: line {i + 1}: {n} source tokens, cut to the first {limit}",
+                      highlight=False, markup=False)
+
+    return warn
+
+
+@app.command()
+@friendly
+def translate(
+    sentences: Annotated[
+        list[str] | None,
+        typer.Argument(help="Sentences to translate (otherwise --input FILE or stdin)."),
+    ] = None,
+    input_: Annotated[
+        Path | None,
+        typer.Option("--input", "-i", help="One sentence per line, UTF-8; '-' is stdin."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write translations here, not stdout.")
+    ] = None,
+    run: RunOpt = None,
+    checkpoint: CheckpointOpt = "best",
+    beam: BeamOpt = None,
+    batch_size: DecodeBatchOpt = None,
+    device: DeviceOpt = "auto",
+    max_src_tokens: Annotated[
+        int | None,
+        typer.Option("--max-src-tokens", min=2, help="Cut longer sources, with a warning "
+                     "(default 1024, and never more than the model's positions)."),
+    ] = None,
+) -> None:
+    """Translate English sentences to French, one output line per input line."""
+    from nmt.checkpoint import load_run
+    from nmt.errors import DataError
+    from nmt.translate import Translator, read_lines
+
+    if sentences and input_ is not None:
+        raise DataError("--input: give sentences as arguments or --input FILE, not both")
+    if sentences:
+        lines: Any = list(sentences)
+        name = "argument"
+    elif input_ is not None and str(input_) != "-":
+        if not input_.is_file():
+            raise DataError(f"--input {input_}: file not found")
+        lines = read_lines(input_.open("rb"), f"--input {input_}")
+        name = f"--input {input_}"
+    else:
+        if sys.stdin.isatty() and input_ is None:
+            raise DataError("nothing to translate: give sentences, --input FILE, or pipe text in")
+        lines = read_lines(sys.stdin.buffer, "stdin")
+        name = "stdin"
+    translator = Translator.from_run(load_run(run, checkpoint, device), beam=beam,
+                                     batch_size=batch_size, max_src_tokens=max_src_tokens)
+    out = output.open("w", encoding="utf-8", newline="\n") if output else None
+    stdout = sys.stdout
+    try:
+        def write(text: str) -> None:
+            if out is not None:
+                out.write(text + "\n")
+            else:
+                stdout.write(text + "\n")
+
+        translator.translate_stream(lines, write, on_truncate=_warn_truncated(name))
+    finally:
+        if out is not None:
+            out.close()
+        stdout.flush()
+
+
+@app.command()
+@friendly
+def bleu(
+    run: RunOpt = None,
+    checkpoint: CheckpointOpt = "best",
+    split: Annotated[str, typer.Option("--split", help="Split of the run's data.")] = "test",
+    src: Annotated[
+        Path | None, typer.Option("--src", help="Score on this source file instead of a split.")
+    ] = None,
+    ref: Annotated[
+        list[Path] | None,
+        typer.Option("--ref", help="References of --src, line-aligned (repeat for several)."),
+    ] = None,
+    beam: BeamOpt = None,
+    batch_size: DecodeBatchOpt = None,
+    device: DeviceOpt = "auto",
+    limit: Annotated[int, typer.Option("--limit", min=0, help="Only the first N sources.")] = 0,
+    examples: Annotated[
+        bool,
+        typer.Option("--examples", help="The recipe's four check sentences, per-sentence BLEU."),
+    ] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Corpus and cache directory (default data/)."),
+    ] = None,
+) -> None:
+    """Corpus BLEU and chrF (sacrebleu) of a run on its test split or on --src/--ref files."""
+    import json
+
+    from nmt.checkpoint import load_run
+    from nmt.evaluate import evaluate_run, run_examples
+    from nmt.translate import Translator
+
+    loaded = load_run(run, checkpoint, device)
+    translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size)
+    if examples:
+        rows = run_examples(translator)
+        if json_:
+            typer.echo(json.dumps(rows, ensure_ascii=False))
+        for r in [] if json_ else rows:
+            typer.echo(f"{r['src']} => {r['hyp']}, bleu {r['bleu']:.3f} (reference: {r['ref']})")
+        return
+    report = evaluate_run(loaded, translator, split=split, data_dir=data_dir, src=src,
+                          refs=list(ref or []), limit=limit,
+                          log=lambda s: console.print(s, highlight=False, markup=False))
+    if json_:
+        typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+        return
+    search = "greedy" if report.beam == 1 else f"beam {report.beam}"
+    typer.echo(f"{report.run_dir} ({report.checkpoint}, step {report.step}) on {report.data}: "
+               f"{report.sentences} sentences, {search}, {report.sentences_per_second:.1f} "
+               "sentences/s")
+    for label, s in (("multi-ref", report.multi), ("single-ref", report.single)):
+        typer.echo(f"BLEU {label:10s} {s.bleu:6.2f}  {s.bleu_signature}")
+        typer.echo(f"chrF {label:10s} {s.chrf:6.2f}  {s.chrf_signature}")
+    typer.echo(f"hypotheses: {report.hypotheses}; scores: {report.scores}")
+
 
 # --- nmt plot / runs / attention --------------------------------------------------------------
 
@@ -160,7 +305,10 @@ def train(
 def main() -> None:
     """Console-script entry: run the app, turning :class:`NmtError` into a one-line message."""
     try:
-        app(standalone_mode=False)
+        # without standalone mode click *returns* a typer.Exit's code instead of exiting with it
+        rc = app(standalone_mode=False)
+        if isinstance(rc, int) and rc != 0:
+            sys.exit(rc)
     except NmtError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
@@ -173,9 +321,9 @@ def main() -> None:
         console.print("aborted")
         sys.exit(1)
     except Exception as e:  # click usage errors come through here with standalone_mode=False
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
+        # a ClickException; typer >= 0.2x vendors click, so `import click` may not exist
+        show, code = getattr(e, "show", None), getattr(e, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            sys.exit(code)
         raise

@@ -1,0 +1,400 @@
+"""Search: greedy (cached and uncached) and beam search, written once against the model contract.
+
+Every function takes token ids and returns token ids; text in and out lives in
+:mod:`nmt.translate`. The model contract is in :mod:`nmt.models.base`:
+
+- the cached paths call ``encode`` once, ``init_state`` once, then ``decode`` on *one new
+  position* per step, so a step costs O(1) projections per layer;
+- :func:`greedy_uncached` re-runs the whole prefix at every step (``decode(prefix, memory,
+  None)``), the recipe's way; tests and benchmarks compare the two.
+
+Finished sentences are pruned from the batch with :func:`~nmt.models.base.select_rows` (or,
+with ``prune=False``, kept and fed ``<pad>``; the benchmark compares both). Scores are sums of
+log-probabilities under the model, ``<eos>`` included when it was produced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from nmt.config import DecodeConfig
+from nmt.models.base import EncoderDecoder, select_rows
+
+PAD_ID, BOS_ID, EOS_ID = 1, 2, 3  # fixed project-wide (the recipe's order)
+
+
+@dataclass
+class Hypothesis:
+    """One output sentence: token ids without ``<bos>``/``<eos>``, and its model scores."""
+
+    tokens: list[int]
+    score: float  # sum of log-probabilities (the <eos> step included when produced)
+    finished: bool = True  # False when cut at the length limit before <eos>
+    token_scores: list[float] = field(default_factory=list)  # per-step log-probabilities
+
+    def normalized(self, alpha: float) -> float:
+        """The GNMT length-normalised score ``score / ((5 + len) / 6) ** alpha``."""
+        return self.score / length_penalty(self.steps, alpha)
+
+    @property
+    def steps(self) -> int:
+        """Decoder steps taken: the tokens plus the ``<eos>`` step when there was one."""
+        return len(self.tokens) + int(self.finished)
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT (Wu et al. 2016, eq. 14): ``((5 + |Y|) / 6) ** alpha``; 1 when ``alpha = 0``."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def max_output_lengths(src_lengths: Tensor, cfg: DecodeConfig, model: EncoderDecoder) -> Tensor:
+    """``(B,)`` source lengths -> ``(B,)`` output limits: ``a * len + b``, capped.
+
+    The cap is ``cfg.max_len_cap`` and, for models with a position table, what still fits in it
+    (``<bos>`` takes the first position).
+    """
+    cap = cfg.max_len_cap
+    max_positions = getattr(model, "max_positions", None)  # only position-table models have it
+    if isinstance(max_positions, int):
+        cap = min(cap, max_positions - 1)
+    limits = torch.floor(src_lengths.double() * cfg.max_len_a).long() + cfg.max_len_b
+    return limits.clamp(min=1, max=max(cap, 1))
+
+
+def _log_probs(logits: Tensor) -> Tensor:
+    """``(n, t, V)`` logits -> ``(n, V)`` log-probabilities of the last position, in fp32.
+
+    ``<pad>`` and ``<bos>`` are never outputs: they get -inf *after* the softmax, so the scores
+    of the other tokens stay the model's true log-probabilities.
+    """
+    logp = torch.log_softmax(logits[:, -1].float(), dim=-1)
+    logp[:, PAD_ID] = -math.inf
+    logp[:, BOS_ID] = -math.inf
+    return logp
+
+
+def _as_limits(max_len: Tensor | int, batch: int, device: torch.device) -> Tensor:
+    if isinstance(max_len, int):
+        return torch.full((batch,), max_len, dtype=torch.long, device=device)
+    return max_len.to(device=device, dtype=torch.long)
+
+
+@torch.no_grad()
+def greedy(
+    model: EncoderDecoder,
+    src: Tensor,
+    src_lengths: Tensor,
+    max_len: Tensor | int,
+    prune: bool = True,
+) -> list[Hypothesis]:
+    """Greedy search with the incremental state, one new position per step.
+
+    Args:
+        src: ``(B, S)`` padded source ids; src_lengths: ``(B,)``.
+        max_len: ``(B,)`` or one int: most output tokens per sentence (``<eos>`` not counted).
+        prune: drop finished rows from the batch (True) or keep feeding them ``<pad>``.
+    Returns:
+        B hypotheses, in batch order.
+    """
+    device = src.device
+    b = src.size(0)
+    limits = _as_limits(max_len, b, device)
+    memory = model.encode(src, src_lengths)
+    state = model.init_state(memory)
+    rows = torch.arange(b, device=device)  # original row of each live batch row
+    last = torch.full((b, 1), BOS_ID, dtype=torch.long, device=device)  # (n, 1)
+    done = torch.zeros(b, dtype=torch.bool, device=device)
+    out_tokens: list[Tensor] = []  # per step (B,) token, PAD where a row was not live
+    out_scores: list[Tensor] = []  # per step (B,) log-probability
+    step = 0
+    while rows.numel() > 0 and step < int(limits[rows].max()):
+        output = model.decode(last, memory, state)
+        assert output.state is not None
+        state = output.state
+        score, token = _log_probs(output.logits).max(dim=-1)  # (n,)
+        if not prune:
+            token = token.masked_fill(done[rows], PAD_ID)
+        step_tokens = torch.full((b,), PAD_ID, dtype=torch.long, device=device)
+        step_scores = torch.zeros(b, device=device)
+        step_tokens[rows] = token
+        step_scores[rows] = score
+        out_tokens.append(step_tokens)
+        out_scores.append(step_scores)
+        step += 1
+        newly_done = (token == EOS_ID) | (limits[rows] <= step)
+        done[rows] |= newly_done
+        if prune:
+            keep = (~newly_done).nonzero().squeeze(1)
+            if keep.numel() < rows.numel():
+                rows = rows[keep]
+                memory, state = select_rows(memory, keep), select_rows(state, keep)
+                token = token[keep]
+        elif bool(done.all()):
+            break
+        last = token[:, None]
+    return _collect(out_tokens, out_scores, b)
+
+
+@torch.no_grad()
+def greedy_uncached(
+    model: EncoderDecoder, src: Tensor, src_lengths: Tensor, max_len: Tensor | int
+) -> list[Hypothesis]:
+    """Greedy search that re-runs the decoder over the whole prefix at every step.
+
+    The recipe's (and JoeyNMT's) way, O(T^2) decoder work per sentence; kept as the reference
+    the cached path is tested and benchmarked against. Shapes as in :func:`greedy`.
+    """
+    device = src.device
+    b = src.size(0)
+    limits = _as_limits(max_len, b, device)
+    memory = model.encode(src, src_lengths)
+    rows = torch.arange(b, device=device)
+    prefix = torch.full((b, 1), BOS_ID, dtype=torch.long, device=device)  # (n, t)
+    out_tokens: list[Tensor] = []
+    out_scores: list[Tensor] = []
+    step = 0
+    while rows.numel() > 0 and step < int(limits[rows].max()):
+        logits = model.decode(prefix, memory, None).logits  # (n, t, V)
+        score, token = _log_probs(logits).max(dim=-1)
+        step_tokens = torch.full((b,), PAD_ID, dtype=torch.long, device=device)
+        step_scores = torch.zeros(b, device=device)
+        step_tokens[rows] = token
+        step_scores[rows] = score
+        out_tokens.append(step_tokens)
+        out_scores.append(step_scores)
+        step += 1
+        keep = (~((token == EOS_ID) | (limits[rows] <= step))).nonzero().squeeze(1)
+        rows, memory = rows[keep], select_rows(memory, keep)
+        prefix = torch.cat([prefix[keep], token[keep, None]], dim=1)
+    return _collect(out_tokens, out_scores, b)
+
+
+def _collect(out_tokens: list[Tensor], out_scores: list[Tensor], b: int) -> list[Hypothesis]:
+    """Per-step ``(B,)`` tensors -> B hypotheses, each cut at its first ``<eos>``."""
+    if not out_tokens:
+        return [Hypothesis([], 0.0, finished=False) for _ in range(b)]
+    tokens = torch.stack(out_tokens, dim=1).tolist()  # (B, T)
+    scores = torch.stack(out_scores, dim=1).tolist()
+    hyps = []
+    for row_tokens, row_scores in zip(tokens, scores, strict=True):
+        # A row stops at <eos> or at its limit; later positions hold PAD (pruned or masked).
+        n = len(row_tokens)
+        for i, t in enumerate(row_tokens):
+            if t == EOS_ID or t == PAD_ID:
+                n = i
+                break
+        finished = n < len(row_tokens) and row_tokens[n] == EOS_ID
+        steps = n + int(finished)
+        hyps.append(
+            Hypothesis(row_tokens[:n], float(sum(row_scores[:steps])), finished, row_scores[:steps])
+        )
+    return hyps
+
+
+@torch.no_grad()
+def beam_search(
+    model: EncoderDecoder,
+    src: Tensor,
+    src_lengths: Tensor,
+    max_len: Tensor | int,
+    beam: int,
+    alpha: float = 1.0,
+    n_best: int = 1,
+) -> list[list[Hypothesis]]:
+    """Batched beam search over ``B * beam`` rows with GNMT length normalisation.
+
+    Each step scores all ``beam * V`` extensions of a sentence's live hypotheses and keeps the
+    best ``2 * beam``: those ending in ``<eos>`` among the top ``beam`` become finished
+    hypotheses, the best ``beam`` others stay live (so a sentence never runs out of live beams).
+    A sentence is done once it holds ``beam`` finished hypotheses that its best live beam does
+    not beat (see below), or at its length limit (live beams then count as unfinished
+    hypotheses); done sentences leave the batch. With ``beam = 1`` this is exactly greedy.
+
+    Args:
+        src: ``(B, S)``; src_lengths: ``(B,)``; max_len: ``(B,)`` or one int.
+        alpha: length-penalty exponent (0: raw log-probabilities).
+    Returns:
+        for each sentence its ``n_best`` hypotheses, best first by normalised score.
+    """
+    device = src.device
+    b, k = src.size(0), beam
+    limits = _as_limits(max_len, b, device)
+    memory = model.encode(src, src_lengths)
+    expand = torch.arange(b, device=device).repeat_interleave(k)  # (B*k,)
+    memory = select_rows(memory, expand)
+    state = model.init_state(memory)
+    sent = torch.arange(b, device=device)  # original sentence of each live sentence (n,)
+    # Only the first beam of each sentence starts live, so step 1 does not pick k copies.
+    beam_scores = torch.full((b, k), -math.inf, device=device)
+    beam_scores[:, 0] = 0.0  # (n, k)
+    history = torch.full((b * k, 0), BOS_ID, dtype=torch.long, device=device)  # (n*k, t)
+    step_logp = torch.zeros((b * k, 0), device=device)  # per-token log-probs (n*k, t)
+    last = torch.full((b * k, 1), BOS_ID, dtype=torch.long, device=device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(b)]  # best k so far, best first
+    # Normalised score of each sentence's k-th best finished hypothesis (-inf until it has k).
+    worst = torch.full((b,), -math.inf, dtype=torch.float64, device=device)
+    step = 0
+    while sent.numel() > 0:
+        n = sent.numel()
+        output = model.decode(last, memory, state)
+        assert output.state is not None
+        state = output.state
+        logp = _log_probs(output.logits)  # (n*k, V)
+        v = logp.size(-1)
+        cand = (beam_scores[:, :, None] + logp.view(n, k, v)).view(n, k * v)
+        top_scores, top_idx = cand.topk(min(2 * k, k * v), dim=-1)  # (n, 2k)
+        top_beam, top_token = top_idx // v, top_idx % v
+        step += 1
+        # Finished candidates: <eos> within the top k ranks.
+        is_eos = top_token == EOS_ID
+        eos_hits = (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero().tolist()
+        for i, r in eos_hits:
+            row = i * k + int(top_beam[i, r])
+            hyp = Hypothesis(history[row].tolist(), float(top_scores[i, r]), True,
+                             step_logp[row].tolist() + [float(logp[row, EOS_ID])])
+            _keep_best(finished, worst, int(sent[i]), hyp, k, alpha)
+        # Live candidates: the best k that do not end in <eos> (stable order by rank).
+        rank = torch.arange(top_idx.size(1), device=device).expand_as(top_idx)
+        order = (is_eos.long() * top_idx.size(1) + rank).argsort(dim=-1)[:, :k]  # (n, k)
+        beam_scores = top_scores.gather(1, order)
+        live_beam, live_token = top_beam.gather(1, order), top_token.gather(1, order)
+        src_rows = (torch.arange(n, device=device)[:, None] * k + live_beam).view(-1)  # (n*k,)
+        token_logp = logp[src_rows, live_token.view(-1)]
+        history = torch.cat([history[src_rows], live_token.view(-1, 1)], dim=1)
+        step_logp = torch.cat([step_logp[src_rows], token_logp[:, None]], dim=1)
+        # A sentence is done when no live beam is expected to beat its k kept hypotheses. Log-
+        # probabilities only fall, so with alpha = 0 the live beam's score now is a bound and
+        # the test is exact; with alpha > 0 longer outputs are divided by more, and comparing at
+        # the current length is a heuristic (as in Hugging Face's default) that keeps beam 1
+        # identical to greedy.
+        bound = beam_scores[:, 0].double() / length_penalty(step, alpha)
+        at_limit = limits[sent] <= step
+        done = at_limit | (bound <= worst[sent])
+        for i in at_limit.nonzero().squeeze(1).tolist():
+            # Out of length: the live beams become unfinished hypotheses.
+            for j in range(k):
+                row = i * k + j
+                if math.isfinite(float(beam_scores[i, j])):
+                    hyp = Hypothesis(history[row].tolist(), float(beam_scores[i, j]), False,
+                                     step_logp[row].tolist())
+                    _keep_best(finished, worst, int(sent[i]), hyp, k, alpha)
+        keep_sent = ~done
+        if not bool(keep_sent.any()):
+            break
+        # Rows follow their chosen parents, without the rows of done sentences.
+        keep_rows = src_rows.view(n, k)[keep_sent].reshape(-1)
+        memory, state = select_rows(memory, keep_rows), select_rows(state, keep_rows)
+        live = keep_sent.repeat_interleave(k)
+        history, step_logp = history[live], step_logp[live]
+        beam_scores = beam_scores[keep_sent]
+        sent = sent[keep_sent]
+        last = history[:, -1:]
+    return [hyps[:n_best] for hyps in finished]
+
+
+def _keep_best(
+    finished: list[list[Hypothesis]], worst: Tensor, s: int, hyp: Hypothesis, k: int,
+    alpha: float,
+) -> None:
+    """Add ``hyp`` to sentence ``s``'s kept hypotheses, keeping the best ``k``."""
+    hyps = finished[s]
+    hyps.append(hyp)
+    hyps.sort(key=lambda h: h.normalized(alpha), reverse=True)
+    del hyps[k:]
+    if len(hyps) == k:
+        worst[s] = hyps[-1].normalized(alpha)
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device) -> tuple[Tensor, Tensor]:
+    """Token-id lists -> ``(B, S)`` ids padded with ``<pad>`` and ``(B,)`` lengths."""
+    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    src = torch.full((len(seqs), max((len(s) for s in seqs), default=1)), PAD_ID, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        src[i, : len(s)] = torch.tensor(list(s), dtype=torch.long)
+    return src.to(device), lengths.to(device)
+
+
+@torch.no_grad()
+def search_ids(
+    model: EncoderDecoder,
+    src_ids: Sequence[Sequence[int]],
+    cfg: DecodeConfig,
+    device: torch.device | None = None,
+    method: str = "cached",
+    prune: bool = True,
+) -> list[Hypothesis]:
+    """Decode many sources: sorted by length into batches, results in input order.
+
+    Sorting by length keeps padding (wasted work) low. ``cfg.beam > 1`` selects beam search;
+    otherwise ``method`` picks ``"cached"`` greedy or the ``"uncached"`` reference path.
+    Empty sources are not decoded (an empty hypothesis).
+    """
+    if method not in ("cached", "uncached"):
+        raise ValueError(f"method: expected cached or uncached, got {method!r}")
+    device = device if device is not None else next(model.parameters()).device
+    results: list[Hypothesis | None] = [None] * len(src_ids)
+    order = sorted((i for i in range(len(src_ids)) if src_ids[i]), key=lambda i: -len(src_ids[i]))
+    for start in range(0, len(order), cfg.batch_size):
+        idx = order[start : start + cfg.batch_size]
+        src, lengths = pad_batch([src_ids[i] for i in idx], device)
+        limits = max_output_lengths(lengths, cfg, model)
+        if cfg.beam > 1:
+            hyps = [h[0] for h in beam_search(model, src, lengths, limits, cfg.beam,
+                                              cfg.length_penalty)]
+        elif method == "uncached":
+            hyps = greedy_uncached(model, src, lengths, limits)
+        else:
+            hyps = greedy(model, src, lengths, limits, prune=prune)
+        for i, h in zip(idx, hyps, strict=True):
+            results[i] = h
+    return [h if h is not None else Hypothesis([], 0.0, finished=False) for h in results]
+
+
+@torch.no_grad()
+def greedy_with_weights(
+    model: EncoderDecoder, src: Tensor, max_len: int
+) -> tuple[Hypothesis, dict[str, Tensor]]:
+    """Greedy search for ONE sentence ``src`` ``(1, S)``, collecting attention weights.
+
+    Returns the hypothesis and the weights of every step, stacked over queries (one query per
+    decoder step, i.e. per produced token, ``<eos>`` included):
+    ``"enc"`` ``(L, h, S, S)`` (Transformer only), ``"self"`` ``(L, h, T, T)`` (Transformer
+    only; zero above the diagonal, where the causal mask allowed nothing) and ``"cross"``
+    ``(L, h, T, S)`` (the GRU's Bahdanau weights as ``(1, 1, T, S)``).
+    """
+    lengths = torch.tensor([src.size(1)], device=src.device)
+    memory = model.encode(src, lengths, need_weights=True)
+    state = model.init_state(memory)
+    last = torch.full((1, 1), BOS_ID, dtype=torch.long, device=src.device)
+    tokens: list[int] = []
+    scores: list[float] = []
+    steps: dict[str, list[Tensor]] = {"self": [], "cross": []}
+    finished = False
+    while len(tokens) < max_len:
+        output = model.decode(last, memory, state, need_weights=True)
+        assert output.state is not None
+        state = output.state
+        for name, w in output.weights.items():
+            steps.setdefault(name, []).append(w[0, :, :, -1])  # (L, h, keys)
+        score, token = _log_probs(output.logits).max(dim=-1)
+        scores.append(float(score))
+        if int(token) == EOS_ID:
+            finished = True
+            break
+        tokens.append(int(token))
+        last = token[:, None]
+    weights: dict[str, Tensor] = {}
+    if "attn_enc" in memory:
+        weights["enc"] = memory["attn_enc"][0]
+    if steps["cross"]:
+        weights["cross"] = torch.stack(steps["cross"], dim=2)  # (L, h, T, S)
+    if steps["self"]:
+        t = len(steps["self"])
+        rows = [torch.nn.functional.pad(w, (0, t - w.size(-1))) for w in steps["self"]]
+        weights["self"] = torch.stack(rows, dim=2)  # (L, h, T, T)
+    return Hypothesis(tokens, float(sum(scores)), finished, scores), weights

@@ -1,0 +1,260 @@
+"""Scores: sacrebleu corpus BLEU and chrF (single and multiple references) and the recipe's
+per-sentence BLEU for its four check sentences.
+
+Corpus scores always come from sacrebleu, with their signatures, so they are comparable with
+published figures. The recipe's BLEU (d2l) is a per-sentence teaching metric, kept only for
+``nmt bleu --examples``.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nmt.data.normalize import normalize
+from nmt.errors import DataError
+from nmt.translate import Translator, read_lines
+
+if TYPE_CHECKING:
+    from nmt.checkpoint import LoadedRun
+
+# The recipe's four check sentences and their references (seed-recipe.md).
+EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("go .", "va !"),
+    ("i lost .", "j'ai perdu ."),
+    ("he's calm .", "il est calme ."),
+    ("i'm home .", "je suis chez moi ."),
+)
+
+
+def recipe_bleu(hyp: str, ref: str, k: int = 2) -> float:
+    """The recipe's per-sentence BLEU on space-split tokens.
+
+    ``exp(min(0, 1 - len_ref / len_hyp)) * prod_{n=1..k} p_n ** (1 / 2**n)`` with clipped
+    n-gram precisions ``p_n``. The recipe divides by zero when the hypothesis has fewer than
+    ``n`` tokens; such an order has no n-grams to match, so it counts as precision 0 (an empty
+    hypothesis scores 0).
+    """
+    hyp_tokens = hyp.split(" ") if hyp else []
+    ref_tokens = ref.split(" ") if ref else []
+    len_hyp, len_ref = len(hyp_tokens), len(ref_tokens)
+    if len_hyp == 0:
+        return 0.0
+    score = math.exp(min(0.0, 1.0 - len_ref / len_hyp))
+    for n in range(1, k + 1):
+        if len_hyp < n:
+            return 0.0
+        ref_counts = collections.Counter(
+            " ".join(ref_tokens[i : i + n]) for i in range(len_ref - n + 1)
+        )
+        matches = 0
+        for i in range(len_hyp - n + 1):
+            gram = " ".join(hyp_tokens[i : i + n])
+            if ref_counts[gram] > 0:
+                matches += 1
+                ref_counts[gram] -= 1
+        score *= (matches / (len_hyp - n + 1)) ** (0.5**n)
+    return score
+
+
+@dataclass
+class CorpusScores:
+    """sacrebleu corpus BLEU and chrF of one hypothesis stream against its references."""
+
+    bleu: float  # 0-100
+    chrf: float  # 0-100
+    bleu_detail: str  # sacrebleu's line: "BLEU = 41.2 70.1/48.3/... (BP = ...)"
+    bleu_signature: str
+    chrf_signature: str
+    sentences: int
+    references: int  # references per sentence (the most, when it varies)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reference_streams(refs: Sequence[Sequence[str]]) -> list[list[str | None]]:
+    """Per-sentence reference lists -> sacrebleu's reference streams.
+
+    sacrebleu wants one stream per reference "slot", each as long as the hypotheses; for a
+    variable number of references per sentence the missing ones are ``None`` (sacrebleu >= 2.0
+    skips them, so they change neither n-gram counts nor the closest reference length).
+    """
+    width = max((len(r) for r in refs), default=0)
+    return [[r[j] if j < len(r) else None for r in refs] for j in range(width)]
+
+
+def corpus_scores(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> CorpusScores:
+    """Corpus BLEU and chrF of ``hyps`` (detokenized text) against ``refs[i]`` (1+ each)."""
+    from sacrebleu.metrics import BLEU, CHRF  # imported here: it is slow to import
+
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} reference lists")
+    if any(len(r) == 0 for r in refs):
+        raise ValueError("every sentence needs at least one reference")
+    streams: Any = reference_streams(refs)
+    bleu, chrf = BLEU(), CHRF()
+    b = bleu.corpus_score(list(hyps), streams)
+    c = chrf.corpus_score(list(hyps), streams)
+    return CorpusScores(
+        bleu=float(b.score),
+        chrf=float(c.score),
+        bleu_detail=str(b),
+        bleu_signature=str(bleu.get_signature()),
+        chrf_signature=str(chrf.get_signature()),
+        sentences=len(hyps),
+        references=max(len(r) for r in refs) if refs else 0,
+    )
+
+
+def score_multi_and_single(
+    hyps: Sequence[str], refs: Sequence[Sequence[str]]
+) -> dict[str, CorpusScores]:
+    """``{"multi": all references, "single": the first reference of each sentence}``."""
+    return {
+        "multi": corpus_scores(hyps, refs),
+        "single": corpus_scores(hyps, [r[:1] for r in refs]),
+    }
+
+
+@dataclass
+class BleuReport:
+    """What ``nmt bleu`` prints, and saves as ``scores.<name>.json`` in the run directory."""
+
+    run_dir: str
+    checkpoint: str
+    step: int
+    data: str  # "split test" or the --src file
+    beam: int
+    sentences: int  # distinct sources translated
+    multi: CorpusScores  # against all references of each source
+    single: CorpusScores  # against the first reference only
+    hypotheses: str  # path of the saved hypotheses
+    scores: str  # path of this report as JSON
+    seconds: float  # translation wall time
+    sentences_per_second: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_text_lines(path: Path, option: str) -> list[str]:
+    """All lines of a UTF-8 text file (a one-line :class:`DataError` otherwise)."""
+    if not path.is_file():
+        raise DataError(f"{option} {path}: file not found")
+    try:
+        with path.open("rb") as f:
+            return list(read_lines(f, f"{option} {path}"))
+    except OSError as e:
+        raise DataError(f"{option} {path}: cannot read ({e.strerror})") from None
+
+
+def file_references(
+    src: Path, refs: Sequence[Path], lowercase: bool
+) -> tuple[list[str], list[list[str]]]:
+    """``--src`` lines and, per line, its references from each ``--ref`` file (normalised like
+    the training data, so a model trained on lower-cased text is not scored on case).
+
+    Every ``--ref`` must have as many lines as ``--src``; empty reference lines are skipped
+    when the sentence has another reference.
+    """
+    sources = read_text_lines(src, "--src")
+    streams = [read_text_lines(r, "--ref") for r in refs]
+    for path, stream in zip(refs, streams, strict=True):
+        if len(stream) != len(sources):
+            raise DataError(
+                f"--ref {path}: {len(stream)} lines, but --src {src} has {len(sources)}; "
+                "expected one reference per source line"
+            )
+    per_sentence = []
+    for i in range(len(sources)):
+        r = [normalize(s[i], lowercase=lowercase) for s in streams]
+        per_sentence.append([x for x in r if x] or r[:1])
+    return sources, per_sentence
+
+
+def evaluate(
+    translator: Translator,
+    sources: Sequence[str],
+    refs: Sequence[Sequence[str]],
+    run_dir: Path,
+    name: str,
+    data: str,
+    checkpoint: str = "",
+    step: int = 0,
+) -> BleuReport:
+    """Translate ``sources``, score against ``refs``, save hypotheses and scores in ``run_dir``.
+
+    Files: ``hyp.<name>.txt`` (one translation per source line) and ``scores.<name>.json``;
+    ``<name>`` gets ``.beamN`` for beam search so greedy and beam results sit side by side.
+    """
+    import time
+
+    from nmt.checkpoint import atomic_write_text
+
+    if not sources:
+        raise DataError(f"{data}: no sentences to translate")
+    beam = translator.cfg.beam
+    tag = name if beam == 1 else f"{name}.beam{beam}"
+    start = time.perf_counter()
+    hyps = translator.translate(sources)
+    seconds = time.perf_counter() - start
+    scores = score_multi_and_single(hyps, refs)
+    hyp_path, scores_path = run_dir / f"hyp.{tag}.txt", run_dir / f"scores.{tag}.json"
+    atomic_write_text(hyp_path, "".join(h + "\n" for h in hyps))
+    report = BleuReport(
+        run_dir=str(run_dir), checkpoint=checkpoint, step=step, data=data, beam=beam,
+        sentences=len(sources), multi=scores["multi"], single=scores["single"],
+        hypotheses=str(hyp_path), scores=str(scores_path), seconds=round(seconds, 3),
+        sentences_per_second=round(len(sources) / max(seconds, 1e-9), 1),
+    )
+    atomic_write_text(scores_path, json.dumps(report.to_dict(), indent=1) + "\n")
+    return report
+
+
+def evaluate_run(
+    run: LoadedRun,
+    translator: Translator,
+    split: str = "test",
+    data_dir: Path | None = None,
+    src: Path | None = None,
+    refs: Sequence[Path] = (),
+    limit: int = 0,
+    log: Callable[[str], None] = print,
+) -> BleuReport:
+    """Score a run on a split of its own data (``prepare(cfg.data, data_dir)``: all references
+    of each distinct source) or on ``--src``/``--ref`` files; ``limit`` > 0 keeps the first N."""
+    if src is not None:
+        if not refs:
+            raise DataError("--src: expected at least one --ref file with the references")
+        sources, references = file_references(src, refs, run.config.data.lowercase)
+        name, data = Path(src).name, f"--src {src}"
+    else:
+        if refs:
+            raise DataError("--ref: expected --src with it (the source sentences to translate)")
+        from nmt.data.download import default_data_dir
+        from nmt.data.prepare import prepare
+
+        prepared = prepare(run.config.data, data_dir or default_data_dir(), log=log)
+        if split not in prepared.splits:
+            raise DataError(f"--split {split}: expected one of {', '.join(prepared.splits)}")
+        sources, references = prepared.splits[split].grouped()
+        name, data = split, f"split {split}"
+    if limit > 0:
+        sources, references = sources[:limit], references[:limit]
+    return evaluate(translator, sources, references, run.run_dir, name, data,
+                    run.checkpoint_path.name, run.step)
+
+
+def run_examples(translator: Translator) -> list[dict[str, Any]]:
+    """The recipe's four check sentences: translation, reference and per-sentence BLEU (k=2)."""
+    hyps = translator.translate([src for src, _ in EXAMPLES])
+    return [
+        {"src": src, "hyp": hyp, "ref": ref, "bleu": round(recipe_bleu(hyp, ref, k=2), 3)}
+        for (src, ref), hyp in zip(EXAMPLES, hyps, strict=True)
+    ]

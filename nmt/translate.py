@@ -1,0 +1,202 @@
+"""Text in, text out: normalise, encode, batch, search, detokenize; and streaming for big inputs.
+
+Input gets the normalisation training used (:func:`nmt.data.normalize.normalize`), so
+``"I'm home."`` and ``"i'm home ."`` translate alike. A source is ``encode_src(text) + <eos>``
+(what training's batching feeds the encoder). Empty lines give empty lines without decoding.
+Streams are read in chunks of lines, so a pipe of any length runs in bounded memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, BinaryIO
+
+from nmt.config import DecodeConfig
+from nmt.data.normalize import normalize
+from nmt.data.tokenizers import EOS_ID
+from nmt.errors import DataError
+
+if TYPE_CHECKING:
+    import torch
+
+    from nmt.checkpoint import LoadedRun
+    from nmt.data.tokenizers import Tokenizer
+    from nmt.models.base import EncoderDecoder
+
+DEFAULT_MAX_SRC_TOKENS = 1024  # longer sources are cut (a warning says so): memory stays bounded
+CHUNK_LINES = 2048  # lines per streamed chunk: enough to fill length-sorted batches
+
+# (line index within the call, source tokens, limit) -> None; for warnings about cut lines
+TruncateHook = Callable[[int, int, int], None]
+
+
+def source_limit(model: EncoderDecoder, max_src_tokens: int | None = None) -> int:
+    """Most source tokens (``<eos>`` included) the model takes: the option, capped by the
+    model's position table when it has one."""
+    limit = DEFAULT_MAX_SRC_TOKENS if max_src_tokens is None else max_src_tokens
+    max_positions = getattr(model, "max_positions", None)  # position-table models only
+    if isinstance(max_positions, int):
+        limit = min(limit, max_positions)
+    return max(limit, 1)
+
+
+def source_ids(tokenizer: Tokenizer, normalized: str, limit: int) -> tuple[list[int], int]:
+    """Normalised text -> encoder ids ending in ``<eos>``, cut to ``limit`` tokens.
+
+    Returns the ids and the untruncated length (so callers can warn). Empty text -> ``[]``.
+    """
+    if not normalized:
+        return [], 0
+    ids = tokenizer.encode_src(normalized) + [EOS_ID]
+    n = len(ids)
+    if n > limit:
+        ids = ids[: limit - 1] + [EOS_ID]  # keep <eos>: training never showed a source without it
+    return ids, n
+
+
+def translate_normalized(
+    model: EncoderDecoder,
+    tokenizer: Tokenizer,
+    sources: Sequence[str],
+    cfg: DecodeConfig,
+    device: torch.device | None = None,
+    beam: int | None = None,
+    max_src_tokens: int | None = None,
+    on_truncate: TruncateHook | None = None,
+    method: str = "cached",
+) -> list[str]:
+    """Translate already-normalised sentences; outputs detokenized, in input order.
+
+    ``beam`` overrides ``cfg.beam``; ``method="uncached"`` selects the reference greedy path.
+    """
+    from nmt.decode import search_ids
+
+    if beam is not None:
+        cfg = replace(cfg, beam=beam)
+    limit = source_limit(model, max_src_tokens)
+    batch: list[list[int]] = []
+    for i, text in enumerate(sources):
+        ids, n = source_ids(tokenizer, text, limit)
+        if n > limit and on_truncate is not None:
+            on_truncate(i, n, limit)
+        batch.append(ids)
+    hyps = search_ids(model, batch, cfg, device, method=method)
+    return [
+        tokenizer.decode_tgt(h.tokens) if ids else "" for h, ids in zip(hyps, batch, strict=True)
+    ]
+
+
+@dataclass
+class Translator:
+    """A model with everything needed to translate raw text the way it was trained."""
+
+    model: EncoderDecoder
+    tokenizer: Tokenizer
+    cfg: DecodeConfig
+    lowercase: bool = True
+    device: torch.device | None = None
+    max_src_tokens: int | None = None
+
+    @classmethod
+    def from_run(
+        cls, run: LoadedRun, beam: int | None = None, batch_size: int | None = None,
+        max_src_tokens: int | None = None,
+    ) -> Translator:
+        """Settings from the run's config; ``beam``/``batch_size`` override its [decode]."""
+        cfg = run.config.decode
+        if beam is not None:
+            cfg = replace(cfg, beam=beam)
+        if batch_size is not None:
+            cfg = replace(cfg, batch_size=batch_size)
+        return cls(run.model, run.tokenizer, cfg, run.config.data.lowercase, run.device,
+                   max_src_tokens)
+
+    def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
+        """Raw sentences -> translations, in input order."""
+        sources = [normalize(t, lowercase=self.lowercase) for t in texts]
+        return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
+                                    max_src_tokens=self.max_src_tokens, on_truncate=on_truncate)
+
+    def translate_stream(
+        self,
+        lines: Iterable[str],
+        write: Callable[[str], None],
+        on_truncate: TruncateHook | None = None,
+        chunk_lines: int = CHUNK_LINES,
+    ) -> int:
+        """Translate ``lines`` chunk by chunk, calling ``write(translation)`` per line in order.
+
+        ``on_truncate`` gets line indices counted from 0 over the whole stream. Returns the
+        number of lines translated.
+        """
+        done = 0
+        for chunk in _chunks(lines, chunk_lines):
+            offset = done
+
+            def hook(i: int, n: int, limit: int, offset: int = offset) -> None:
+                if on_truncate is not None:
+                    on_truncate(offset + i, n, limit)
+
+            for out in self.translate(chunk, on_truncate=hook):
+                write(out)
+            done += len(chunk)
+        return done
+
+
+def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def read_lines(stream: BinaryIO, name: str) -> Iterator[str]:
+    """Lines of a byte stream as text, lazily; invalid UTF-8 is a :class:`DataError` naming the
+    line. NUL bytes (binary junk, UTF-16 files read as bytes) become spaces, which
+    normalisation then drops; a UTF-8 byte-order mark is dropped by normalisation too."""
+    for number, raw in enumerate(stream, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataError(
+                f"{name}: line {number}: not valid UTF-8 (byte {e.start + 1} of the line); "
+                "convert the file to UTF-8"
+            ) from None
+        yield text.rstrip("\r\n").replace("\x00", " ")
+
+
+def translate_with_attention(
+    model: EncoderDecoder,
+    tokenizer: Tokenizer,
+    text: str,
+    lowercase: bool = True,
+    cfg: DecodeConfig | None = None,
+) -> tuple[list[str], list[str], dict[str, torch.Tensor]]:
+    """Greedy translation of one raw sentence with its attention weights, for pictures.
+
+    Returns ``(tokens, src_tokens, weights)``: the output pieces (``<eos>`` last when produced),
+    the source pieces (``<eos>`` last), and weights ``{"enc": (L, h, S, S), "self": (L, h, T, T),
+    "cross": (L, h, T, S)}`` with ``T = len(tokens)`` and ``S = len(src_tokens)``, on the CPU
+    (the GRU has only ``"cross"``, one layer and head).
+    """
+    import torch
+
+    from nmt.decode import greedy_with_weights, max_output_lengths
+
+    cfg = cfg if cfg is not None else DecodeConfig()
+    normalized = normalize(text, lowercase=lowercase)
+    if not normalized:
+        raise DataError("translate_with_attention: the sentence is empty after normalisation")
+    ids, _ = source_ids(tokenizer, normalized, source_limit(model))
+    device = next(model.parameters()).device
+    src = torch.tensor([ids], device=device)
+    limit = int(max_output_lengths(torch.tensor([len(ids)]), cfg, model)[0])
+    hyp, weights = greedy_with_weights(model, src, limit)
+    tokens = tokenizer.tgt_tokens(hyp.tokens) + (["<eos>"] if hyp.finished else [])
+    src_tokens = tokenizer.src_tokens(normalized)[: len(ids) - 1] + ["<eos>"]
+    return tokens, src_tokens, {k: v.float().cpu() for k, v in weights.items()}
