@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -196,10 +197,11 @@ def train_sentencepiece(
             minloglevel=2,  # no progress chatter on stderr
         )
     except RuntimeError as e:
-        msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        if "vocab" in msg.lower():
-            raise ConfigError(f"{what}={vocab_size}: too large for this training text ({msg})") \
-                from None
+        msg = " ".join(str(e).split()) or type(e).__name__
+        limit = re.search(r"value <= (\d+)", msg)
+        if limit:
+            raise ConfigError(f"{what}={vocab_size}: too large for this training text, expected "
+                              f"at most {limit.group(1)}") from None
         raise DataError(f"SentencePiece training failed: {msg}") from None
     return model.getvalue()
 

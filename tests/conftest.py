@@ -1,0 +1,113 @@
+"""Shared fixtures: a small fake fra-eng corpus, zipped and already "downloaded".
+
+The corpus is built from templates (subject x verb x noun phrase), so it is deterministic,
+needs no network, and has what the real one has: several French references for many English
+sentences ("you" -> tu/vous, "they" -> ils/elles), exact duplicates, U+202F before "!", curly
+apostrophes, guillemets and capitals. About 1,000 lines, 700 distinct English sentences.
+
+- ``tiny_corpus_zip``: the ``fra-eng.zip`` (``fra-eng/fra.txt`` + ``fra-eng/_about.txt``).
+- ``tiny_corpus_sha256``: the SHA-256 of its ``fra.txt``.
+- ``tiny_data_dir``: a fresh data directory with the corpus extracted; ``NMT_CORPUS_SHA256`` and
+  ``NMT_DATA_DIR`` point at it for the test, so ``prepare(cfg, tiny_data_dir)``, the CLI and
+  ``ensure_corpus`` accept it without a download.
+- ``tiny_data_config``: a :class:`DataConfig` that suits it (SentencePiece, 10%/10% held out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from nmt.config import DataConfig
+
+SUBJECTS = [  # English, French forms (several = several references), verb person index
+    ("I", ["je"], 0), ("You", ["tu", "vous"], 1), ("He", ["il"], 2), ("She", ["elle"], 2),
+    ("We", ["nous"], 3), ("They", ["ils", "elles"], 5),
+]
+VERBS = [  # English base form, French conjugation by person (je, tu, il, nous, vous, ils)
+    ("see", ["vois", "vois", "voit", "voyons", "voyez", "voient"]),
+    ("like", ["aime", "aimes", "aime", "aimons", "aimez", "aiment"]),
+    ("want", ["veux", "veux", "veut", "voulons", "voulez", "veulent"]),
+    ("have", ["ai", "as", "a", "avons", "avez", "ont"]),
+    ("eat", ["mange", "manges", "mange", "mangeons", "mangez", "mangent"]),
+]
+NOUNS = [("dog", "chien", "m"), ("cat", "chat", "m"), ("book", "livre", "m"),
+         ("cake", "gâteau", "m"), ("house", "maison", "f"), ("car", "voiture", "f"),
+         ("apple", "pomme", "f"), ("key", "clé", "f")]
+ADJECTIVES = [("", "", ""), ("big", "grand", "grande"), ("small", "petit", "petite")]
+EXTRA = [  # the corpus' oddities, verbatim
+    "Go.\tVa !", "Hi.\tSalut !", "Run!\tCours\u202f!", "Run!\tCourez\u202f!", "Wait!\tAttends !",
+    "I won.\tJ’ai gagné.", "I won.\tJ'ai gagné.", "Say please.\tDis : « s'il te plaît ».",
+    "No means no.\t« Non », ça veut dire « non ».", "Go.\tVa !",
+]
+
+
+def _french(subj: str, person: int, verb: list[str], noun: tuple[str, str, str],
+            adj: tuple[str, str, str]) -> str:
+    form = verb[person if subj not in ("vous",) else 4]
+    if subj == "je" and form[0] in "aeiou":
+        subject = "J'"
+    else:
+        subject = subj.capitalize() + " "
+    article = "le" if noun[2] == "m" else "la"
+    adjective = (adj[1] if noun[2] == "m" else adj[2]) + " " if adj[1] else ""
+    return f"{subject}{form} {article} {adjective}{noun[1]}."
+
+
+def tiny_corpus_lines() -> list[str]:
+    """``English<TAB>French`` lines of the fake corpus, in a fixed shuffled order."""
+    lines = []
+    for en_subj, fr_subjs, person in SUBJECTS:
+        for verb, forms in VERBS:
+            en_verb = verb + "s" if person == 2 else verb
+            if verb == "have" and person == 2:
+                en_verb = "has"
+            for noun in NOUNS:
+                for adj in ADJECTIVES:
+                    en = f"{en_subj} {en_verb} the {adj[0] + ' ' if adj[0] else ''}{noun[0]}."
+                    for fr_subj in fr_subjs:
+                        lines.append(f"{en}\t{_french(fr_subj, person, forms, noun, adj)}")
+    random.Random(0).shuffle(lines)
+    return EXTRA + lines
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "fra-eng.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("fra-eng/_about.txt", "A fake corpus for tests, built from templates.\n")
+        z.writestr("fra-eng/fra.txt", "\n".join(tiny_corpus_lines()) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus_sha256(tiny_corpus_zip: Path) -> str:
+    with zipfile.ZipFile(tiny_corpus_zip) as z:
+        return hashlib.sha256(z.read("fra-eng/fra.txt")).hexdigest()
+
+
+@pytest.fixture()
+def tiny_data_dir(
+    tiny_corpus_zip: Path, tiny_corpus_sha256: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    data_dir = tmp_path / "data"
+    (data_dir / "fra-eng").mkdir(parents=True)
+    with zipfile.ZipFile(tiny_corpus_zip) as z:
+        for name in ("fra-eng/fra.txt", "fra-eng/_about.txt"):
+            with z.open(name) as src, open(data_dir / name, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+    monkeypatch.setenv("NMT_CORPUS_SHA256", tiny_corpus_sha256)
+    monkeypatch.setenv("NMT_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("NMT_DATA_MIRROR", str(tiny_corpus_zip))  # never the network
+    return data_dir
+
+
+@pytest.fixture()
+def tiny_data_config() -> DataConfig:
+    return DataConfig(vocab_size=100, valid_frac=0.1, test_frac=0.1)
