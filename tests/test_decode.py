@@ -1,0 +1,319 @@
+"""Search invariants on both model families: cached == uncached, batched == one by one,
+beam 1 == greedy, beam >= greedy, scores == teacher-forced rescoring, limits respected.
+
+Models are tiny (d_model 16) and either random (fixed seed) or trained for a few hundred steps
+on a toy task (reverse a sequence of letters), where output distributions are peaked enough
+for beam search to matter.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmt.config import DecodeConfig, ModelConfig
+from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, WordTokenizer
+from nmt.decode import (
+    Hypothesis,
+    beam_search,
+    greedy,
+    greedy_uncached,
+    greedy_with_weights,
+    length_penalty,
+    max_output_lengths,
+    pad_batch,
+    search_ids,
+)
+from nmt.models import build_model
+from nmt.models.base import EncoderDecoder
+
+ARCHS = ("transformer", "gru")
+WORDS = "a b c d e f g h".split()
+TOKENIZER = WordTokenizer.train(WORDS + [".", "!"], WORDS, min_freq=1, joint=True)
+CPU = torch.device("cpu")
+
+
+def toy_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    """Sentences of 1-6 letters and their reversal."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(1, 6))]
+        pairs.append((" ".join(words), " ".join(reversed(words))))
+    return pairs
+
+
+def tiny_config(arch: str) -> ModelConfig:
+    return ModelConfig(arch=arch, d_model=16, hidden=16, n_heads=2, d_ff=32, n_layers=2,
+                       dropout=0.0, max_positions=64)
+
+
+def src_ids(text: str) -> list[int]:
+    return TOKENIZER.encode_src(text) + [EOS_ID]
+
+
+def random_model(arch: str, seed: int = 0) -> EncoderDecoder:
+    torch.manual_seed(seed)
+    vocab = TOKENIZER.src_vocab_size
+    return build_model(tiny_config(arch), vocab, vocab, joint_vocab=True).eval()
+
+
+def train_toy(arch: str, steps: int = 200, seed: int = 0) -> EncoderDecoder:
+    """A few hundred Adam steps on the reversal task (a couple of seconds on one thread)."""
+    model = random_model(arch, seed).train()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    pairs = toy_pairs(steps * 32, seed)
+    for step in range(steps):
+        batch = pairs[step * 32 : (step + 1) * 32]
+        src, lengths = pad_batch([src_ids(s) for s, _ in batch], CPU)
+        tgt = [TOKENIZER.encode_tgt(t) for _, t in batch]
+        tgt_in, _ = pad_batch([[BOS_ID] + t for t in tgt], CPU)
+        tgt_out, _ = pad_batch([t + [EOS_ID] for t in tgt], CPU)
+        logits = model(src, lengths, tgt_in)
+        loss = torch.nn.functional.cross_entropy(
+            logits.transpose(1, 2), tgt_out, ignore_index=PAD_ID)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread() -> Iterator[None]:
+    """Tiny models: more threads only add overhead (and the suite shares the machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@functools.cache
+def trained_toy(arch: str) -> EncoderDecoder:
+    """Trained once per test session and shared (tests only read it)."""
+    return train_toy(arch)
+
+
+@pytest.fixture(params=ARCHS)
+def trained(request: pytest.FixtureRequest) -> EncoderDecoder:
+    return trained_toy(request.param)
+
+
+@pytest.fixture(params=ARCHS)
+def untrained(request: pytest.FixtureRequest) -> EncoderDecoder:
+    return random_model(request.param)
+
+
+@pytest.fixture(params=[(kind, arch) for kind in ("trained", "untrained") for arch in ARCHS],
+                ids=lambda p: "-".join(p))
+def model(request: pytest.FixtureRequest) -> EncoderDecoder:
+    kind, arch = request.param
+    return trained_toy(arch) if kind == "trained" else random_model(arch)
+
+
+def batch_of(texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    return pad_batch([src_ids(t) for t in texts], CPU)
+
+
+TEXTS = [s for s, _ in toy_pairs(40, seed=99)]
+
+
+def rescore(model: EncoderDecoder, text: str, hyp: Hypothesis) -> float:
+    """Sum of log-probabilities of ``hyp`` (``<eos>`` too when finished) in one full pass."""
+    src, lengths = batch_of([text])
+    target = hyp.tokens + ([EOS_ID] if hyp.finished else [])
+    tgt_in = torch.tensor([[BOS_ID] + target[:-1]]) if target else torch.tensor([[BOS_ID]])
+    with torch.no_grad():
+        logits = model.decode(tgt_in, model.encode(src, lengths)).logits[0]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return float(sum(logp[i, t] for i, t in enumerate(target)))
+
+
+# --- the toy task is learnt (so the trained invariants are about a real model) ----------------
+
+
+def test_trained_toy_model_reverses_sentences(trained: EncoderDecoder) -> None:
+    pairs = toy_pairs(100, seed=7)
+    hyps = search_ids(trained, [src_ids(s) for s, _ in pairs], DecodeConfig())
+    outputs = [TOKENIZER.decode_tgt(h.tokens) for h in hyps]
+    correct = sum(out == tgt for out, (_, tgt) in zip(outputs, pairs, strict=True))
+    assert correct >= 25  # random guessing gets ~0
+
+
+# --- cached == uncached --------------------------------------------------------------------------
+
+
+def test_incremental_logits_equal_full_pass(model: EncoderDecoder) -> None:
+    """One position at a time through the state gives the full causal pass's logits."""
+    src, lengths = batch_of(TEXTS[:5])
+    tgt = torch.randint(4, TOKENIZER.tgt_vocab_size, (5, 7))
+    with torch.no_grad():
+        memory = model.encode(src, lengths)
+        full = model.decode(tgt, memory).logits
+        state = model.init_state(memory)
+        steps = []
+        for t in range(tgt.size(1)):
+            out = model.decode(tgt[:, t : t + 1], memory, state)
+            assert out.state is not None
+            state = out.state
+            steps.append(out.logits)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-4)
+
+
+def test_cached_greedy_equals_uncached(model: EncoderDecoder) -> None:
+    src, lengths = batch_of(TEXTS)
+    cached = greedy(model, src, lengths, 12)
+    uncached = greedy_uncached(model, src, lengths, 12)
+    assert [h.tokens for h in cached] == [h.tokens for h in uncached]
+    assert [h.finished for h in cached] == [h.finished for h in uncached]
+    for a, b in zip(cached, uncached, strict=True):
+        assert a.score == pytest.approx(b.score, abs=1e-4)
+        assert a.token_scores == pytest.approx(b.token_scores, abs=1e-5)
+
+
+def test_pruning_finished_rows_equals_masking_them(model: EncoderDecoder) -> None:
+    src, lengths = batch_of(TEXTS)
+    pruned, masked = greedy(model, src, lengths, 12), greedy(model, src, lengths, 12, prune=False)
+    assert [h.tokens for h in pruned] == [h.tokens for h in masked]
+    assert [h.score for h in pruned] == pytest.approx([h.score for h in masked], abs=1e-5)
+
+
+# --- batched == one by one -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_batched_equals_one_by_one(model: EncoderDecoder, beam: int) -> None:
+    """Length-sorted, padded batches give each sentence what it gets alone, in input order."""
+    ids = [src_ids(t) for t in TEXTS[:20]]
+    cfg = DecodeConfig(beam=beam, max_len_a=1.0, max_len_b=4)
+    batched = search_ids(model, ids, replace(cfg, batch_size=8))
+    alone = search_ids(model, ids, replace(cfg, batch_size=1))
+    assert [h.tokens for h in batched] == [h.tokens for h in alone]
+    assert [h.score for h in batched] == pytest.approx([h.score for h in alone], abs=1e-4)
+
+
+def test_empty_sources_give_empty_hypotheses(untrained: EncoderDecoder) -> None:
+    hyps = search_ids(untrained, [src_ids("a b"), [], src_ids("c")], DecodeConfig())
+    assert hyps[1].tokens == [] and hyps[1].score == 0.0
+    assert hyps[0].tokens == search_ids(untrained, [src_ids("a b")], DecodeConfig())[0].tokens
+
+
+# --- beam search ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_beam_one_equals_greedy(model: EncoderDecoder, alpha: float) -> None:
+    src, lengths = batch_of(TEXTS)
+    beams = beam_search(model, src, lengths, 12, beam=1, alpha=alpha)
+    greedy_hyps = greedy(model, src, lengths, 12)
+    assert [b[0].tokens for b in beams] == [g.tokens for g in greedy_hyps]
+    assert [b[0].score for b in beams] == pytest.approx([g.score for g in greedy_hyps], abs=1e-4)
+
+
+@pytest.mark.parametrize("beam", [2, 4])
+def test_beam_score_is_at_least_greedy(trained: EncoderDecoder, beam: int) -> None:
+    """Under raw log-probability (alpha 0) a wider beam never ends below greedy here, and it
+    finds strictly better outputs for some sentences (so the test can tell search apart)."""
+    src, lengths = batch_of(TEXTS)
+    greedy_hyps = greedy(trained, src, lengths, 12)
+    beams = beam_search(trained, src, lengths, 12, beam=beam, alpha=0.0)
+    gains = [b[0].score - g.score for b, g in zip(beams, greedy_hyps, strict=True)]
+    assert min(gains) >= -1e-4
+    assert any(g > 1e-3 for g in gains)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_beam_scores_equal_teacher_forced_rescoring(model: EncoderDecoder, alpha: float) -> None:
+    """Every n-best hypothesis's score is the model's log-probability of its tokens: a wrong
+    row reordering of the state would score tokens under another hypothesis's prefix."""
+    texts = TEXTS[:12]
+    src, lengths = batch_of(texts)
+    nbest = beam_search(model, src, lengths, 10, beam=4, alpha=alpha, n_best=4)
+    for text, hyps in zip(texts, nbest, strict=True):
+        assert 1 <= len(hyps) <= 4
+        for h in hyps:
+            assert h.score == pytest.approx(rescore(model, text, h), abs=1e-4)
+            assert h.score == pytest.approx(sum(h.token_scores), abs=1e-4)
+        normalized = [h.normalized(alpha) for h in hyps]
+        assert normalized == sorted(normalized, reverse=True)
+        assert len({tuple(h.tokens) for h in hyps}) == len(hyps)
+
+
+def test_greedy_scores_equal_teacher_forced_rescoring(model: EncoderDecoder) -> None:
+    src, lengths = batch_of(TEXTS[:12])
+    for text, h in zip(TEXTS[:12], greedy(model, src, lengths, 10), strict=True):
+        assert h.score == pytest.approx(rescore(model, text, h), abs=1e-4)
+
+
+def test_length_penalty_golden_values() -> None:
+    assert length_penalty(1, 1.0) == pytest.approx(1.0)
+    assert length_penalty(7, 0.6) == pytest.approx(2.0**0.6)
+    assert length_penalty(100, 0.0) == 1.0
+    assert Hypothesis([5, 6], -3.0, finished=True).normalized(1.0) == pytest.approx(-3.0 / (8 / 6))
+
+
+# --- limits and special tokens -------------------------------------------------------------------
+
+
+def test_outputs_respect_per_sentence_limits(untrained: EncoderDecoder) -> None:
+    src, lengths = batch_of(TEXTS[:6])
+    limits = torch.tensor([1, 2, 3, 4, 5, 6])
+    for hyps in (greedy(untrained, src, lengths, limits),
+                 greedy_uncached(untrained, src, lengths, limits),
+                 [b[0] for b in beam_search(untrained, src, lengths, limits, beam=3)]):
+        for h, limit in zip(hyps, limits.tolist(), strict=True):
+            assert len(h.tokens) <= limit
+            assert h.finished or len(h.tokens) == limit
+            assert not {EOS_ID, PAD_ID, BOS_ID} & set(h.tokens)
+
+
+def test_max_output_lengths() -> None:
+    lengths = torch.tensor([1, 4, 100])
+    transformer = random_model("transformer")  # max_positions 64: <bos> + 63 outputs
+    cfg = DecodeConfig(max_len_a=1.5, max_len_b=10, max_len_cap=50)
+    assert max_output_lengths(lengths, cfg, transformer).tolist() == [11, 16, 50]
+    assert max_output_lengths(lengths, DecodeConfig(max_len_cap=500), transformer)[2] == 63
+    assert max_output_lengths(lengths, DecodeConfig(max_len_cap=500), random_model("gru"))[2] == 160
+
+
+# --- attention weights for pictures --------------------------------------------------------------
+
+
+def test_greedy_with_weights_shapes_and_tokens(untrained: EncoderDecoder) -> None:
+    src, lengths = batch_of(["a b c d"])
+    hyp, weights = greedy_with_weights(untrained, src, 9)
+    assert hyp.tokens == greedy(untrained, src, lengths, 9)[0].tokens
+    t, s = len(hyp.tokens) + int(hyp.finished), src.size(1)
+    cross = weights["cross"]
+    assert cross.shape[2:] == (t, s)
+    torch.testing.assert_close(cross.sum(-1), torch.ones(cross.shape[:3]))
+    if isinstance(getattr(untrained, "max_positions", None), int):  # the Transformer
+        assert weights["enc"].shape == (2, 2, s, s)
+        assert weights["self"].shape == (2, 2, t, t)
+        assert cross.shape[:2] == (2, 2)
+        assert torch.all(weights["self"].triu(diagonal=1) == 0)
+        torch.testing.assert_close(weights["self"].sum(-1), torch.ones(2, 2, t))
+    else:
+        assert set(weights) == {"cross"} and cross.shape[:2] == (1, 1)
+
+
+def make_run(run_dir: Path, arch: str = "transformer", trained: bool = True) -> Path:
+    """A run directory as training leaves it (config, tokenizer, checkpoint) holding a toy model;
+    the CLI tests in test_translate.py and test_bleu.py use it."""
+    from nmt.checkpoint import atomic_write_text, save_checkpoint
+    from nmt.config import Config, DataConfig
+
+    model = trained_toy(arch) if trained else random_model(arch)
+    cfg = Config(data=DataConfig(tokenizer="word", min_freq=1), model=tiny_config(arch))
+    atomic_write_text(run_dir / "config.toml", cfg.to_toml())
+    TOKENIZER.save(run_dir / "tokenizer")
+    vocab = {"src": TOKENIZER.src_vocab_size, "tgt": TOKENIZER.tgt_vocab_size, "joint": True}
+    save_checkpoint(run_dir / "checkpoints" / "last.pt",
+                    {"config": cfg.to_dict(), "vocab": vocab, "model": model.state_dict(),
+                     "progress": {"step": 200}})
+    return run_dir

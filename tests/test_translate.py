@@ -1,0 +1,262 @@
+"""`nmt translate` and the text pipeline: normalisation, empty and long lines, streaming,
+invalid input, run/checkpoint errors, attention weights for pictures."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from test_decode import TOKENIZER, make_run, random_model, train_toy, trained_toy
+from typer.testing import CliRunner
+
+from nmt.checkpoint import load_run
+from nmt.cli import app
+from nmt.config import DecodeConfig
+from nmt.errors import DataError
+from nmt.translate import (
+    Translator,
+    read_lines,
+    source_ids,
+    source_limit,
+    translate_normalized,
+    translate_with_attention,
+)
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("runs") / "toy")
+
+
+@pytest.fixture(scope="module")
+def translator(run_dir: Path) -> Translator:
+    return Translator.from_run(load_run(run_dir, "best", "cpu"))
+
+
+def invoke(*args: str, input: bytes | str | None = None) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args), input=input)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+# --- the library ---------------------------------------------------------------------------------
+
+
+def test_toy_run_translates_like_the_model(translator: Translator) -> None:
+    """The pipeline adds <eos> to the source as training does: the trained toy reverses."""
+    out = translator.translate(["a b c", "d e", "h"])
+    assert sum(o == t for o, t in zip(out, ["c b a", "e d", "h"], strict=True)) >= 2
+
+
+def test_input_is_normalised_like_training(translator: Translator) -> None:
+    variants = ["A B C", "  a   b\tc ", "a\u00a0b c", "a b c"]
+    assert len(set(translator.translate(variants))) == 1
+    assert translator.translate(["I'm home."]) == translator.translate(["i'm home ."])
+
+
+def test_empty_lines_give_empty_lines(translator: Translator) -> None:
+    out = translator.translate(["a b", "", "   ", "\u200b", "c"])
+    assert out[1:4] == ["", "", ""]
+    assert out[0] and out[4]
+
+
+def test_source_ids_end_in_eos_and_are_cut_to_the_limit() -> None:
+    assert source_ids(TOKENIZER, "a b c", 10) == (TOKENIZER.encode_src("a b c") + [3], 4)
+    ids, n = source_ids(TOKENIZER, "a b c d e", 3)
+    assert n == 6 and len(ids) == 3 and ids[-1] == 3
+    assert source_ids(TOKENIZER, "", 3) == ([], 0)
+    assert source_limit(random_model("transformer")) == 64  # the position table
+    assert source_limit(random_model("gru")) == 1024
+    assert source_limit(random_model("transformer"), 8) == 8
+
+
+def test_long_lines_are_truncated_with_a_report(translator: Translator) -> None:
+    seen: list[tuple[int, int, int]] = []
+    long_line = " ".join(["a"] * 200)  # 201 tokens with <eos>, past the 64 positions
+    out = translator.translate(["b", long_line], on_truncate=lambda *a: seen.append(a))
+    assert seen == [(1, 201, 64)]
+    assert len(out) == 2
+
+
+def test_streaming_matches_one_shot_and_is_lazy(translator: Translator) -> None:
+    lines = [" ".join("abcdefgh"[(i * 7 + j) % 8] for j in range(1 + i % 5)) for i in range(50)]
+    lines[10] = ""
+    pulled = 0
+
+    def source() -> Iterator[str]:
+        nonlocal pulled
+        for line in lines:
+            pulled += 1
+            yield line
+
+    written: list[tuple[str, int]] = []
+    n = translator.translate_stream(source(), lambda s: written.append((s, pulled)),
+                                    chunk_lines=8)
+    assert n == 50
+    assert [w for w, _ in written] == translator.translate(lines)
+    assert written[0][1] <= 9  # the first chunk was written before the rest was read
+
+
+def test_stream_reports_truncation_with_global_line_numbers(translator: Translator) -> None:
+    seen: list[int] = []
+    lines = ["a"] * 9 + [" ".join(["b"] * 100)]
+    translator.translate_stream(iter(lines), lambda s: None,
+                                on_truncate=lambda i, n, limit: seen.append(i), chunk_lines=4)
+    assert seen == [9]
+
+
+def test_read_lines_names_the_bad_line_and_handles_nul() -> None:
+    stream = io.BytesIO(b"a b\r\nc\x00d\n\xe9t\xe9\n")
+    lines = read_lines(stream, "in.txt")
+    assert next(lines) == "a b"
+    assert next(lines) == "c d"
+    with pytest.raises(DataError, match=r"in\.txt: line 3: not valid UTF-8"):
+        next(lines)
+
+
+def test_translate_normalized_is_what_validation_calls(translator: Translator) -> None:
+    """The training loop's validation calls it with beam=1 on normalised text."""
+    out = translate_normalized(translator.model, TOKENIZER, ["a b c", ""],
+                               DecodeConfig(beam=4), torch.device("cpu"), beam=1)
+    assert out == translator.translate(["a b c", ""])
+
+
+def test_uncached_method_gives_the_same_text(translator: Translator) -> None:
+    sources = ["a b c", "d e f g", "h"]
+    cached = translate_normalized(translator.model, TOKENIZER, sources, DecodeConfig())
+    uncached = translate_normalized(translator.model, TOKENIZER, sources, DecodeConfig(),
+                                    method="uncached")
+    assert cached == uncached
+
+
+@pytest.mark.parametrize("arch", ["transformer", "gru"])
+def test_translate_with_attention(arch: str) -> None:
+    model = trained_toy(arch)
+    tokens, src_tokens, weights = translate_with_attention(model, TOKENIZER, "A b c")
+    assert src_tokens == ["a", "b", "c", "<eos>"]
+    t, s = len(tokens), len(src_tokens)
+    assert weights["cross"].shape[2:] == (t, s)
+    if arch == "transformer":
+        assert weights["enc"].shape[2:] == (s, s)
+        assert weights["self"].shape[2:] == (t, t)
+    with pytest.raises(DataError):
+        translate_with_attention(model, TOKENIZER, " \u200b ")
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def test_cli_translates_arguments(run_dir: Path, translator: Translator) -> None:
+    code, out, _ = invoke("translate", "--run", str(run_dir), "--device", "cpu",
+                          "A B C.", "", "d e")
+    assert code == 0
+    assert out.split("\n")[:-1] == translator.translate(["A B C.", "", "d e"])
+
+
+def test_cli_stdin_to_output_file(run_dir: Path, translator: Translator, tmp_path: Path) -> None:
+    target = tmp_path / "out.fr"
+    code, out, err = invoke("translate", "--run", str(run_dir), "--output", str(target),
+                            "--batch-size", "2", input=b"a b\n\nc d e\r\nf\x00g\n")
+    assert code == 0 and out == ""
+    assert target.read_text(encoding="utf-8").split("\n")[:-1] == translator.translate(
+        ["a b", "", "c d e", "f g"])
+
+
+def test_cli_input_file_with_beam(run_dir: Path, tmp_path: Path) -> None:
+    source = tmp_path / "in.en"
+    source.write_text("a b c\nd\n", encoding="utf-8")
+    code, out, _ = invoke("translate", "--run", str(run_dir), "--input", str(source),
+                          "--beam", "3")
+    assert code == 0
+    assert len(out.split("\n")[:-1]) == 2
+
+
+def test_cli_warns_about_long_lines(run_dir: Path) -> None:
+    code, out, err = invoke("translate", "--run", str(run_dir), "--max-src-tokens", "3",
+                            input="a\na b c d e\n")
+    assert code == 0
+    assert len(out.split("\n")[:-1]) == 2
+    assert "stdin: line 2: 6 source tokens, cut to the first 3" in err
+
+
+def test_cli_invalid_utf8_is_a_one_line_error(run_dir: Path) -> None:
+    code, _, err = invoke("translate", "--run", str(run_dir), input=b"a b\n\xff\xfe c\n")
+    assert code != 0
+    assert err.strip().count("\n") == 0
+    assert "stdin: line 2: not valid UTF-8" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--run", "no/such/run"], "run directory not found"),
+        (["--checkpoint", "nope.pt"], "expected best, last or a checkpoint file"),
+        (["--input", "no-such-file.txt"], "--input no-such-file.txt: file not found"),
+    ],
+)
+def test_cli_errors_are_one_line(run_dir: Path, args: list[str], message: str) -> None:
+    if "--run" not in args:
+        args = ["--run", str(run_dir), *args]
+    code, _, err = invoke("translate", *args, *([] if "--input" in args else ["a"]))
+    assert code != 0
+    assert message in err and err.strip().count("\n") == 0
+
+
+def test_cli_missing_and_incompatible_checkpoints(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "r", trained=False)
+    (run / "checkpoints" / "last.pt").rename(run / "checkpoints" / "old.pt")
+    code, _, err = invoke("translate", "--run", str(run), "a")
+    assert code != 0 and "no checkpoint" in err
+    (run / "checkpoints" / "old.pt").rename(run / "checkpoints" / "last.pt")
+    (run / "tokenizer" / "vocab.txt").write_text(
+        "\n".join(["<unk>", "<pad>", "<bos>", "<eos>", "x"]) + "\n", encoding="utf-8")
+    code, _, err = invoke("translate", "--run", str(run), "a")
+    assert code != 0 and "incompatible" in err and err.strip().count("\n") == 0
+
+
+def test_cli_uses_the_latest_run_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_run(tmp_path / "runs" / "old", trained=False)
+    newest = make_run(tmp_path / "runs" / "new")
+    os.utime(newest / "checkpoints" / "last.pt", (2e9, 2e9))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = invoke("translate", "a b c")
+    expected = Translator.from_run(load_run(newest)).translate(["a b c"])
+    assert code == 0 and out == expected[0] + "\n"
+    monkeypatch.chdir(tmp_path / "runs")
+    code, _, err = invoke("translate", "a")
+    assert code != 0 and "no trained run found" in err
+
+
+def test_no_run_error_exits_nonzero_from_a_real_process(tmp_path: Path) -> None:
+    """Through ``main()``: the exit code and the one-line message, no traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "nmt", "translate", "--run", str(tmp_path / "none"), "a"],
+        capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"error: --run {tmp_path / 'none'}: run directory not found"
+
+
+def test_train_toy_is_deterministic() -> None:
+    """The shared toy models are a pure function of (arch, steps, seed)."""
+    a, b = train_toy("transformer", steps=5), train_toy("transformer", steps=5)
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
