@@ -110,4 +110,4 @@ def tiny_data_dir(
 
 @pytest.fixture()
 def tiny_data_config() -> DataConfig:
-    return DataConfig(vocab_size=100, valid_frac=0.1, test_frac=0.1)
+    return DataConfig(vocab_size=64, valid_frac=0.1, test_frac=0.1)

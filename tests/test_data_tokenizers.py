@@ -1,0 +1,103 @@
+"""Tokenizers: fixed special ids, SentencePiece round trip, the recipe's word vocabulary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import tiny_corpus_lines
+
+from nmt.data.normalize import normalize
+from nmt.data.tokenizers import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    UNK_ID,
+    SentencePieceTokenizer,
+    Tokenizer,
+    WordTokenizer,
+    build_vocab,
+    load_tokenizer,
+)
+from nmt.errors import ConfigError, DataError
+
+PAIRS = [line.split("\t") for line in tiny_corpus_lines()]
+SRC = [normalize(s) for s, _ in PAIRS]
+TGT = [normalize(t) for _, t in PAIRS]
+
+
+@pytest.mark.parametrize("model_type", ["unigram", "bpe"])
+@pytest.mark.parametrize("joint", [True, False])
+def test_sentencepiece_round_trip_and_special_ids(model_type: str, joint: bool,
+                                                  tmp_path: Path) -> None:
+    size = 80 if joint else 40  # the English side alone has few characters and words
+    tok = SentencePieceTokenizer.train(SRC, TGT, vocab_size=size, model_type=model_type,
+                                       joint=joint)
+    assert tok.joint is joint and tok.src_vocab_size == tok.tgt_vocab_size == size
+    assert tok.tgt_tokens([UNK_ID, PAD_ID, BOS_ID, EOS_ID]) == ["<unk>", "<pad>", "<bos>", "<eos>"]
+    for text in TGT:
+        ids = tok.encode_tgt(text)
+        assert min(ids) > EOS_ID  # no specials inside a sentence: batching adds them
+        assert tok.decode_tgt(ids) == text
+    for text in SRC[:50]:
+        assert "".join(tok.src_tokens(text)).replace("\u2581", " ").strip() == text
+    assert tok.encode_src_batch(SRC[:20]) == [tok.encode_src(s) for s in SRC[:20]]
+    tok.save(tmp_path)
+    again = load_tokenizer(tmp_path)
+    assert isinstance(again, SentencePieceTokenizer) and again.joint is joint
+    assert [again.encode_tgt(t) for t in TGT[:50]] == [tok.encode_tgt(t) for t in TGT[:50]]
+
+
+def test_decode_stops_at_eos_and_skips_pad_and_bos() -> None:
+    tok = SentencePieceTokenizer.train(SRC, TGT, vocab_size=80, model_type="unigram", joint=True)
+    ids = tok.encode_tgt("il a la pomme .")
+    assert tok.decode_tgt([BOS_ID, *ids, EOS_ID, *ids]) == "il a la pomme ."
+    assert tok.decode_tgt([BOS_ID, ids[0], PAD_ID, *ids[1:], PAD_ID]) == "il a la pomme ."
+    word = WordTokenizer.train(SRC, TGT, min_freq=1, joint=False)
+    wids = word.encode_tgt("il a la pomme .")
+    assert word.decode_tgt([BOS_ID, *wids, EOS_ID, *wids]) == "il a la pomme ."
+
+
+def test_word_vocabulary_is_the_recipes() -> None:
+    lines = ["b a c", "a b d", "e a", "d z z"]
+    # a:3, then b, d, z with 2 each in first-seen order (stable sort), c and e (1) left out
+    assert build_vocab(lines, 2) == ["<unk>", "<pad>", "<bos>", "<eos>", "a", "b", "d", "z"]
+    tok = WordTokenizer(build_vocab(lines, 2), build_vocab(["x y", "x"], 1))
+    assert tok.encode_src("a c d") == [4, UNK_ID, 6]
+    assert tok.encode_tgt("y x") == [5, 4] and tok.encode_tgt("") == []
+    assert tok.src_tokens("a c d") == ["a", "c", "d"]
+    assert (tok.src_vocab_size, tok.tgt_vocab_size, tok.joint) == (8, 6, False)
+
+
+def test_word_tokenizer_saves_and_loads(tmp_path: Path) -> None:
+    for joint in (True, False):
+        tok = WordTokenizer.train(SRC, TGT, min_freq=2, joint=joint)
+        tok.save(tmp_path / str(joint))
+        again = load_tokenizer(tmp_path / str(joint))
+        assert isinstance(again, WordTokenizer)
+        assert (again.src_itos, again.tgt_itos, again.joint) == (tok.src_itos, tok.tgt_itos, joint)
+
+
+def test_vocab_size_too_large_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"data.vocab_size=5000: too large .* at most \d+"):
+        SentencePieceTokenizer.train(SRC, TGT, vocab_size=5000, model_type="unigram", joint=True)
+
+
+def test_load_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="tokenizer.json: tokenizer file missing"):
+        load_tokenizer(tmp_path)
+    (tmp_path / "tokenizer.json").write_text("{not json")
+    with pytest.raises(DataError, match="not a tokenizer description"):
+        load_tokenizer(tmp_path)
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"kind": "bytes"}))
+    with pytest.raises(DataError, match="unknown tokenizer kind 'bytes'"):
+        load_tokenizer(tmp_path)
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"kind": "sentencepiece", "joint": True}))
+    (tmp_path / "spm.model").write_bytes(b"garbage")
+    with pytest.raises(DataError, match="damaged SentencePiece model"):
+        load_tokenizer(tmp_path)
+
+
+def test_is_a_tokenizer() -> None:
+    assert isinstance(WordTokenizer(["<unk>", "<pad>", "<bos>", "<eos>"]), Tokenizer)
