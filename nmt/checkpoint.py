@@ -6,19 +6,22 @@ A checkpoint is one dict of plain values and tensors (never a pickled module)::
      "model": state_dict, "optimizer": ..., "scheduler": ..., "rng": ..., "progress": {...}}
 
 so loading rebuilds the model from its own config without guessing. A run directory holds
-``config.toml``, ``tokenizer/``, ``metrics.jsonl``, ``train.log`` and ``checkpoints/{last,best}.pt``.
+``config.toml``, ``tokenizer/``, ``metrics.jsonl``, ``train.log`` and
+``checkpoints/{last,best}.pt``.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import random
 import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from nmt.config import Config, from_dict, load_config
@@ -95,6 +98,33 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     return payload
 
 
+def rng_state() -> dict[str, Any]:
+    """Every random generator training uses, as plain values and tensors (weights_only-safe)."""
+    state: dict[str, Any] = {
+        "python": random.getstate(),
+        "numpy": [t if not isinstance(t, np.ndarray) else torch.from_numpy(t.copy())
+                  for t in np.random.get_state()],
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(_to_tuple(state["python"]))
+    np_state = [t.numpy() if isinstance(t, torch.Tensor) else t for t in state["numpy"]]
+    np.random.set_state(tuple(np_state))  # type: ignore[arg-type]
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _to_tuple(x: Any) -> Any:
+    return tuple(_to_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+
 @dataclass
 class LoadedRun:
     run_dir: Path
@@ -124,11 +154,15 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str) -> Path:
         if checkpoint == "best" and not path.is_file():
             path = run_dir / "checkpoints" / "last.pt"
         if not path.is_file():
-            raise CheckpointError(f"{run_dir}: no checkpoint {checkpoint}.pt in {run_dir}/checkpoints")
+            raise CheckpointError(
+                f"{run_dir}: no checkpoint {checkpoint}.pt in {run_dir}/checkpoints"
+            )
         return path
     path = Path(checkpoint)
     if not path.is_file():
-        raise CheckpointError(f"--checkpoint {checkpoint}: expected best, last or a checkpoint file")
+        raise CheckpointError(
+            f"--checkpoint {checkpoint}: expected best, last or a checkpoint file"
+        )
     return path
 
 
@@ -162,7 +196,8 @@ def load_run(
     if (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size) != (vocab["src"], vocab["tgt"]):
         raise CheckpointError(
             f"{path}: incompatible with {run_dir}/tokenizer (vocabulary sizes "
-            f"{vocab['src']}/{vocab['tgt']} vs {tokenizer.src_vocab_size}/{tokenizer.tgt_vocab_size})"
+            f"{vocab['src']}/{vocab['tgt']} vs "
+            f"{tokenizer.src_vocab_size}/{tokenizer.tgt_vocab_size})"
         )
     model = build_model(cfg.model, vocab["src"], vocab["tgt"], joint_vocab=bool(vocab["joint"]))
     try:

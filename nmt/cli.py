@@ -6,7 +6,7 @@ import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -26,10 +26,10 @@ app.add_typer(data_app, name="data")
 console = Console(stderr=True)
 
 ConfigOpt = Annotated[
-    Optional[Path], typer.Option("--config", "-c", help="TOML config (see configs/).")
+    Path | None, typer.Option("--config", "-c", help="TOML config (see configs/).")
 ]
 SetOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--set", "-s", help="Override a config value: section.key=value (repeatable)."),
 ]
 
@@ -121,14 +121,16 @@ def train(
         bool, typer.Option("--resume", help="Continue runs/NAME exactly where it stopped.")
     ] = False,
     run_name: Annotated[
-        Optional[str], typer.Option("--run-name", help="Run directory name (default: config name).")
+        str | None, typer.Option("--run-name", help="Run directory name (default: config name).")
     ] = None,
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing run directory of that name.")
     ] = False,
-    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs are kept.")] = Path("runs"),
+    runs_dir: Annotated[
+        Path, typer.Option("--runs-dir", help="Where runs are kept.")
+    ] = Path("runs"),
     data_dir: Annotated[
-        Optional[Path], typer.Option("--data-dir", help="Corpus and cache directory (default data/).")
+        Path | None, typer.Option("--data-dir", help="Corpus and cache directory (default data/).")
     ] = None,
 ) -> None:
     """Train a model: GRU+Bahdanau or Transformer, as the config says."""

@@ -21,7 +21,9 @@ def resolve_device(name: str = "auto") -> torch.device:
     try:
         device = torch.device(name)
     except (RuntimeError, ValueError):
-        raise ConfigError(f"device: expected auto, cpu, cuda, cuda:N or mps, got {name!r}") from None
+        raise ConfigError(
+            f"device: expected auto, cpu, cuda, cuda:N or mps, got {name!r}"
+        ) from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"device: {name!r} requested but CUDA is not available on this machine")
     if device.type == "mps" and not torch.backends.mps.is_available():

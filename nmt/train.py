@@ -7,7 +7,6 @@ or several GPUs under ``torchrun`` (DistributedDataParallel; only rank 0 writes 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -24,18 +23,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nmt.checkpoint import atomic_write_text, load_checkpoint, save_checkpoint
+from nmt.checkpoint import (
+    atomic_write_text,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
 from nmt.config import Config, load_config
 from nmt.data.batching import Batch, collate, make_batches
 from nmt.data.prepare import Prepared, prepare
 from nmt.data.tokenizers import PAD_ID
 from nmt.device import autocast, resolve_device, set_threads
-from nmt.errors import CheckpointError, ConfigError, NmtError
+from nmt.distributed import Dist, all_reduce_sum, barrier, init_distributed
+from nmt.errors import CheckpointError, NmtError
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
-
-# Sections whose change would make a checkpoint meaningless; the rest may change on --resume.
-FROZEN_ON_RESUME = ("data", "model")
+from nmt.run_dir import MetricsLog, config_for_resume, start_run_dir
 
 
 @dataclass
@@ -67,53 +71,6 @@ class TrainResult:
     tokens_per_sec: float
     device: str
     metrics: list[dict[str, Any]] = field(default_factory=list)
-
-
-# --- distributed -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Dist:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def init_distributed(device_name: str) -> Dist:
-    """Join the process group when launched by ``torchrun`` (WORLD_SIZE > 1)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
-        return Dist()
-    import torch.distributed as dist
-
-    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
-    use_cuda = device_name != "cpu" and torch.cuda.is_available()
-    if use_cuda:
-        torch.cuda.set_device(local)
-    if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-    return Dist(rank, world, local)
-
-
-def _barrier(d: Dist) -> None:
-    if d.world_size > 1:
-        import torch.distributed as dist
-
-        dist.barrier()
-
-
-def _all_reduce_sum(value: float, d: Dist, device: torch.device) -> float:
-    if d.world_size == 1:
-        return value
-    import torch.distributed as dist
-
-    t = torch.tensor([value], dtype=torch.float64, device=device)
-    dist.all_reduce(t)
-    return float(t.item())
 
 
 # --- pieces of the loop ------------------------------------------------------------------------
@@ -156,31 +113,6 @@ def lr_lambda(schedule: str, warmup: int) -> Callable[[int], float]:
     return lambda s: 1.0
 
 
-def rng_state() -> dict[str, Any]:
-    state: dict[str, Any] = {
-        "python": random.getstate(),
-        "numpy": [t if not isinstance(t, np.ndarray) else torch.from_numpy(t.copy())
-                  for t in np.random.get_state()],
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(_to_tuple(state["python"]))
-    np_state = [t.numpy() if isinstance(t, torch.Tensor) else t for t in state["numpy"]]
-    np.random.set_state(tuple(np_state))  # type: ignore[arg-type]
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _to_tuple(x: Any) -> Any:
-    return tuple(_to_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
-
-
 class StopFlag:
     """Ctrl-C or SIGTERM asks the loop to stop after the current step and save ``last.pt``.
 
@@ -189,6 +121,10 @@ class StopFlag:
 
     def __init__(self) -> None:
         self.requested = False
+
+    def check(self, step: int) -> bool:
+        """Asked after every optimizer step: should training stop here?"""
+        return self.requested
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.requested and signum == signal.SIGINT:
@@ -210,76 +146,6 @@ class StopFlag:
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
-
-
-# --- run directories ---------------------------------------------------------------------------
-
-
-def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
-    """Refuse to train into an existing run unless resuming (or explicitly overwriting)."""
-    ckpt = run_dir / "checkpoints" / "last.pt"
-    if resume:
-        if not ckpt.is_file():
-            raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
-        return
-    if run_dir.exists() and any(run_dir.iterdir()):
-        if not overwrite:
-            raise NmtError(
-                f"{run_dir}: run directory exists; use --resume to continue it, --run-name to "
-                "start another, or --overwrite to replace it"
-            )
-        import shutil
-
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-
-
-def config_for_resume(run_dir: Path, overrides: list[str]) -> Config:
-    """The run's saved config with new ``--set`` overrides (only train/decode may change)."""
-    saved = load_config(run_dir / "config.toml")
-    cfg = load_config(run_dir / "config.toml", overrides)
-    for section in FROZEN_ON_RESUME:
-        if getattr(cfg, section) != getattr(saved, section):
-            raise ConfigError(
-                f"--set: [{section}] cannot change on --resume (the checkpoint was trained with "
-                f"{run_dir / 'config.toml'}); start a new run instead"
-            )
-    return cfg
-
-
-class MetricsLog:
-    """``metrics.jsonl`` (one JSON object a line) and a human ``train.log``; rank 0 only."""
-
-    def __init__(self, run_dir: Path, enabled: bool) -> None:
-        self.enabled = enabled
-        self.metrics_path = run_dir / "metrics.jsonl"
-        self.log_path = run_dir / "train.log"
-        self.records: list[dict[str, Any]] = []
-
-    def metric(self, record: dict[str, Any]) -> None:
-        self.records.append(record)
-        if self.enabled:
-            with self.metrics_path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
-
-    def text(self, line: str) -> None:
-        if self.enabled:
-            with self.log_path.open("a", encoding="utf-8") as f:
-                f.write(time.strftime("%Y-%m-%d %H:%M:%S ") + line + "\n")
-
-    def truncate_after(self, step: int) -> None:
-        """On resume, drop metric lines written after the checkpoint (they will be redone)."""
-        if not (self.enabled and self.metrics_path.is_file()):
-            return
-        keep = []
-        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by a crash
-            if int(rec.get("step", 0)) <= step:
-                keep.append(line)
-        atomic_write_text(self.metrics_path, "".join(k + "\n" for k in keep))
 
 
 # --- validation --------------------------------------------------------------------------------
@@ -341,14 +207,14 @@ def train(
     seed_everything(cfg.train.seed + dist.rank)
     if dist.main:
         start_run_dir(run_dir, resume, overwrite)
-    _barrier(dist)
+    barrier(dist)
     mlog = MetricsLog(run_dir, dist.main)
     say = log if dist.main else (lambda s: None)
 
     # Data: rank 0 builds the cache, the others load it after the barrier.
     if dist.main:
         prepared = prepare(cfg.data, data_dir, log=say)
-    _barrier(dist)
+    barrier(dist)
     if not dist.main:
         prepared = prepare(cfg.data, data_dir, log=lambda s: None)
     tok = prepared.tokenizer
@@ -430,7 +296,9 @@ def train(
 
     def validate() -> bool:
         """Run validation; save best/last; return True when early stopping triggers."""
-        vloss = validation_loss(model, valid_batches, device, t.precision) if valid_batches else None
+        vloss = None
+        if valid_batches:
+            vloss = validation_loss(model, valid_batches, device, t.precision)
         bleu = validation_bleu(model, prepared, cfg, device)
         model.train()
         score = bleu if bleu is not None else (-vloss if vloss is not None else None)
@@ -439,7 +307,8 @@ def train(
         mlog.metric(rec)
         improved = score is not None and score > prog.best_score
         if improved:
-            prog.best_score, prog.best_step, prog.evals_since_best = float(score), prog.step, 0
+            assert score is not None
+            prog.best_score, prog.best_step, prog.evals_since_best = score, prog.step, 0
         elif score is not None:
             prog.evals_since_best += 1
         msg = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"
@@ -511,7 +380,8 @@ def train(
                 if t.eval_every and prog.step % t.eval_every == 0 and not prog.finished:
                     if validate():
                         break
-                if stop.requested:
+                if stop.check(prog.step):
+                    stop.requested = True
                     break
                 if prog.finished:
                     break
@@ -543,7 +413,7 @@ def train(
             checkpoint("best")  # no validation split: the final weights are the best we have
         mlog.text(f"done: {prog.stop_reason}")
     wall = time.perf_counter() - start
-    run_tokens_all = _all_reduce_sum(run_tokens, dist, device)
+    run_tokens_all = all_reduce_sum(run_tokens, dist, device)
     result = TrainResult(
         run_dir=run_dir, progress=prog,
         train_loss=run_loss / max(run_tokens, 1),
@@ -566,7 +436,7 @@ def _train_step(
     n_tokens = sum(b.n_tokens for b in batches)
     # Normalise by the tokens of the whole step (all ranks), so accumulation and DDP's gradient
     # averaging give exactly the per-token mean.
-    total_tokens = _all_reduce_sum(float(n_tokens), dist, device) / dist.world_size
+    total_tokens = all_reduce_sum(float(n_tokens), dist, device) / dist.world_size
     loss_sum = torch.zeros((), device=device)
     optimizer.zero_grad(set_to_none=True)
     for j, b in enumerate(batches):

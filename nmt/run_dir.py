@@ -1,0 +1,90 @@
+"""Run directories: creation rules, the resumable config, and the metrics log.
+
+``runs/NAME/`` holds ``config.toml`` (resolved), ``tokenizer/``, ``metrics.jsonl`` (one JSON
+object a line: training lines with ``train_loss``, validation lines with ``valid_loss``),
+``train.log``, ``checkpoints/{last,best}.pt`` and the plots.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from nmt.checkpoint import atomic_write_text
+from nmt.config import Config, load_config
+from nmt.errors import CheckpointError, ConfigError, NmtError
+
+# Sections whose change would make a checkpoint meaningless; the rest may change on --resume.
+FROZEN_ON_RESUME = ("data", "model")
+
+
+def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
+    """Refuse to train into an existing run unless resuming (or explicitly overwriting)."""
+    ckpt = run_dir / "checkpoints" / "last.pt"
+    if resume:
+        if not ckpt.is_file():
+            raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
+        return
+    if run_dir.exists() and any(run_dir.iterdir()):
+        if not overwrite:
+            raise NmtError(
+                f"{run_dir}: run directory exists; use --resume to continue it, --run-name to "
+                "start another, or --overwrite to replace it"
+            )
+
+
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def config_for_resume(run_dir: Path, overrides: list[str]) -> Config:
+    """The run's saved config with new ``--set`` overrides (only train/decode may change)."""
+    saved = load_config(run_dir / "config.toml")
+    cfg = load_config(run_dir / "config.toml", overrides)
+    for section in FROZEN_ON_RESUME:
+        if getattr(cfg, section) != getattr(saved, section):
+            raise ConfigError(
+                f"--set: [{section}] cannot change on --resume (the checkpoint was trained with "
+                f"{run_dir / 'config.toml'}); start a new run instead"
+            )
+    return cfg
+
+
+class MetricsLog:
+    """``metrics.jsonl`` (one JSON object a line) and a human ``train.log``; rank 0 only."""
+
+    def __init__(self, run_dir: Path, enabled: bool) -> None:
+        self.enabled = enabled
+        self.metrics_path = run_dir / "metrics.jsonl"
+        self.log_path = run_dir / "train.log"
+        self.records: list[dict[str, Any]] = []
+
+    def metric(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        if self.enabled:
+            with self.metrics_path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+
+    def text(self, line: str) -> None:
+        if self.enabled:
+            with self.log_path.open("a", encoding="utf-8") as f:
+                f.write(time.strftime("%Y-%m-%d %H:%M:%S ") + line + "\n")
+
+    def truncate_after(self, step: int) -> None:
+        """On resume, drop metric lines written after the checkpoint (they will be redone)."""
+        if not (self.enabled and self.metrics_path.is_file()):
+            return
+        keep = []
+        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a crash
+            if int(rec.get("step", 0)) <= step:
+                keep.append(line)
+        atomic_write_text(self.metrics_path, "".join(k + "\n" for k in keep))
+
+
