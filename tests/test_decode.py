@@ -192,7 +192,12 @@ def test_batched_equals_one_by_one(model: EncoderDecoder, beam: int) -> None:
     ids = [src_ids(t) for t in TEXTS[:20]]
     cfg = DecodeConfig(beam=beam, max_len_a=1.0, max_len_b=4)
     batched = search_ids(model, ids, replace(cfg, batch_size=8))
-    alone = search_ids(model, ids, replace(cfg, batch_size=1))
+    alone = []
+    for one in ids:  # straight to the search functions: no sorting, no padding
+        src, lengths = pad_batch([one], CPU)
+        limit = max_output_lengths(lengths, cfg, model)
+        alone.append(greedy(model, src, lengths, limit)[0] if beam == 1 else
+                     beam_search(model, src, lengths, limit, beam, cfg.length_penalty)[0][0])
     assert [h.tokens for h in batched] == [h.tokens for h in alone]
     assert [h.score for h in batched] == pytest.approx([h.score for h in alone], abs=1e-4)
 
