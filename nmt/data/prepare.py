@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from nmt.config import DataConfig
-from nmt.data.download import ensure_corpus, sha256_file
+from nmt.data.download import ensure_corpus, expected_digest
 from nmt.data.normalize import normalize
 from nmt.data.split import grouped_split
 from nmt.data.tokenizers import (
@@ -117,14 +118,14 @@ def prepare(
     """Ensure the corpus (downloading when missing), then load the cache or build it."""
     data_dir = Path(data_dir)
     corpus = ensure_corpus(data_dir, source, log=log)
-    digest = sha256_file(corpus)
+    digest = expected_digest()  # ensure_corpus has just checked the file against it
     cache_dir = data_dir / "cache" / cache_key(cfg, digest)
     if cache_dir.is_dir() and not rebuild:
         try:
             prepared = load_cache(cache_dir)
             log(f"loaded cache {cache_dir}")
             return prepared
-        except (DataError, OSError, ValueError, KeyError) as e:
+        except (DataError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             log(f"cache {cache_dir} unreadable ({e}); rebuilding")
     return build_cache(cfg, corpus, digest, cache_dir, log=log)
 
