@@ -11,6 +11,7 @@ apostrophes, guillemets and capitals. About 1,000 lines, 700 distinct English se
   ``NMT_DATA_DIR`` point at it for the test, so ``prepare(cfg, tiny_data_dir)``, the CLI and
   ``ensure_corpus`` accept it without a download.
 - ``tiny_data_config``: a :class:`DataConfig` that suits it (SentencePiece, 10%/10% held out).
+- ``no_network``: downloads fail as if offline.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from __future__ import annotations
 import hashlib
 import random
 import shutil
+import urllib.error
+import urllib.request
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +53,7 @@ EXTRA = [  # the corpus' oddities, verbatim
 
 def _french(subj: str, person: int, verb: list[str], noun: tuple[str, str, str],
             adj: tuple[str, str, str]) -> str:
-    form = verb[person if subj not in ("vous",) else 4]
+    form = verb[4 if subj == "vous" else person]
     if subj == "je" and form[0] in "aeiou":
         subject = "J'"
     else:
@@ -106,6 +110,17 @@ def tiny_data_dir(
     monkeypatch.setenv("NMT_DATA_DIR", str(data_dir))
     monkeypatch.setenv("NMT_DATA_MIRROR", str(tiny_corpus_zip))  # never the network
     return data_dir
+
+
+@pytest.fixture()
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any download fail as if offline (and forget a mirror from the environment)."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise urllib.error.URLError("network disabled in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    monkeypatch.delenv("NMT_DATA_MIRROR", raising=False)
 
 
 @pytest.fixture()

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -17,12 +14,7 @@ TINY = ["--set", "data.vocab_size=64", "--set", "data.valid_frac=0.1",
         "--set", "data.test_frac=0.1"]
 
 
-@pytest.fixture(autouse=True)
-def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise urllib.error.URLError("network disabled in tests")
-
-    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+pytestmark = pytest.mark.usefixtures("no_network")
 
 
 def test_download_then_again(tiny_data_dir: Path, tiny_corpus_zip: Path, tmp_path: Path) -> None:
@@ -65,8 +57,7 @@ def test_errors_are_one_line(tiny_data_dir: Path, tmp_path: Path, args: list[str
     assert result.output.rstrip().endswith(errors[0])  # the error is the last thing printed
 
 
-def test_not_a_zip_and_no_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("NMT_DATA_MIRROR", raising=False)
+def test_not_a_zip_and_no_network(tmp_path: Path) -> None:
     fake = tmp_path / "fra-eng.zip"
     fake.write_text("not a zip")
     result = runner.invoke(app, ["data", "download", "--source", str(fake),

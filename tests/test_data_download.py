@@ -9,7 +9,6 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -38,12 +37,7 @@ def good_zip(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise urllib.error.URLError("network disabled in tests")
-
-    monkeypatch.setattr(urllib.request, "urlopen", refuse)
-    monkeypatch.delenv("NMT_DATA_MIRROR", raising=False)
+def no_network_and_real_digest(no_network: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NMT_CORPUS_SHA256", raising=False)
 
 
