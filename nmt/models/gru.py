@@ -27,18 +27,19 @@ from nmt.models.attention import AdditiveAttention
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
 
 
-def gru_cell(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    """One GRU step given the input projection ``gi = W_ih x + b_ih`` ``(B, 3H)``; h ``(B, H)``.
+def gru_gates(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
+    """One GRU step from its projections: ``gi = W_ih x + b_ih``, ``gh = W_hh h + b_hh``, both
+    ``(B, 3H)``; h ``(B, H)`` -> new h ``(B, H)``.
 
-    Same gate order (r, z, n) and equations as ``torch.nn.GRU``.
+    Same gate order (r, z, n) and equations as ``torch.nn.GRU``, in five kernels. ``split``
+    rather than slicing: one autograd node per tensor instead of one zero-filled buffer per slice.
     """
-    gh = F.linear(h, w_hh, b_hh)
-    i_r, i_z, i_n = gi.chunk(3, 1)
-    h_r, h_z, h_n = gh.chunk(3, 1)
-    r = torch.sigmoid(i_r + h_r)
-    z = torch.sigmoid(i_z + h_z)
-    n = torch.tanh(i_n + r * h_n)
-    return n + z * (h - n)  # = (1 - z) * n + z * h
+    n_h = h.shape[1]
+    i_rz, i_n = gi.split((2 * n_h, n_h), dim=1)
+    h_rz, h_n = gh.split((2 * n_h, n_h), dim=1)
+    r, z = torch.sigmoid(i_rz + h_rz).chunk(2, 1)
+    n = torch.tanh(torch.addcmul(i_n, r, h_n))
+    return torch.lerp(n, h, z)  # (1 - z) * n + z * h
 
 
 def _layer_params(rnn: nn.GRU, i: int) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
@@ -77,11 +78,12 @@ class GRUSeq2Seq(EncoderDecoder):
         self.src_embed = nn.Embedding(src_vocab_size, e)
         share_src = cfg.tie_embeddings and joint_vocab
         self.tgt_embed = self.src_embed if share_src else nn.Embedding(tgt_vocab_size, e)
-        self.encoder = nn.GRU(e, h, n_layers, batch_first=True, dropout=cfg.dropout,
+        between = cfg.dropout if n_layers > 1 else 0.0  # nn.GRU warns about it otherwise
+        self.encoder = nn.GRU(e, h, n_layers, batch_first=True, dropout=between,
                               bidirectional=cfg.bidirectional)
         self.attention = AdditiveAttention(h, h, h, cfg.dropout)
         # input = concat(context, embedding), as in the recipe
-        self.decoder = nn.GRU(h + e, h, n_layers, batch_first=True, dropout=cfg.dropout)
+        self.decoder = nn.GRU(h + e, h, n_layers, batch_first=True, dropout=between)
         self.out = nn.Linear(h, tgt_vocab_size)
         if cfg.tie_embeddings:
             self.out.weight = self.tgt_embed.weight
@@ -110,11 +112,27 @@ class GRUSeq2Seq(EncoderDecoder):
         }
 
     def init_state(self, memory: Memory) -> State:
-        """Decoder hidden = encoder final state ``(B, L, H)``; attention keys projected once."""
+        """Decoder hidden = encoder final state; per-batch projections of the encoder outputs.
+
+        ``keys`` ``(B, S, H)``: the attention's ``W_k`` keys. ``values`` ``(B, S, 3H)``: the
+        encoder outputs through the context half of the first GRU layer's input weights; the
+        context is only ever used through that projection, and a weighted sum commutes with it,
+        so each step's ``W_c context`` is one ``(1, S) x (S, 3H)`` product per row.
+        """
+        enc_out = memory["enc_out"]
+        w_ih0 = _layer_params(self.decoder, 0)[0]
         return {
             "hidden": memory["enc_hidden"],
-            "keys": self.attention.project_keys(memory["enc_out"]),
+            "keys": self.attention.project_keys(enc_out),
+            "values": F.linear(enc_out, w_ih0[:, : self.hidden]),
         }
+
+    def _dropout_masks(self, shape: tuple[int, ...], like: Tensor) -> Tensor | None:
+        """Scaled keep-masks for all steps at once (one RNG call instead of one per step)."""
+        p = self.p_layer
+        if not self.training or p == 0.0:
+            return None
+        return (torch.rand(shape, device=like.device) >= p).to(like.dtype) / (1.0 - p)
 
     def decode(
         self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False
@@ -123,39 +141,66 @@ class GRUSeq2Seq(EncoderDecoder):
 
         ``state is None``: a teacher-forced pass from the encoder's final state. Otherwise ``tgt``
         holds the new positions only and the returned state continues from them.
+
+        Each step is the recipe's: query = top layer's previous hidden state, additive attention
+        over the encoder outputs, GRU input ``concat(context, embedding)``. It is computed in an
+        equivalent form with fewer, cheaper kernels (a step costs ~20 small ops, not ~50):
+
+        - the embedding half of layer 0's input projection is one matmul for all steps;
+        - ``W_c context`` comes from the pre-projected ``values`` (see :meth:`init_state`);
+        - the top layer's hidden state feeds both its own ``W_hh`` and the attention's ``W_q``:
+          one matmul gives both;
+        - ``w_v^T tanh(u) = 2 w_v^T sigmoid(2u) - sum(w_v)``, and the softmax ignores the
+          constant, so scores use a sigmoid (several times cheaper than tanh on CPU);
+        - dropout masks for all steps come from one RNG call.
         """
         st = self.init_state(memory) if state is None else state
-        values, keys = memory["enc_out"], st["keys"]
-        mask = memory["src_mask"]  # (B, S)
-        h = self.hidden
-        layers = [_layer_params(self.decoder, i) for i in range(self.n_layers)]
-        w_ih0, b_ih0 = layers[0][0], layers[0][1]
-        # input projection of layer 0 splits as W_c context + W_e embedding: the embedding half
-        # for all T steps is one matmul, outside the loop
+        b, n_steps = tgt.shape
+        h, n_layers = self.hidden, self.n_layers
+        params = [_layer_params(self.decoder, i) for i in range(n_layers)]
+        w_ih0, b_ih0 = params[0][0], params[0][1]
         emb = self.dropout(self.tgt_embed(tgt))  # (B, T, E)
-        gi_emb = F.linear(emb, w_ih0[:, h:], b_ih0)  # (B, T, 3H)
-        w_ctx = w_ih0[:, :h]
+        # (B, 3H) per step: the embedding half of layer 0's input projection, all steps at once
+        gi_emb = F.linear(emb, w_ih0[:, h:], b_ih0).unbind(1)
+        w_q, w_v = self.attention.W_q.weight, self.attention.w_v.weight  # (Ha, H), (1, Ha)
+        w_hh_top, b_hh_top = params[-1][2], params[-1][3]
+        w_top = torch.cat((w_hh_top, 2.0 * w_q))  # (3H + Ha, H)
+        b_top = None if b_hh_top is None else F.pad(b_hh_top, (0, w_q.shape[0]))
+        w_v2 = 2.0 * w_v.squeeze(0)  # (Ha,)
+        keys2 = 2.0 * st["keys"]  # (B, S, Ha)
+        values = st["values"]  # (B, S, 3H)
+        pad = ~memory["src_mask"]  # (B, S)
+        fill = torch.finfo(keys2.dtype).min
+        attn_drop = self._dropout_masks((n_steps, b, 1, pad.shape[1]), keys2)
+        layer_drop = self._dropout_masks((n_steps, max(n_layers - 1, 1), b, h), keys2)
         hidden = list(st["hidden"].unbind(1))  # L x (B, H)
-        p = self.p_layer if self.training else 0.0
-        mask_q = mask.unsqueeze(1)  # (B, 1, S)
         tops, weights = [], []
-        for t in range(tgt.shape[1]):
-            query = hidden[-1].unsqueeze(1)  # (B, 1, H): top layer's previous hidden state
-            context, w = self.attention.attend(query, keys, values, mask_q)
-            x = torch.addmm(gi_emb[:, t], context.squeeze(1), w_ctx.t())
-            for i, (w_ih, b_ih, w_hh, b_hh) in enumerate(layers):
-                if i > 0:
-                    x = F.linear(F.dropout(hidden[i - 1], p, self.training), w_ih, b_ih)
-                hidden[i] = gru_cell(x, hidden[i], w_hh, b_hh)
-            tops.append(hidden[-1])
+        for t in range(n_steps):
+            top = F.linear(hidden[-1], w_top, b_top)  # (B, 3H + Ha)
+            gh_top, query2 = top.split((3 * h, top.shape[1] - 3 * h), dim=1)
+            features = torch.sigmoid(query2.unsqueeze(1) + keys2)  # (B, S, Ha)
+            scores = torch.matmul(features, w_v2).masked_fill(pad, fill)  # (B, S)
+            w = torch.softmax(scores, dim=-1).unsqueeze(1)  # (B, 1, S)
             if need_weights:
                 weights.append(w)
+            if attn_drop is not None:
+                w = w * attn_drop[t]
+            gi = torch.baddbmm(gi_emb[t].unsqueeze(1), w, values).squeeze(1)  # (B, 3H)
+            for i, (w_ih, b_ih, w_hh, b_hh) in enumerate(params):
+                if i > 0:
+                    below = hidden[i - 1]
+                    if layer_drop is not None:  # nn.GRU's dropout between stacked layers
+                        below = below * layer_drop[t, i - 1]
+                    gi = F.linear(below, w_ih, b_ih)
+                gh = gh_top if i == n_layers - 1 else F.linear(hidden[i], w_hh, b_hh)
+                hidden[i] = gru_gates(gi, gh, hidden[i])
+            tops.append(hidden[-1])
         logits = self.out(torch.stack(tops, dim=1))  # one projection over all T steps
         out_weights = {}
         if need_weights:
             out_weights["cross"] = torch.cat(weights, dim=1)[:, None, None]  # (B, 1, 1, T, S)
         new_state = None
         if state is not None:
-            new_state = {"hidden": torch.stack(hidden, dim=1), "keys": keys}
+            new_state = {"hidden": torch.stack(hidden, dim=1), "keys": st["keys"],
+                         "values": values}
         return DecodeOutput(logits, new_state, out_weights)
-
