@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from collections.abc import Callable
@@ -211,35 +212,31 @@ def translate(
 
     if sentences and input_ is not None:
         raise DataError("--input: give sentences as arguments or --input FILE, not both")
-    if sentences:
-        lines: Any = list(sentences)
-        name = "argument"
-    elif input_ is not None and str(input_) != "-":
-        if not input_.is_file():
-            raise DataError(f"--input {input_}: file not found")
-        lines = read_lines(input_.open("rb"), f"--input {input_}")
-        name = f"--input {input_}"
-    else:
-        if sys.stdin.isatty() and input_ is None:
-            raise DataError("nothing to translate: give sentences, --input FILE, or pipe text in")
-        lines = read_lines(sys.stdin.buffer, "stdin")
-        name = "stdin"
-    translator = Translator.from_run(load_run(run, checkpoint, device), beam=beam,
-                                     batch_size=batch_size, max_src_tokens=max_src_tokens)
-    out = output.open("w", encoding="utf-8", newline="\n") if output else None
-    stdout = sys.stdout
-    try:
-        def write(text: str) -> None:
-            if out is not None:
-                out.write(text + "\n")
-            else:
-                stdout.write(text + "\n")
-
-        translator.translate_stream(lines, write, on_truncate=_warn_truncated(name))
-    finally:
-        if out is not None:
-            out.close()
-        stdout.flush()
+    with contextlib.ExitStack() as stack:
+        if sentences:
+            lines: Any = list(sentences)
+            name = "argument"
+        elif input_ is not None and str(input_) != "-":
+            if not input_.is_file():
+                raise DataError(f"--input {input_}: file not found")
+            name = f"--input {input_}"
+            lines = read_lines(stack.enter_context(input_.open("rb")), name)
+        else:
+            if sys.stdin.isatty() and input_ is None:
+                raise DataError("nothing to translate: give sentences, --input FILE, or pipe "
+                                "text in")
+            lines, name = read_lines(sys.stdin.buffer, "stdin"), "stdin"
+        translator = Translator.from_run(load_run(run, checkpoint, device), beam=beam,
+                                         batch_size=batch_size, max_src_tokens=max_src_tokens)
+        out = sys.stdout
+        if output is not None:
+            try:
+                out = stack.enter_context(output.open("w", encoding="utf-8", newline="\n"))
+            except OSError as e:
+                raise DataError(f"--output {output}: cannot write ({e.strerror})") from None
+        translator.translate_stream(lines, lambda text: out.write(text + "\n"),
+                                    on_truncate=_warn_truncated(name))
+        out.flush()
 
 
 @app.command()

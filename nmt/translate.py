@@ -121,7 +121,7 @@ class Translator:
     def translate_stream(
         self,
         lines: Iterable[str],
-        write: Callable[[str], None],
+        write: Callable[[str], object],
         on_truncate: TruncateHook | None = None,
         chunk_lines: int = CHUNK_LINES,
     ) -> int:

@@ -209,6 +209,7 @@ def test_cli_invalid_utf8_is_a_one_line_error(run_dir: Path) -> None:
         (["--run", "no/such/run"], "run directory not found"),
         (["--checkpoint", "nope.pt"], "expected best, last or a checkpoint file"),
         (["--input", "no-such-file.txt"], "--input no-such-file.txt: file not found"),
+        (["--output", "no/such/dir/out.txt"], "--output no/such/dir/out.txt: cannot write"),
     ],
 )
 def test_cli_errors_are_one_line(run_dir: Path, args: list[str], message: str) -> None:

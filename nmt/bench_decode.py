@@ -1,0 +1,249 @@
+"""Decoding speed on CPU: the recipe's way (one sentence at a time, re-running the prefix) against
+batched search with the incremental state, on a run's test split.
+
+``python -m nmt.bench_decode --run runs/NAME`` prints a Markdown table and writes
+``decode.json``; :func:`bench_decode` is what ``make bench`` calls. Every figure compares
+methods on the *same* sentences with the same model; the slow baselines run on a fixed sample
+(``--sample``) so the whole benchmark stays within a few minutes on two cores. Without a run,
+a randomly initialised model of ``configs/demo.toml``'s size is measured (outputs then run to the
+length limit, so per-token figures are the meaningful ones) and the report says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nmt.config import Config, DecodeConfig, load_config
+from nmt.data.tokenizers import BOS_ID, EOS_ID, Tokenizer
+from nmt.decode import Hypothesis, search_ids
+from nmt.models.base import EncoderDecoder
+from nmt.translate import source_ids, source_limit
+
+DEMO_CONFIG = Path("configs/demo.toml")
+
+
+def _timed(fn: Callable[[], list[Hypothesis]], repeat: int = 1) -> tuple[float, list[Hypothesis]]:
+    """Best wall time of ``repeat`` runs (the least disturbed by other processes)."""
+    best, out = float("inf"), []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, out
+
+
+def _row(name: str, seconds: float, hyps: Sequence[Hypothesis], n_sent: int) -> dict[str, Any]:
+    tokens = sum(len(h.tokens) + int(h.finished) for h in hyps)  # decoder steps, <eos> included
+    return {"method": name, "sentences": n_sent, "seconds": round(seconds, 3),
+            "sentences_per_s": round(n_sent / seconds, 1), "tokens_per_s": round(tokens / seconds),
+            "target_tokens": tokens}
+
+
+@torch.no_grad()
+def fixed_length_step_times(
+    model: EncoderDecoder, src_ids: list[list[int]], lengths: Sequence[int]
+) -> list[dict[str, Any]]:
+    """Seconds to produce exactly T tokens per sentence, cached vs uncached, for each T.
+
+    ``<eos>`` is ignored so every row runs T steps: this isolates how the cache's gain grows
+    with the output length (uncached work grows as T^2, cached as T).
+    """
+    from nmt.decode import pad_batch
+
+    device = next(model.parameters()).device
+    src, src_lengths = pad_batch(src_ids, device)
+    memory = model.encode(src, src_lengths)
+    out = []
+    for t in lengths:
+        times = {}
+        for cached in (True, False):
+            start = time.perf_counter()
+            last = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long, device=device)
+            state = model.init_state(memory) if cached else None
+            prefix = last
+            for _ in range(t):
+                if cached:
+                    output = model.decode(last, memory, state)
+                    state = output.state
+                else:
+                    output = model.decode(prefix, memory, None)
+                last = output.logits[:, -1].argmax(-1, keepdim=True)
+                last = last.masked_fill(last == EOS_ID, BOS_ID + 2)  # never stop: T steps
+                if not cached:
+                    prefix = torch.cat([prefix, last], dim=1)
+            times["cached" if cached else "uncached"] = time.perf_counter() - start
+        out.append({"output_tokens": t, "cached_s": round(times["cached"], 3),
+                    "uncached_s": round(times["uncached"], 3),
+                    "speedup": round(times["uncached"] / times["cached"], 2)})
+    return out
+
+
+def cli_wall_time(run_dir: Path | None, repeat: int = 3) -> dict[str, float]:
+    """Median seconds of ``nmt translate "i'm home ."`` from process start to exit, and of
+    importing the CLI alone (what ``nmt --help`` pays)."""
+    def median_of(cmd: list[str]) -> float:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+            times.append(time.perf_counter() - start)
+        return round(statistics.median(times), 2)
+
+    translate = [sys.executable, "-m", "nmt", "translate", "--device", "cpu", "i'm home ."]
+    if run_dir is not None:
+        translate[4:4] = ["--run", str(run_dir)]
+    result = {"import_cli_s": median_of([sys.executable, "-c", "import nmt.cli"]),
+              "python_startup_s": median_of([sys.executable, "-c", "pass"])}
+    if run_dir is not None:
+        result["translate_one_sentence_s"] = median_of(translate)
+    return result
+
+
+def _load(run_dir: Path | None, data_dir: Path | None) -> tuple[
+        EncoderDecoder, Tokenizer, Config, list[str], str]:
+    from nmt.data.download import default_data_dir
+    from nmt.data.prepare import prepare
+
+    if run_dir is not None:
+        from nmt.checkpoint import load_run
+
+        run = load_run(run_dir, "best", "cpu")
+        prepared = prepare(run.config.data, data_dir or default_data_dir(), log=lambda s: None)
+        sources, _ = prepared.splits["test"].grouped()
+        return run.model, run.tokenizer, run.config, sources, f"{run_dir} (step {run.step})"
+    from nmt.models import build_model
+
+    cfg = load_config(DEMO_CONFIG)
+    prepared = prepare(cfg.data, data_dir or default_data_dir(), log=lambda s: None)
+    tok = prepared.tokenizer
+    torch.manual_seed(0)
+    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size,
+                        joint_vocab=tok.joint).eval()
+    sources, _ = prepared.splits["test"].grouped()
+    return model, tok, cfg, sources, f"random init, {DEMO_CONFIG} size (no trained run)"
+
+
+def bench_decode(
+    run_dir: Path | None = None,
+    out_dir: Path | None = None,
+    sample: int = 200,
+    threads: int = 0,
+    data_dir: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Measure decoding on CPU; returns (and writes ``out_dir/decode.json``) the figures.
+
+    ``sample``: sentences for the slow baselines (one at a time, uncached); the fast paths also
+    run on the whole test split.
+    """
+    if threads > 0:
+        torch.set_num_threads(threads)
+    model, tok, cfg, sources, what = _load(run_dir, data_dir)
+    limit = source_limit(model)
+    ids = [source_ids(tok, s, limit)[0] for s in sources]
+    picked = random.Random(0).sample(range(len(ids)), min(sample, len(ids)))
+    few = [ids[i] for i in picked]
+    base = replace(cfg.decode, beam=1)
+    batch = base.batch_size
+    log(f"decoding benchmark: {what}; {len(ids)} test sources, sample {len(few)}, "
+        f"batch {batch}, {torch.get_num_threads()} threads")
+
+    def run(name: str, data: list[list[int]], dcfg: DecodeConfig, repeat: int = 1,
+            **kw: Any) -> dict[str, Any]:
+        seconds, hyps = _timed(lambda: search_ids(model, data, dcfg, **kw), repeat)
+        row = _row(name, seconds, hyps, len(data))
+        log(f"  {name}: {row['seconds']} s, {row['sentences_per_s']} sentences/s, "
+            f"{row['tokens_per_s']} tokens/s")
+        return row
+
+    one = replace(base, batch_size=1)
+    rows = [
+        run("recipe: 1 at a time, uncached", few, one, method="uncached"),
+        run("1 at a time, cached", few, one),
+        run(f"batch {batch}, uncached", few, base, method="uncached"),
+        run(f"batch {batch}, cached (prune finished)", few, base, repeat=3),
+        run(f"batch {batch}, cached (mask finished)", few, base, repeat=3, prune=False),
+        run(f"batch {batch}, beam 4", few, replace(base, beam=4)),
+    ]
+    full = [
+        run(f"test split, batch {batch}, cached", ids, base, repeat=2),
+        run(f"test split, batch {batch}, cached, mask finished", ids, base, prune=False),
+        run(f"test split, batch {batch}, beam 4", ids, replace(base, beam=4)),
+    ]
+    by = {r["method"]: r for r in rows}
+    recipe = by["recipe: 1 at a time, uncached"]["sentences_per_s"]
+    summary = {
+        "batched_cached_vs_recipe": round(
+            by[f"batch {batch}, cached (prune finished)"]["sentences_per_s"] / recipe, 1),
+        "cache_alone_at_batch_1": round(by["1 at a time, cached"]["sentences_per_s"] / recipe, 2),
+        f"cache_alone_at_batch_{batch}": round(
+            by[f"batch {batch}, cached (prune finished)"]["sentences_per_s"]
+            / by[f"batch {batch}, uncached"]["sentences_per_s"], 2),
+        "prune_vs_mask": round(by[f"batch {batch}, cached (prune finished)"]["sentences_per_s"]
+                               / by[f"batch {batch}, cached (mask finished)"]["sentences_per_s"],
+                               2),
+    }
+    lengths = fixed_length_step_times(model, few[:batch], [8, 16, 32, 64, 128])
+    for r in lengths:
+        log(f"  {r['output_tokens']} tokens: cached {r['cached_s']} s, uncached "
+            f"{r['uncached_s']} s, x{r['speedup']}")
+    result = {
+        "model": what, "arch": cfg.model.arch, "device": "cpu", "threads": torch.get_num_threads(),
+        "torch": torch.__version__, "python": platform.python_version(),
+        "machine": platform.machine(), "test_sources": len(ids), "sample": len(few),
+        "batch_size": batch, "sample_rows": rows, "full_rows": full, "summary": summary,
+        "by_output_length": lengths, "cli": cli_wall_time(run_dir),
+    }
+    log(f"  summary: {summary}; cli: {result['cli']}")
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "decode.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return result
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The figures as the Markdown tables of docs/BENCHMARKS.md."""
+    lines = [f"Model: {result['model']}, {result['arch']}; CPU, {result['threads']} threads, "
+             f"torch {result['torch']}; batch {result['batch_size']}.", "",
+             "| method | sentences | seconds | sentences/s | target tokens/s |",
+             "|---|---:|---:|---:|---:|"]
+    for r in result["sample_rows"] + result["full_rows"]:
+        lines.append(f"| {r['method']} | {r['sentences']} | {r['seconds']} | "
+                     f"{r['sentences_per_s']} | {r['tokens_per_s']} |")
+    lines += ["", "| output tokens (forced) | cached s | uncached s | cache speed-up |",
+              "|---:|---:|---:|---:|"]
+    for r in result["by_output_length"]:
+        lines.append(f"| {r['output_tokens']} | {r['cached_s']} | {r['uncached_s']} | "
+                     f"{r['speedup']}x |")
+    lines += ["", "Summary: " + ", ".join(f"{k} {v}x" for k, v in result["summary"].items()),
+              "CLI: " + ", ".join(f"{k} {v} s" for k, v in result["cli"].items())]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--run", type=Path, default=None, help="runs/NAME (default: random demo model)")
+    p.add_argument("--out", type=Path, default=Path("bench/out"))
+    p.add_argument("--sample", type=int, default=200)
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--data-dir", type=Path, default=None)
+    args = p.parse_args(argv)
+    result = bench_decode(args.run, args.out, args.sample, args.threads, args.data_dir)
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
