@@ -301,6 +301,9 @@ def train(
             vloss = validation_loss(model, valid_batches, device, t.precision)
         bleu = validation_bleu(model, prepared, cfg, device)
         model.train()
+        if vloss is None and bleu is None:  # nothing held out: just keep last.pt current
+            checkpoint("last")
+            return False
         score = bleu if bleu is not None else (-vloss if vloss is not None else None)
         rec: dict[str, Any] = {"step": prog.step, "epoch": prog.epoch + 1,
                                "valid_loss": vloss, "valid_bleu": bleu}
