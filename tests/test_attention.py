@@ -10,8 +10,11 @@ import torch
 from nmt.models.attention import (
     AdditiveAttention,
     DotProductAttention,
+    Dropout,
     MultiHeadAttention,
+    causal_mask,
     dot_product_attention,
+    dropout,
     masked_softmax,
     valid_lens_to_mask,
 )
@@ -104,19 +107,34 @@ def test_masked_softmax_low_precision_does_not_overflow(dtype: torch.dtype) -> N
     torch.testing.assert_close(w.float().sum(-1), torch.ones(2, 3), atol=1e-2, rtol=0)
 
 
+@pytest.mark.parametrize("n_keys", [5, 20])  # both layouts of the explicit softmax
 @pytest.mark.parametrize("causal", [False, True])
-def test_fused_and_explicit_paths_agree(causal: bool) -> None:
+def test_fused_and_explicit_paths_agree(causal: bool, n_keys: int) -> None:
     torch.manual_seed(3)
-    q, k, v = torch.randn(3, 2, 5, 4), torch.randn(3, 2, 5, 4), torch.randn(3, 2, 5, 4)
-    mask = valid_lens_to_mask(torch.tensor([5, 2, 3]), 5).unsqueeze(1)  # (B, 1, 1, K)
-    fast, none = dot_product_attention(q, k, v, mask, is_causal=causal)
-    slow, w = dot_product_attention(q, k, v, mask, is_causal=causal, need_weights=True)
-    assert none is None and w is not None
-    torch.testing.assert_close(fast, slow)
-    torch.testing.assert_close(w.sum(-1), torch.ones(3, 2, 5))
+    q = torch.randn(3, 2, n_keys, 4)
+    k, v = torch.randn(3, 2, n_keys, 4), torch.randn(3, 2, n_keys, 4)
+    mask = valid_lens_to_mask(torch.tensor([n_keys, 2, 3]), n_keys).unsqueeze(1)  # (B,1,1,K)
+    if causal:
+        mask = mask & causal_mask(n_keys, n_keys)
+    fused, none = dot_product_attention(q, k, v, mask, fused=True)
+    explicit, no_weights = dot_product_attention(q, k, v, mask, fused=False)
+    slow, w = dot_product_attention(q, k, v, mask, need_weights=True)
+    assert none is None and no_weights is None and w is not None
+    torch.testing.assert_close(fused, explicit)
+    torch.testing.assert_close(fused, slow)
+    torch.testing.assert_close(w.sum(-1), torch.ones(3, 2, n_keys))
     assert w[1, :, :, 2:].abs().max() == 0
     if causal:
         assert torch.triu(w, diagonal=1).abs().max() == 0
+    with pytest.raises(ValueError):
+        dot_product_attention(q, k, v, mask, need_weights=True, fused=True)
+
+
+def test_causal_mask_after_a_cache() -> None:
+    assert causal_mask(3, 3).equal(torch.ones(3, 3, dtype=torch.bool).tril())
+    # two new queries after three cached positions see the cache and themselves, causally
+    expected = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
+    assert causal_mask(2, 5).equal(expected)
 
 
 def test_multi_head_attention_shapes_and_paths() -> None:
@@ -140,3 +158,19 @@ def test_multi_head_attention_without_bias_by_default() -> None:
     assert MultiHeadAttention(8, 2, bias=True).W_o.bias is not None
     with pytest.raises(ValueError):
         MultiHeadAttention(10, 4)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_dropout_zeroes_a_share_p_and_rescales_the_rest(p: float) -> None:
+    torch.manual_seed(5)
+    x = torch.ones(200_000, requires_grad=True)
+    y = dropout(x, p, training=True)
+    zeros = (y == 0).float().mean().item()
+    assert abs(zeros - p) < 0.01
+    torch.testing.assert_close(y[y != 0], torch.full_like(y[y != 0], 1 / (1 - p)))
+    y.sum().backward()
+    assert x.grad is not None
+    torch.testing.assert_close(x.grad, y.detach())  # the gradient goes through the same mask
+    assert dropout(x, p, training=False) is x and dropout(x, 0.0, training=True) is x
+    module = Dropout(p).eval()
+    assert module(x) is x and f"p={p}" in repr(module)

@@ -335,3 +335,22 @@ def test_gru_decoder_equals_the_recipe_step(variant: str) -> None:
         outputs.append(out)
     reference = model.out(torch.cat(outputs, 1))
     torch.testing.assert_close(model.decode(tgt, memory).logits, reference)
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_mixed_precision_forward_backward_and_steps(variant: str) -> None:
+    model = make(variant, dropout=0.1).train()
+    src, lengths, tgt = batch()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(src, lengths, tgt)
+    assert logits.dtype == torch.bfloat16 and torch.isfinite(logits).all()
+    logits.float().sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all()
+               for p in model.parameters() if p.requires_grad)
+    model.eval()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        memory = model.encode(src, lengths)
+        step = model.decode(tgt[:, :1], memory, model.init_state(memory))
+        assert step.state is not None
+        step = model.decode(tgt[:, 1:2], memory, step.state)
+    assert torch.isfinite(step.logits).all()

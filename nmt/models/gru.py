@@ -23,7 +23,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
-from nmt.models.attention import AdditiveAttention
+from nmt.models.attention import AdditiveAttention, Dropout, dropout_mask
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
 
 
@@ -39,7 +39,8 @@ def gru_gates(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
     h_rz, h_n = gh.split((2 * n_h, n_h), dim=1)
     r, z = torch.sigmoid(i_rz + h_rz).chunk(2, 1)
     n = torch.tanh(torch.addcmul(i_n, r, h_n))
-    return torch.lerp(n, h, z)  # (1 - z) * n + z * h
+    # (1 - z) * n + z * h; under autocast h may still be float32 while n is half precision
+    return torch.lerp(n, h.to(n.dtype), z)
 
 
 def _layer_params(rnn: nn.GRU, i: int) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
@@ -87,7 +88,7 @@ class GRUSeq2Seq(EncoderDecoder):
         self.out = nn.Linear(h, tgt_vocab_size)
         if cfg.tie_embeddings:
             self.out.weight = self.tgt_embed.weight
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.p_layer = cfg.dropout  # between stacked decoder layers, like nn.GRU's dropout
 
     def encode(self, src: Tensor, src_lengths: Tensor, need_weights: bool = False) -> Memory:
@@ -129,10 +130,9 @@ class GRUSeq2Seq(EncoderDecoder):
 
     def _dropout_masks(self, shape: tuple[int, ...], like: Tensor) -> Tensor | None:
         """Scaled keep-masks for all steps at once (one RNG call instead of one per step)."""
-        p = self.p_layer
-        if not self.training or p == 0.0:
+        if not self.training or self.p_layer == 0.0:
             return None
-        return (torch.rand(shape, device=like.device) >= p).to(like.dtype) / (1.0 - p)
+        return dropout_mask(shape, self.p_layer, like)
 
     def decode(
         self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False
@@ -172,7 +172,9 @@ class GRUSeq2Seq(EncoderDecoder):
         pad = ~memory["src_mask"]  # (B, S)
         fill = torch.finfo(keys2.dtype).min
         attn_drop = self._dropout_masks((n_steps, b, 1, pad.shape[1]), keys2)
-        layer_drop = self._dropout_masks((n_steps, max(n_layers - 1, 1), b, h), keys2)
+        layer_drop = None
+        if n_layers > 1:
+            layer_drop = self._dropout_masks((n_steps, n_layers - 1, b, h), keys2)
         hidden = list(st["hidden"].unbind(1))  # L x (B, H)
         tops, weights = [], []
         for t in range(n_steps):

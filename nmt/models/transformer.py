@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
-from nmt.models.attention import MultiHeadAttention
+from nmt.models.attention import Dropout, MultiHeadAttention, causal_mask
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
 
 
@@ -59,7 +59,7 @@ class EncoderLayer(nn.Module):
         self.self_attn = MultiHeadAttention(d, cfg.n_heads, cfg.dropout, cfg.attn_bias)
         self.ffn = FeedForward(d, cfg.d_ff)
         self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.norm_first = cfg.norm_first
 
     def forward(
@@ -86,7 +86,7 @@ class DecoderLayer(nn.Module):
         self.cross_attn = MultiHeadAttention(d, cfg.n_heads, cfg.dropout, cfg.attn_bias)
         self.ffn = FeedForward(d, cfg.d_ff)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.norm_first = cfg.norm_first
 
     def forward(
@@ -95,6 +95,7 @@ class DecoderLayer(nn.Module):
         cross_k: Tensor,
         cross_v: Tensor,
         src_mask: Tensor,
+        self_mask: Tensor | None,
         past_k: Tensor | None = None,
         past_v: Tensor | None = None,
         need_weights: bool = False,
@@ -102,25 +103,16 @@ class DecoderLayer(nn.Module):
         """One decoder layer over ``T`` new positions.
 
         x ``(B, T, d_model)``; cross_k/cross_v ``(B, h, S, d_head)``; src_mask bool
-        ``(B, 1, 1, S)``; past_k/past_v ``(B, h, t, d_head)`` cached positions or None.
+        ``(B, 1, 1, S)``; self_mask bool ``(T, t + T)`` causal mask (None when T is 1);
+        past_k/past_v ``(B, h, t, d_head)`` cached positions or None.
         Returns x, the self-attention keys/values ``(B, h, t + T, d_head)`` (the new cache),
         and the self and cross weights ``(B, h, T, t + T)``, ``(B, h, T, S)`` if asked.
         """
         h = self.norm1(x) if self.norm_first else x
         q, k, v = self.self_attn.project_qkv(h)
-        past = 0
         if past_k is not None and past_v is not None and past_k.shape[2] > 0:
-            past = past_k.shape[2]
             k, v = torch.cat((past_k, k), dim=2), torch.cat((past_v, v), dim=2)
-        t_new = x.shape[1]
-        mask = None
-        if past > 0 and t_new > 1:  # several new positions after a cache: bottom-right causal
-            rows = torch.arange(t_new, device=x.device)[:, None] + past
-            mask = torch.arange(past + t_new, device=x.device)[None, :] <= rows
-        causal = past == 0 and t_new > 1
-        y, w_self = self.self_attn.attend(
-            q, k, v, mask, is_causal=causal, need_weights=need_weights
-        )
+        y, w_self = self.self_attn.attend(q, k, v, self_mask, need_weights=need_weights)
         x = x + self.dropout(y) if self.norm_first else self.norm1(x + self.dropout(y))
 
         h = self.norm2(x) if self.norm_first else x
@@ -168,7 +160,7 @@ class Transformer(EncoderDecoder):
         self.out = nn.Linear(d, tgt_vocab_size)
         if cfg.tie_embeddings:
             self.out.weight = self.tgt_embed.weight
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def _embed(self, embed: nn.Embedding, tokens: Tensor, start: int) -> Tensor:
         """``(B, T)`` ids -> ``(B, T, d_model)``: scaled embedding + positions start..start+T-1."""
@@ -227,13 +219,16 @@ class Transformer(EncoderDecoder):
         past = 0 if full else st["self_k0"].shape[2]
         x = self._embed(self.tgt_embed, tgt, past)
         src_mask = memory["src_mask"][:, None, None, :]
+        t_new = tgt.shape[1]
+        # built once for all layers; causal in every mode, so an eval-mode pass never sees ahead
+        self_mask = causal_mask(t_new, past + t_new, tgt.device) if t_new > 1 else None
         new_state: State = {}
         w_self, w_cross = [], []
         for i, layer in enumerate(self.dec_layers):
             ck, cv = st[f"cross_k{i}"], st[f"cross_v{i}"]
             pk = None if full else st[f"self_k{i}"]
             pv = None if full else st[f"self_v{i}"]
-            x, k, v, ws, wc = layer(x, ck, cv, src_mask, pk, pv, need_weights)
+            x, k, v, ws, wc = layer(x, ck, cv, src_mask, self_mask, pk, pv, need_weights)
             if not full:
                 new_state.update({f"self_k{i}": k, f"self_v{i}": v,
                                   f"cross_k{i}": ck, f"cross_v{i}": cv})
