@@ -203,3 +203,12 @@ def test_bleu_examples(run_dir: Path) -> None:
     code, out, _ = invoke("bleu", "--run", str(run_dir), "--examples")
     assert code == 0
     assert out.split("\n")[0].startswith("go . => ") and "(reference: va !)" in out
+
+
+def test_space_before_punctuation_does_not_change_scores() -> None:
+    """Normalised text spaces '.', '!', '?' off; sacrebleu's 13a and chrF score it the same."""
+    spaced = corpus_scores(HYPS, REFS)
+    unspaced = corpus_scores([h.replace(" .", ".") for h in HYPS],
+                             [[r.replace(" .", ".") for r in refs] for refs in REFS])
+    assert spaced.bleu == pytest.approx(unspaced.bleu)
+    assert spaced.chrf == pytest.approx(unspaced.chrf)
