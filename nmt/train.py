@@ -277,9 +277,10 @@ def train(
         if dist.world_size > 1:
             import torch.distributed as tdist
 
+            # Tensors inside all_gather_object do not round-trip: send numpy arrays instead.
             states: list[Any] = [None] * dist.world_size
-            tdist.all_gather_object(states, rng_state())
-            rng: Any = states
+            tdist.all_gather_object(states, _map_tensors(rng_state(), lambda x: x.numpy()))
+            rng: Any = [_map_tensors(st, torch.from_numpy, np.ndarray) for st in states]
         else:
             rng = rng_state()
         if not dist.main:
@@ -457,6 +458,17 @@ def _train_step(
     optimizer.step()
     scheduler.step()
     return float(loss_sum), n_tokens
+
+
+def _map_tensors(x: Any, fn: Callable[[Any], Any], kind: type = torch.Tensor) -> Any:
+    """Apply ``fn`` to every ``kind`` leaf of nested dicts/lists/tuples."""
+    if isinstance(x, kind):
+        return fn(x)
+    if isinstance(x, dict):
+        return {k: _map_tensors(v, fn, kind) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map_tensors(v, fn, kind) for v in x)
+    return x
 
 
 @contextmanager
