@@ -69,7 +69,8 @@ def build_model(
 
 def xavier_init_(model: nn.Module) -> None:
     """Xavier-uniform weights of every linear and GRU layer, as the recipe does; biases,
-    embeddings and LayerNorms keep PyTorch's defaults.
+    embeddings and LayerNorms keep PyTorch's defaults (a tied output projection is a linear
+    layer, so a tied embedding gets Xavier weights too).
 
     The fused ``(3 d_model, d_model)`` query/key/value projection is initialised as three
     ``(d_model, d_model)`` blocks, so each gets the bound of the recipe's separate layers.

@@ -17,8 +17,8 @@ from torch import Tensor, nn
 
 def dropout_mask(shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
     """Inverted-dropout keep mask of ``shape``: 0 with probability p, else ``1 / (1 - p)``."""
-    keep = torch.rand(shape, device=like.device) >= p
-    return keep.to(like.dtype) / (1.0 - p)
+    noise = torch.rand(shape, device=like.device, dtype=like.dtype)
+    return noise.ge_(p).mul_(1.0 / (1.0 - p))  # in place: 1.0 where kept, then the scale
 
 
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:

@@ -4,14 +4,16 @@ Differences from the recipe, on purpose: the encoder runs over packed sequences,
 never reaches the outputs or the final state; the attention keys are projected once per batch
 (in :meth:`GRUSeq2Seq.init_state`) instead of at every target step; and the teacher-forced pass
 computes the embedding half of the first GRU layer's input projection, and the output
-projection, once for all steps rather than inside the step loop.
+projection, once for all steps rather than inside the step loop. With ``bidirectional`` the
+two directions are summed, outputs and final states alike, so the decoder is unchanged.
 
 The decoder's GRU keeps the parameters of an ``nn.GRU`` (so checkpoints and initialisation are
 the standard ones) but runs its own cell per step: at each step the input is
 ``concat(context, embedding)`` and only the context half depends on the previous step.
 
 Memory: ``enc_out`` ``(B, S, H)``, ``enc_hidden`` ``(B, L, H)``, ``src_mask`` ``(B, S)`` bool,
-``src_lengths`` ``(B,)``. State: ``hidden`` ``(B, L, H)`` and ``keys`` ``(B, S, H)`` (projected).
+``src_lengths`` ``(B,)``. State: ``hidden`` ``(B, L, H)``, the projected ``keys`` ``(B, S, H)``
+and ``values`` ``(B, S, 3H)`` (see :meth:`GRUSeq2Seq.init_state`).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class GRUSeq2Seq(EncoderDecoder):
         if cfg.tie_embeddings:
             self.out.weight = self.tgt_embed.weight
         self.dropout = Dropout(cfg.dropout)
-        self.p_layer = cfg.dropout  # between stacked decoder layers, like nn.GRU's dropout
+        self.p_step = cfg.dropout  # decoder loop: attention weights and between stacked layers
 
     def encode(self, src: Tensor, src_lengths: Tensor, need_weights: bool = False) -> Memory:
         """src ``(B, S)``, src_lengths ``(B,)`` (all >= 1) -> memory (see module docstring).
@@ -130,9 +132,9 @@ class GRUSeq2Seq(EncoderDecoder):
 
     def _dropout_masks(self, shape: tuple[int, ...], like: Tensor) -> Tensor | None:
         """Scaled keep-masks for all steps at once (one RNG call instead of one per step)."""
-        if not self.training or self.p_layer == 0.0:
+        if not self.training or self.p_step == 0.0:
             return None
-        return dropout_mask(shape, self.p_layer, like)
+        return dropout_mask(shape, self.p_step, like)
 
     def decode(
         self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False

@@ -7,8 +7,10 @@ each stack). Differences from the recipe, on purpose: the causal mask is applied
 *projected* keys and values of each decoder self-attention layer (the recipe re-projects the
 whole prefix at every step), and cross-attention keys/values are projected once per batch.
 
-State layout (all batch-first): ``self_k{i}``, ``self_v{i}`` ``(B, n_heads, t, d_head)`` growing by
-one position per step; ``cross_k{i}``, ``cross_v{i}`` ``(B, n_heads, S, d_head)``.
+Memory: ``enc_out`` ``(B, S, d_model)``, ``src_mask`` ``(B, S)`` bool (True at real tokens),
+``src_lengths`` ``(B,)``, and ``attn_enc`` ``(B, layers, heads, S, S)`` when asked for.
+State (all batch-first): ``self_k{i}``, ``self_v{i}`` ``(B, n_heads, t, d_head)`` growing by one
+position per step; ``cross_k{i}``, ``cross_v{i}`` ``(B, n_heads, S, d_head)``.
 """
 
 from __future__ import annotations
