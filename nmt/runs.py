@@ -1,0 +1,235 @@
+"""The run overview behind ``nmt runs``: one row per run directory, read without a model.
+
+Each row comes from files training and ``nmt bleu`` leave in ``runs/NAME/``: the checkpoint
+``checkpoints/last.pt`` (model config, parameters, ``progress``: step, stop reason), falling
+back to ``config.toml``; ``metrics.jsonl`` (best valid BLEU); ``scores.test*.json`` (test BLEU,
+the newest when several searches were scored). Checkpoints are memory-mapped, so a listing
+reads their headers, not gigabytes of optimizer state. A directory that is broken or partial
+(no checkpoint yet, a corrupt file, a config that no longer loads) gets a row with a note, never
+an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from nmt.errors import CheckpointError, NmtError
+
+
+@dataclass
+class RunInfo:
+    """What ``nmt runs`` shows about one run directory (None: not known)."""
+
+    name: str
+    path: Path
+    model: str = ""  # "transformer 2x256 h4", "gru 2x512 bi"
+    parameters: int | None = None  # trainable, tied weights counted once
+    steps: int | None = None  # optimizer steps in last.pt
+    best_valid_bleu: float | None = None
+    best_valid_step: int | None = None
+    test_bleu: float | None = None  # multi-reference sacrebleu BLEU of the newest test scoring
+    test_beam: int = 1
+    updated: float | None = None  # newest modification time of the run's files (epoch seconds)
+    state: str = ""  # done, unfinished, partial (no checkpoint yet), broken, not a run
+    status: str = ""  # the checkpoint's stop reason, or "unfinished"
+    note: str = ""  # what is missing or broken; empty for a healthy run
+
+    @property
+    def ok(self) -> bool:
+        return not self.note
+
+
+def describe_model(model: dict[str, Any]) -> str:
+    """A [model] table -> "transformer 2x256 h4" / "gru 2x512 bi" (layers x width, heads)."""
+    arch = model.get("arch", "?")
+    layers = model.get("n_layers", "?")
+    if arch == "gru":
+        bi = " bi" if model.get("bidirectional") else ""
+        return f"gru {layers}x{model.get('hidden', '?')}{bi}"
+    return f"{arch} {layers}x{model.get('d_model', '?')} h{model.get('n_heads', '?')}"
+
+
+def count_state_parameters(state: dict[str, Any]) -> int:
+    """Elements of a state dict's tensors, each storage counted once (tied weights share one).
+
+    Only parameters are in the models' state dicts (the position table is not persistent)."""
+    seen = set()
+    total = 0
+    for t in state.values():
+        if not hasattr(t, "untyped_storage"):
+            continue
+        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape))
+        if key not in seen:
+            seen.add(key)
+            total += t.numel()
+    return total
+
+
+def _read_checkpoint(path: Path) -> dict[str, Any]:
+    """The checkpoint's dict, memory-mapped (safe loader only); CheckpointError when unreadable."""
+    import torch
+
+    from nmt.checkpoint import FORMAT
+
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 - any unreadable file is a note in the table, not a crash
+        raise CheckpointError(f"{path.name} unreadable") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path.name} is not an nmt checkpoint")
+    return payload
+
+
+def _best_valid_bleu(run_dir: Path) -> tuple[float | None, int | None]:
+    """The highest finite ``valid_bleu`` of metrics.jsonl and its step (the first of equals)."""
+    from nmt.plot import read_metrics
+
+    best: tuple[float | None, int | None] = (None, None)
+    for rec in read_metrics(run_dir):
+        v = rec.get("valid_bleu")
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            if best[0] is None or v > best[0]:
+                best = (float(v), int(rec["step"]))
+    return best
+
+
+def _test_bleu(run_dir: Path) -> tuple[float | None, int, str]:
+    """(BLEU, beam, note) of the newest ``scores.test*.json``; (None, 1, "") when none."""
+    files = sorted(run_dir.glob("scores.test*.json"), key=lambda p: p.stat().st_mtime)
+    if not files:
+        return None, 1, ""
+    try:
+        report = json.loads(files[-1].read_text(encoding="utf-8"))
+        return float(report["multi"]["bleu"]), int(report.get("beam", 1)), ""
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, 1, f"{files[-1].name} unreadable"
+
+
+def _newest_mtime(run_dir: Path) -> float | None:
+    times = [p.stat().st_mtime for p in (*run_dir.iterdir(), *run_dir.glob("checkpoints/*"))
+             if p.is_file()]
+    return max(times) if times else None
+
+
+def run_info(run_dir: Path) -> RunInfo:
+    """Everything :class:`RunInfo` holds for ``run_dir``; problems become ``note``."""
+    info = RunInfo(name=run_dir.name, path=run_dir)
+    notes: list[str] = []
+    try:
+        info.updated = _newest_mtime(run_dir)
+        ckpt = run_dir / "checkpoints" / "last.pt"
+        config: dict[str, Any] | None = None
+        if ckpt.is_file():
+            try:
+                payload = _read_checkpoint(ckpt)
+                config = payload.get("config")
+                info.parameters = count_state_parameters(payload.get("model", {}))
+                progress = payload.get("progress", {})
+                info.steps = int(progress.get("step", 0))
+                finished = bool(progress.get("finished"))
+                info.state = "done" if finished else "unfinished"
+                info.status = str(progress.get("stop_reason") or "finished") if finished \
+                    else "unfinished"
+            except NmtError as e:
+                info.state = "broken"
+                notes.append(str(e))
+        elif (run_dir / "config.toml").is_file():
+            info.state = "partial"
+            notes.append("no checkpoint yet")
+        else:
+            info.state = "not a run"
+            notes.append("not a run (no config.toml or checkpoint)")
+        if config is None and (run_dir / "config.toml").is_file():
+            from nmt.config import load_config
+
+            try:
+                config = load_config(run_dir / "config.toml").to_dict()
+            except NmtError:
+                notes.append("config.toml invalid")
+        if isinstance(config, dict) and isinstance(config.get("model"), dict):
+            info.model = describe_model(config["model"])
+        if (run_dir / "metrics.jsonl").is_file():
+            info.best_valid_bleu, info.best_valid_step = _best_valid_bleu(run_dir)
+        info.test_bleu, info.test_beam, note = _test_bleu(run_dir)
+        if note:
+            notes.append(note)
+    except Exception as e:  # noqa: BLE001 - a listing shows every run, however damaged
+        info.state = "broken"
+        notes.append(f"unreadable ({type(e).__name__}: {str(e)[:80]})")
+    info.note = "; ".join(notes)
+    return info
+
+
+def list_runs(runs_dir: Path) -> list[RunInfo]:
+    """One :class:`RunInfo` per directory under ``runs_dir`` (hidden ones skipped), most
+    recently updated first."""
+    runs_dir = Path(runs_dir)
+    if not runs_dir.is_dir():
+        raise CheckpointError(f"--runs-dir {runs_dir}: directory not found")
+    infos = [run_info(p) for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return sorted(infos, key=lambda i: (-(i.updated or 0.0), i.name))
+
+
+def _fmt_params(n: int | None) -> str:
+    if n is None:
+        return "—"
+    if n >= 1_000_000:
+        return f"{n / 1e6:.1f}M"
+    return f"{n / 1e3:.1f}k" if n >= 1_000 else str(n)
+
+
+def _fmt_time(t: float | None, now: float | None = None) -> str:
+    """``HH:MM`` today, ``MM-DD`` this year, ``YYYY-MM-DD`` before (short: 80-column tables)."""
+    if t is None:
+        return "—"
+    local, today = time.localtime(t), time.localtime(now)
+    if local[:3] == today[:3]:
+        return time.strftime("%H:%M", local)
+    return time.strftime("%m-%d" if local.tm_year == today.tm_year else "%Y-%m-%d", local)
+
+
+def runs_table(infos: list[RunInfo], title: str = "runs") -> Table:
+    """A rich table of ``infos``: run, model, params, steps, best valid BLEU, test BLEU (with
+    ``bN`` for beam size N), last update and state; what is missing or broken is starred and
+    listed under the table (so the table reads in 80 columns)."""
+    from rich import box
+
+    # One space between columns (the box's), no padding: every character counts in 80 columns.
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=0, title_justify="left",
+                  caption_justify="left")
+    table.add_column("run", style="bold", overflow="fold")
+    table.add_column("model", no_wrap=True)
+    table.add_column("params", justify="right", no_wrap=True)
+    table.add_column("steps", justify="right", no_wrap=True)
+    table.add_column("valid\nBLEU", justify="right", no_wrap=True)
+    table.add_column("test\nBLEU", justify="right", no_wrap=True)
+    table.add_column("updated", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    notes = []
+    for i in infos:
+        valid = "—" if i.best_valid_bleu is None else f"{i.best_valid_bleu:.2f}"
+        test = "—" if i.test_bleu is None else f"{i.test_bleu:.2f}" + (
+            f" b{i.test_beam}" if i.test_beam > 1 else "")
+        state = _escape(i.state or "—")
+        if i.note:
+            state = f"[yellow]{state}*[/yellow]"
+            notes.append(f"* {_escape(i.name)}: {_escape(i.note)}")
+        table.add_row(_escape(i.name), i.model or "—", _fmt_params(i.parameters),
+                      "—" if i.steps is None else f"{i.steps:,}", valid, test,
+                      _fmt_time(i.updated), state)
+    if notes:
+        table.caption = "\n".join(notes)
+    return table
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
