@@ -204,6 +204,11 @@ def translate(
         typer.Option("--max-src-tokens", min=2, help="Cut longer sources, with a warning "
                      "(default 1024, and never more than the model's positions)."),
     ] = None,
+    attention: Annotated[
+        Path | None,
+        typer.Option("--attention", help="Also draw the attention of the one sentence argument "
+                     "(greedy search) to this .png/.svg/.pdf; see `nmt attention`."),
+    ] = None,
 ) -> None:
     """Translate English sentences to French, one output line per input line."""
     from nmt.checkpoint import load_run
@@ -212,6 +217,8 @@ def translate(
 
     if sentences and input_ is not None:
         raise DataError("--input: give sentences as arguments or --input FILE, not both")
+    if attention is not None:
+        _check_translate_attention(sentences, attention)
     with contextlib.ExitStack() as stack:
         if sentences:
             lines: Any = list(sentences)
@@ -237,6 +244,8 @@ def translate(
         translator.translate_stream(lines, lambda text: out.write(text + "\n"),
                                     on_truncate=_warn_truncated(name))
         out.flush()
+        if attention is not None:
+            _translate_attention(translator, sentences, attention)
 
 
 @app.command()
@@ -299,6 +308,88 @@ def bleu(
 
 
 # --- nmt plot / runs / attention --------------------------------------------------------------
+
+ImageOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Picture file: .png, .svg or .pdf (by the extension)."),
+]
+
+
+@app.command()
+@friendly
+def plot(
+    run: Annotated[
+        Path | None, typer.Argument(help="Run directory runs/NAME (default: the latest).")
+    ] = None,
+    output: ImageOpt = None,
+) -> None:
+    """Training curves: train and valid loss and valid BLEU against step (runs/NAME/curves.png)."""
+    from nmt.checkpoint import latest_run
+    from nmt.plot import image_format, plot_training_curves
+
+    if output is not None:
+        image_format(output)
+    typer.echo(str(plot_training_curves(run if run is not None else latest_run(), output)))
+
+
+@app.command()
+@friendly
+def runs(
+    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs are kept.")] = Path(
+        "runs"),
+) -> None:
+    """A table of runs: model, parameters, steps, best valid BLEU, test BLEU, last update."""
+    from nmt.runs import list_runs, runs_table
+
+    infos = list_runs(runs_dir)
+    if not infos:
+        typer.echo(f"no runs in {runs_dir}")
+        return
+    Console().print(runs_table(infos, title=f"runs in {runs_dir}"))
+
+
+@app.command()
+@friendly
+def attention(
+    sentence: Annotated[str, typer.Argument(help="One English sentence.")],
+    run: RunOpt = None,
+    checkpoint: CheckpointOpt = "best",
+    output: ImageOpt = None,
+    device: DeviceOpt = "auto",
+) -> None:
+    """Translate one sentence greedily and draw its attention (default runs/NAME/attention.png).
+
+    GRU: one map, output tokens x source tokens. Transformer: one file with three groups, top
+    to bottom: encoder self-attention, decoder self-attention, encoder-decoder attention; in
+    each, rows are layers and columns heads. One colour bar, colormap Reds.
+    """
+    from nmt.checkpoint import load_run
+    from nmt.plot import ATTENTION_FILE, image_format, plot_attention
+    from nmt.translate import Translator
+
+    if output is not None:
+        image_format(output)  # before loading the model
+    loaded = load_run(run, checkpoint, device)
+    path = output if output is not None else loaded.run_dir / ATTENTION_FILE
+    picture = plot_attention(Translator.from_run(loaded), sentence, path)
+    typer.echo(picture.translation)
+    console.print(f"attention: {picture.path}", highlight=False, markup=False)
+
+
+def _translate_attention(translator: Any, sentences: list[str] | None, path: Path) -> None:
+    """``nmt translate --attention FILE``: the picture of its one sentence argument."""
+    from nmt.plot import plot_attention
+
+    picture = plot_attention(translator, (sentences or [""])[0], path, option="--attention")
+    console.print(f"attention: {picture.path}", highlight=False, markup=False)
+
+
+def _check_translate_attention(sentences: list[str] | None, path: Path) -> None:
+    from nmt.plot import image_format
+
+    image_format(path, "--attention")
+    if not sentences or len(sentences) != 1:
+        raise NmtError("--attention: expected exactly one sentence argument to draw")
 
 
 def main() -> None:
