@@ -322,7 +322,7 @@ def training_curves_figure(records: list[dict[str, Any]], title: str = "") -> Fi
         raise ValueError("no train_loss, valid_loss or valid_bleu values to plot")
     panels = 2 if bleu[0] else 1
     fig = Figure(figsize=(5.2 * panels, 3.8), layout="constrained")
-    axes = fig.subplots(1, panels, squeeze=False)[0]
+    axes = fig.subplots(1, panels, squeeze=False, sharex=True)[0]  # steps line up
     if title:
         fig.suptitle(title, fontsize=11)
     ax = axes[0]
@@ -353,7 +353,7 @@ def training_curves_figure(records: list[dict[str, Any]], title: str = "") -> Fi
         ax.set_xlabel("step")
         ax.set_ylabel("BLEU (greedy)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=9, loc="lower right")
+        ax.legend(fontsize=9)
         ax.set_title("validation BLEU", fontsize=10)
     for ax in axes:
         ax.tick_params(labelsize=9)
