@@ -361,7 +361,9 @@ def attention(
 
     GRU: one map, output tokens x source tokens. Transformer: one file with three groups, top
     to bottom: encoder self-attention, decoder self-attention, encoder-decoder attention; in
-    each, rows are layers and columns heads. One colour bar, colormap Reds.
+    each, rows are layers and columns heads. Decoder maps have a row per produced token (<eos>
+    last); decoder self-attention keys are what the decoder was fed (<bos>, then the outputs).
+    One colour bar, colormap Reds.
     """
     from nmt.checkpoint import load_run
     from nmt.plot import ATTENTION_FILE, image_format, plot_attention
