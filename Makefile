@@ -47,10 +47,10 @@ bleu: install ## BLEU and chrF of the latest run (RUN=runs/NAME) on its test spl
 	$(NMT) bleu $(if $(RUN),--run $(RUN))
 
 test: install ## the fast test suite (what CI runs)
-	$(BIN)/python -m pytest -q -m "not slow"
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow"
 
 test-all: install ## every test, slow ones included (reads the whole corpus)
-	$(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check nmt tests cli.py

@@ -26,8 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from nmt.config import DataConfig
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread() -> Any:
+    """Tiny test models run fastest on one thread; a second one only adds contention."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 SUBJECTS = [  # English, French forms (several = several references), verb person index
     ("I", ["je"], 0), ("You", ["tu", "vous"], 1), ("He", ["il"], 2), ("She", ["elle"], 2),
