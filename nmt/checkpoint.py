@@ -12,14 +12,18 @@ so loading rebuilds the model from its own config without guessing. A run direct
 
 from __future__ import annotations
 
+import glob
 import os
 import pickle
 import random
 import tempfile
+import time
+import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import torch
@@ -38,26 +42,67 @@ RUNS_DIR = Path("runs")
 def atomic_write_bytes(path: Path, write: Any) -> None:
     """Call ``write(fileobj)`` on a temporary file beside ``path``, fsync, then rename over it.
 
-    A crash at any moment leaves either the old file or the new one, never a partial file.
+    A crash at any moment leaves either the old file or the new one, never a partial file: the
+    temporary file (``.NAME.XXXX.tmp``, hidden and not ending in ``.pt``) is removed on any
+    failure, and a failure to write (disk full, read-only directory) is a one-line
+    :class:`NmtError` naming ``path``; the old file is left as it was.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    except OSError as e:
+        raise NmtError(f"{path}: cannot write ({_os_reason(e)})") from None
+    raw = os.fdopen(fd, "wb")
+    f = _RecordingWriter(raw)
+    try:
+        with raw:
             write(f)
-            f.flush()
-            os.fsync(f.fileno())
+            raw.flush()
+            os.fsync(raw.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with _suppress():
             os.unlink(tmp)
+        # torch.save reports a failed write as a RuntimeError that has lost the errno
+        cause = e if isinstance(e, OSError) else f.error
+        if isinstance(e, Exception) and cause is not None:
+            raise NmtError(f"{path}: cannot write ({_os_reason(cause)}); the previous "
+                           "file, if any, is unchanged") from None
         raise
     with _suppress():
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
-            os.fsync(dir_fd)
+            os.fsync(dir_fd)  # the rename itself survives a power cut
         finally:
             os.close(dir_fd)
+
+
+TMP_SUFFIX = ".tmp"
+
+
+class _RecordingWriter:
+    """A binary file wrapper that remembers the ``OSError`` a write raised."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+        self.error: OSError | None = None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self._f.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+
+def _os_reason(e: OSError) -> str:
+    return e.strerror or str(e) or type(e).__name__
 
 
 class _suppress:
@@ -73,29 +118,112 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` (see module docstring) atomically to ``path``."""
+    """Write ``payload`` (see module docstring) atomically to ``path``.
+
+    Temporary files of this name left by an earlier process (killed during a write, so it could
+    not clean up) are removed first; a running process never leaves one behind.
+    """
+    _remove_stale_temp_files(path)
     payload = {"format": FORMAT, **payload}
     atomic_write_bytes(path, lambda f: torch.save(payload, f))
 
 
+_STARTED = time.time()  # temporary files older than this process are not being written by it
+
+
+def _remove_stale_temp_files(path: Path) -> None:
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*{TMP_SUFFIX}"):
+        with _suppress():
+            if tmp.stat().st_mtime < _STARTED:
+                tmp.unlink()
+
+
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load a checkpoint safely: tensors and plain containers only, never arbitrary code."""
+    """Load a checkpoint safely: tensors and plain containers only, never arbitrary code.
+
+    The file is opened once; the CRC-32 of every record is checked before unpickling (PyTorch
+    itself does not, so a flipped bit in the weights would load silently), then the payload's
+    layout is checked. Every failure is a one-line :class:`CheckpointError`.
+    """
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
+        with open(path, "rb") as f:
+            # one open file: a concurrent atomic rename cannot swap what is checked and loaded
+            _check_records(f)
+            f.seek(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # e.g. "Detected pickle protocol 4": noise here
+                payload = torch.load(f, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else "unsupported content"
         raise CheckpointError(
-            f"{path}: refused to load: it holds objects other than tensors and plain values "
-            f"(only weights_only checkpoints are trusted): {first[:200]}"
+            f"{path}: refused to load: it holds objects other than tensors and plain values, "
+            f"which could run code when unpickled ({_unpickling_reason(e)}); nmt only loads "
+            "weights_only checkpoints"
         ) from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as e:
-        reason = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+    except CheckpointError:
+        raise
+    except (RuntimeError, EOFError, zipfile.BadZipFile, zlib.error, OSError, ValueError,
+            KeyError, NotImplementedError) as e:
+        reason = str(e).strip().splitlines()[0].split(". ")[0][:160] if str(e).strip() else (
+            "empty file" if path.stat().st_size == 0 else type(e).__name__)
         raise CheckpointError(f"{path}: corrupt or truncated checkpoint ({reason})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an nmt checkpoint (expected format {FORMAT!r})")
+    _check_layout(path, payload)
     return payload
+
+
+def _check_records(f: BinaryIO) -> None:
+    """Raise ``zipfile.BadZipFile`` when a record of a zip-format checkpoint fails its CRC-32.
+
+    Files that are not zip archives (the legacy pickle format, or junk) are left to
+    ``torch.load``, which refuses or fails on them with its own reason.
+    """
+    if not zipfile.is_zipfile(f):
+        return
+    f.seek(0)
+    with zipfile.ZipFile(f) as z:
+        bad = z.testzip()
+    if bad is not None:
+        raise zipfile.BadZipFile(f"record {bad} fails its CRC-32 check")
+
+
+def _unpickling_reason(e: Exception) -> str:
+    """The informative line of a weights-only refusal (torch wraps it in generic advice)."""
+    boilerplate = ("Weights only load failed", "Please file an issue", "Check the documentation",
+                   "In PyTorch", "Re-running")
+    for line in str(e).splitlines():
+        line = line.strip()
+        if line and not line.startswith(boilerplate):
+            return line[:160]
+    return "unsupported content"
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_layout(path: Path, payload: dict[str, Any]) -> None:
+    """What :func:`load_run` and resuming read must have the right types (a crafted or foreign
+    file must not fail later with a traceback)."""
+    def bad(what: str) -> CheckpointError:
+        return CheckpointError(f"{path}: incompatible checkpoint ({what})")
+
+    if not isinstance(payload.get("config"), dict):
+        raise bad("config: expected a table of sections")
+    vocab = payload.get("vocab")
+    if not (isinstance(vocab, dict) and all(_is_int(vocab.get(k)) and vocab[k] >= 1
+                                            for k in ("src", "tgt"))
+            and isinstance(vocab.get("joint"), bool)):
+        raise bad("vocab: expected {'src': int, 'tgt': int, 'joint': bool}")
+    model = payload.get("model")
+    if not (isinstance(model, dict) and model and all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in model.items())):
+        raise bad("model: expected a table of named tensors")
+    progress = payload.get("progress", {})
+    if not (isinstance(progress, dict) and _is_int(progress.get("step", 0))):
+        raise bad("progress: expected a table with an integer step")
 
 
 def rng_state() -> dict[str, Any]:
@@ -172,7 +300,6 @@ def load_run(
     """Rebuild a trained model, its config and tokenizer from a run directory for inference."""
     from nmt.data.tokenizers import load_tokenizer
     from nmt.device import resolve_device
-    from nmt.models import build_model
 
     run_dir = latest_run() if run_dir is None else Path(run_dir)
     if not run_dir.is_dir():
@@ -199,12 +326,41 @@ def load_run(
             f"{vocab['src']}/{vocab['tgt']} vs "
             f"{tokenizer.src_vocab_size}/{tokenizer.tgt_vocab_size})"
         )
-    model = build_model(cfg.model, vocab["src"], vocab["tgt"], joint_vocab=bool(vocab["joint"]))
+    model = _build_for(path, cfg, vocab, payload["model"])
     try:
         model.load_state_dict(payload["model"])
     except (RuntimeError, KeyError) as e:
         first = str(e).strip().splitlines()[0][:200]
         raise CheckpointError(f"{path}: incompatible checkpoint ({first})") from None
+    for name, param in model.named_parameters():
+        if not bool(torch.isfinite(param).all()):
+            raise CheckpointError(f"{path}: corrupt checkpoint (weight {name} holds NaN or "
+                                  "infinite values)")
     model.to(dev).eval()
     step = int(payload.get("progress", {}).get("step", 0))
     return LoadedRun(run_dir, cfg, model, tokenizer, path, step, dev)
+
+
+def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
+               state: dict[str, torch.Tensor]) -> EncoderDecoder:
+    """The model ``cfg`` describes, built for real only once its weight names and shapes match
+    ``state``: a checkpoint whose config asks for a huge model fails here, before allocating."""
+    from nmt.models import build_model
+
+    def build() -> EncoderDecoder:
+        return build_model(cfg.model, vocab["src"], vocab["tgt"], joint_vocab=vocab["joint"])
+
+    try:
+        with torch.device("meta"):  # shapes only, no memory
+            expected = {k: tuple(v.shape) for k, v in build().state_dict().items()}
+    except (ConfigError, RuntimeError, ValueError, OverflowError) as e:
+        first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"{path}: incompatible checkpoint ({first})") from None
+    found = {k: tuple(v.shape) for k, v in state.items()}
+    if expected != found:
+        diff = sorted(set(expected.items()) ^ set(found.items()))[0][0]
+        raise CheckpointError(
+            f"{path}: incompatible checkpoint (its weights do not match its config: {diff} is "
+            f"{found.get(diff, 'missing')}, expected {expected.get(diff, 'absent')})"
+        )
+    return build()
