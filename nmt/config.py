@@ -152,6 +152,8 @@ def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
         raise ConfigError(f"{where}: {key}: expected a finite number, got {value!r}")
     if not ok:
         raise ConfigError(f"{where}: {key}: expected {_type_name(tp)}, got {value!r:.60}")
+    if tp is str and not value.isprintable():  # config.toml must be able to hold it on one line
+        raise ConfigError(f"{where}: {key}: expected printable text, got {value!r:.60}")
     choices = f.metadata.get("choices")
     if choices and value not in choices:
         raise ConfigError(
@@ -215,8 +217,10 @@ def parse_override(text: str) -> tuple[str, str, Any]:
         raise ConfigError(f"--set {text}: expected section.key=value, e.g. train.lr=0.001")
     section, name = key.strip().split(".")
     try:
-        value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
+        parsed = tomllib.loads(f"v = {raw.strip()}")
+        # "1\n[data]..." parses, but is not one value: keep the text, the type check reports it
+        value = parsed["v"] if parsed.keys() == {"v"} else raw.strip()
+    except (tomllib.TOMLDecodeError, RecursionError):
         value = raw.strip()
     return section, name, value
 
@@ -231,9 +235,14 @@ def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] 
         if not p.is_file():
             raise ConfigError(f"{where}: config file not found")
         try:
-            raw = tomllib.loads(p.read_text(encoding="utf-8"))
+            # utf-8-sig: a byte-order mark (Windows editors write one) is not TOML's business
+            raw = tomllib.loads(p.read_text(encoding="utf-8-sig"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(f"{where}: not valid TOML: {e}") from None
+        except RecursionError:
+            raise ConfigError(f"{where}: not valid TOML: nested too deeply") from None
+        except OSError as e:
+            raise ConfigError(f"{where}: cannot read ({e.strerror or e})") from None
     from_dict(raw, where)  # report file errors before override errors
     for text in overrides:
         section, name, value = parse_override(text)
