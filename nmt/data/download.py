@@ -19,6 +19,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -198,7 +199,10 @@ def extract_corpus(archive: Path, data_dir: Path, digest: str, label: str | None
             finally:
                 for tmp, _ in staged:
                     tmp.unlink(missing_ok=True)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
+            zlib.error, RuntimeError) as e:  # RuntimeError: an encrypted entry
         raise DataError(f"{label}: damaged zip archive ({e})") from None
+    except OSError as e:
+        raise DataError(f"{label}: cannot extract into {data_dir} ({e.strerror or e})") from None
     return Path(data_dir) / TEXT_ENTRY
 
