@@ -239,12 +239,14 @@ def train(
             model.load_state_dict(payload["model"])
             optimizer.load_state_dict(payload["optimizer"])
             scheduler.load_state_dict(payload["scheduler"])
-        except (KeyError, ValueError, RuntimeError) as e:
-            raise CheckpointError(f"{run_dir}/checkpoints/last.pt: cannot resume ({e})") from None
-        prog = Progress(**payload["progress"])
+            prog = Progress(**payload["progress"])
+            rng = payload["rng"]
+            set_rng_state(rng[dist.rank] if isinstance(rng, list) else rng)
+        except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as e:
+            first = (str(e).strip().splitlines() or [""])[0][:160]  # state_dict errors: lines
+            raise CheckpointError(f"{run_dir}/checkpoints/last.pt: cannot resume "
+                                  f"({type(e).__name__}: {first})") from None
         prog.finished, prog.stop_reason = False, ""  # new limits (--set) may allow more steps
-        rng = payload["rng"]
-        set_rng_state(rng[dist.rank] if isinstance(rng, list) else rng)
         mlog.truncate_after(prog.step)
         say(f"resuming {run_dir} at step {prog.step} (epoch {prog.epoch + 1}, "
             f"batch {prog.batch_in_epoch})")
@@ -399,6 +401,7 @@ def train(
                 if prog.finished:
                     break
             if stop.requested:
+                prog.stop_reason = "interrupted"
                 checkpoint("last")
                 mlog.text(f"interrupted at step {prog.step}; saved last.pt")
                 say(f"interrupted: saved {run_dir}/checkpoints/last.pt at step {prog.step}; "
