@@ -322,3 +322,21 @@ def make_run(run_dir: Path, arch: str = "transformer", trained: bool = True) -> 
                     {"config": cfg.to_dict(), "vocab": vocab, "model": model.state_dict(),
                      "progress": {"step": 200}})
     return run_dir
+
+
+def test_decoding_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
+    """``make bench`` calls it: every method row, the summary and the JSON file are there."""
+    import json
+
+    from nmt.bench_decode import bench_decode, markdown
+
+    run = make_run(tmp_path / "run", trained=False)
+    result = bench_decode(run, tmp_path / "out", sample=4, data_dir=tiny_data_dir,
+                          log=lambda s: None, cli_repeat=0, forced_lengths=(2, 4))
+    assert json.loads((tmp_path / "out" / "decode.json").read_text()) == result
+    methods = [r["method"] for r in result["sample_rows"]]
+    assert methods[0] == "recipe: 1 at a time, uncached" and len(methods) == 6
+    assert all(r["sentences"] == 4 for r in result["sample_rows"])
+    assert [r["output_tokens"] for r in result["by_output_length"]] == [2, 4]
+    table = markdown(result)
+    assert all(f"| {m} |" in table for m in methods)
