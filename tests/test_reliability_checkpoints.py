@@ -1,0 +1,408 @@
+"""Untrusted and damaged checkpoints, and checkpoint writes that fail or are killed midway.
+
+A checkpoint is a file users download and share, so loading it must never run code, and a
+damaged one must be a one-line error through the CLI, never a traceback or silently wrong
+weights. Writing one must leave the previous file loadable whatever happens during the write.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import io
+import os
+import pickle
+import random
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from test_decode import make_run
+from typer.testing import CliRunner
+
+import nmt.checkpoint as ckpt
+from nmt.checkpoint import atomic_write_bytes, load_checkpoint, save_checkpoint
+from nmt.cli import app
+from nmt.errors import CheckpointError, NmtError
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def one_line_error(code: int, err: str) -> str:
+    """The CLI failed with exactly one line on stderr and no traceback; returns that line."""
+    assert code != 0
+    assert "Traceback" not in err and err.strip().count("\n") == 0, err
+    return err.strip()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("runs") / "toy", trained=False)
+
+
+@pytest.fixture(scope="module")
+def good_payload(run_dir: Path) -> dict[str, Any]:
+    return load_checkpoint(run_dir / "checkpoints" / "last.pt")
+
+
+def translate_with(run_dir: Path, checkpoint: Path) -> tuple[int, str, str]:
+    return invoke("translate", "--run", str(run_dir), "--checkpoint", str(checkpoint),
+                  "--device", "cpu", "a b")
+
+
+# --- checkpoints that would run code ------------------------------------------------------------
+
+
+class _RunsShell:
+    """Unpickling this runs a shell command (what a malicious checkpoint does)."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[str]]:
+        return (os.system, (self.command,))
+
+
+def _evil_file(directory: Path, marker: Path, kind: str) -> Path:
+    command = f"touch {shlex.quote(str(marker))}"
+    payload = {"format": ckpt.FORMAT, "config": {}, "model": _RunsShell(command)}
+    path = directory / f"evil-{kind}.pt"
+    if kind == "zip":  # the format torch.save writes today
+        torch.save(payload, path)
+    elif kind == "legacy":  # torch's format before 1.6
+        torch.save(payload, path, _use_new_zipfile_serialization=False)
+    else:  # a bare pickle
+        path.write_bytes(pickle.dumps(payload))
+    return path
+
+
+def _unpickle_fully(path: Path) -> None:
+    if path.name == "evil-pickle.pt":
+        pickle.loads(path.read_bytes())
+    else:
+        torch.load(path, weights_only=False)
+
+
+@pytest.mark.parametrize(("kind", "needle"), [
+    ("zip", "refused to load: it holds objects other than tensors and plain values, which could "
+            "run code when unpickled (Trying to load unsupported GLOBAL"),
+    ("legacy", "not an nmt checkpoint (expected the zip archive torch.save writes"),
+    ("pickle", "not an nmt checkpoint (expected the zip archive torch.save writes"),
+])
+def test_checkpoint_that_would_run_code_is_refused(run_dir: Path, tmp_path: Path, kind: str,
+                                                   needle: str) -> None:
+    marker = tmp_path / "pwned"
+    evil = _evil_file(tmp_path, marker, kind)
+    _unpickle_fully(evil)  # the file really is malicious: a full unpickle runs the command
+    assert marker.exists()
+    marker.unlink()
+
+    code, _, err = translate_with(run_dir, evil)
+    line = one_line_error(code, err)
+    assert f"{evil}: {needle}" in line
+    assert "weights_only` set to `False`" not in line  # torch's advice is not passed on
+    assert not marker.exists()
+    with pytest.raises(CheckpointError):
+        load_checkpoint(evil)
+    assert not marker.exists()
+
+
+# --- damaged checkpoints ------------------------------------------------------------------------
+
+
+def _data_offset(path: Path) -> int:
+    """Byte offset, in the file, of the middle of the largest tensor record of a checkpoint."""
+    with zipfile.ZipFile(path) as z:
+        info = max(z.infolist(), key=lambda i: i.file_size)
+    with open(path, "rb") as f:
+        f.seek(info.header_offset + 26)
+        name_len, extra_len = int.from_bytes(f.read(2), "little"), int.from_bytes(f.read(2),
+                                                                                  "little")
+    return info.header_offset + 30 + name_len + extra_len + info.file_size // 2
+
+
+def _damage(good: bytes, how: str, offset: int) -> bytes:
+    if how == "empty":
+        return b""
+    if how == "truncated":
+        return good[: len(good) // 2]
+    if how == "last byte missing":
+        return good[:-1]
+    if how == "junk":
+        return random.Random(0).randbytes(len(good))
+    if how == "text file":
+        return b"this is not a checkpoint\n"
+    assert how == "flipped bit"
+    damaged = bytearray(good)
+    damaged[offset] ^= 0x10
+    return bytes(damaged)
+
+
+@pytest.mark.parametrize("how", ["empty", "truncated", "last byte missing", "junk", "text file",
+                                 "flipped bit"])
+def test_damaged_checkpoint_is_a_one_line_error(run_dir: Path, tmp_path: Path, how: str) -> None:
+    source = run_dir / "checkpoints" / "last.pt"
+    damaged = tmp_path / "damaged.pt"
+    damaged.write_bytes(_damage(source.read_bytes(), how, _data_offset(source)))
+    code, out, err = translate_with(run_dir, damaged)
+    line = one_line_error(code, err)
+    assert out == ""
+    assert f"{damaged}: " in line
+    if how in ("junk", "text file"):
+        assert "not an nmt checkpoint (expected the zip archive" in line
+    else:
+        assert "corrupt or truncated checkpoint" in line
+    if how == "empty":
+        assert line.endswith("(empty file)")
+    if how == "flipped bit":
+        # torch alone would load these weights silently; the record's CRC-32 catches them
+        torch.load(damaged, weights_only=True)
+        assert "CRC-32" in line
+
+
+def _mutate(payload: dict[str, Any], change: str) -> Any:
+    p = copy.deepcopy(payload)
+    model = p["model"]
+    if change == "not a dict":
+        return torch.zeros(3)
+    if change == "no format":
+        del p["format"]
+    elif change == "vocab missing a size":
+        p["vocab"] = {"tgt": 14, "joint": True}
+    elif change == "vocab is a list":
+        p["vocab"] = [14, 14]
+    elif change == "progress is a list":
+        p["progress"] = [200]
+    elif change == "step is text":
+        p["progress"] = {"step": "two hundred"}
+    elif change == "model is a list":
+        p["model"] = list(model.values())
+    elif change == "config not a table":
+        p["config"] = "transformer"
+    elif change == "config invalid":
+        p["config"]["model"]["dropout"] = 3.0
+    elif change == "weights cut":
+        p["model"] = {k: v[..., :1] if v.dim() else v for k, v in model.items()}
+    elif change == "weight missing":
+        p["model"].pop(next(iter(model)))
+    elif change == "huge model in config":
+        p["config"]["model"]["d_ff"] = 2**40  # would allocate terabytes
+    elif change == "NaN weights":
+        name = next(k for k, v in model.items() if v.is_floating_point())
+        p["model"][name] = model[name].clone().fill_(float("nan"))
+    return p
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    ("not a dict", "not an nmt checkpoint"),
+    ("no format", "not an nmt checkpoint"),
+    ("vocab missing a size", "incompatible checkpoint (vocab"),
+    ("vocab is a list", "incompatible checkpoint (vocab"),
+    ("progress is a list", "incompatible checkpoint (progress"),
+    ("step is text", "incompatible checkpoint (progress"),
+    ("model is a list", "incompatible checkpoint (model"),
+    ("config not a table", "incompatible checkpoint (config"),
+    ("config invalid", "model.dropout"),
+    ("weights cut", "do not match its config"),
+    ("weight missing", "do not match its config"),
+    ("huge model in config", "do not match its config"),
+    ("NaN weights", "holds NaN or infinite values"),
+])
+def test_crafted_checkpoint_layouts_are_one_line_errors(
+    run_dir: Path, good_payload: dict[str, Any], tmp_path: Path, change: str, needle: str
+) -> None:
+    crafted = tmp_path / "crafted.pt"
+    torch.save(_mutate(good_payload, change), crafted)
+    code, _, err = translate_with(run_dir, crafted)
+    line = one_line_error(code, err)
+    assert f"{crafted}: " in line and needle in line
+
+
+def test_the_unchanged_payload_loads(run_dir: Path, good_payload: dict[str, Any],
+                                     tmp_path: Path) -> None:
+    """The control for the test above: re-saving the payload as it is gives a working file."""
+    copy_path = tmp_path / "copy.pt"
+    torch.save(_mutate(good_payload, "nothing"), copy_path)
+    code, out, err = translate_with(run_dir, copy_path)
+    assert code == 0, err
+    assert out.count("\n") == 1
+
+
+# --- writes that fail or are interrupted --------------------------------------------------------
+
+
+class _FullDisk(io.FileIO):
+    """A file whose writes fail with ENOSPC once ``limit`` bytes are written."""
+
+    limit = 2000
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(memoryview(data)) > self.limit:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(data)
+
+
+class _Interrupted(io.FileIO):
+    """A file whose write is interrupted by Ctrl-C once ``limit`` bytes are written."""
+
+    limit = 2000
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(memoryview(data)) > self.limit:
+            raise KeyboardInterrupt
+        return super().write(data)
+
+
+def _files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+@pytest.mark.parametrize("failure", [_FullDisk, _Interrupted])
+def test_failed_checkpoint_write_keeps_the_previous_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: type[io.FileIO]
+) -> None:
+    run = make_run(tmp_path / "run", trained=False)
+    last = run / "checkpoints" / "last.pt"
+    before = last.read_bytes()
+    payload = load_checkpoint(last)
+    payload["progress"] = {"step": 201}
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode="rb", *a, **k: failure(fd, "wb"))
+    if failure is _FullDisk:
+        with pytest.raises(NmtError) as e:
+            save_checkpoint(last, payload)
+        assert str(e.value) == (f"{last}: cannot write (No space left on device); the "
+                                "previous file, if any, is unchanged")
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            save_checkpoint(last, payload)
+    monkeypatch.undo()
+    assert last.read_bytes() == before
+    assert load_checkpoint(last)["progress"]["step"] == 200
+    assert _files(last.parent) == ["last.pt"]  # no temporary file is left behind
+
+
+def test_unwritable_run_directory_is_a_one_line_error_for_bleu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`nmt bleu` saves hypotheses and scores in the run directory, which may be read-only."""
+    run = make_run(tmp_path / "run", trained=False)
+    src, ref = tmp_path / "t.en", tmp_path / "r.fr"
+    src.write_text("a b\n", encoding="utf-8")
+    ref.write_text("b a\n", encoding="utf-8")
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+    monkeypatch.setattr(ckpt.tempfile, "mkstemp", refuse)  # as in a read-only directory
+    code, _, err = invoke("bleu", "--run", str(run), "--src", str(src), "--ref", str(ref))
+    line = one_line_error(code, err)
+    assert f"{run}/hyp.t.en.txt: cannot write (Permission denied)" in line
+
+
+def test_generic_atomic_write_reports_os_errors_and_cleans_up(tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("old")
+
+    def half_then_full(f: Any) -> None:
+        f.write(b"new ")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with pytest.raises(NmtError, match="notes.txt: cannot write .No space left on device."):
+        atomic_write_bytes(target, half_then_full)
+    assert target.read_text() == "old" and _files(tmp_path) == ["notes.txt"]
+
+    def bug(f: Any) -> None:
+        raise ValueError("a programming error")
+
+    with pytest.raises(ValueError):  # not an OS failure: not dressed up as a user error
+        atomic_write_bytes(target, bug)
+    assert _files(tmp_path) == ["notes.txt"]
+
+
+def test_stale_temporary_files_of_a_killed_writer_are_removed(tmp_path: Path) -> None:
+    last = tmp_path / "checkpoints" / "last.pt"
+    last.parent.mkdir()
+    stale = last.parent / ".last.pt.k1ll3d.tmp"  # what a SIGKILL during a write leaves
+    stale.write_bytes(b"PK\x03\x04 half a checkpoint")
+    os.utime(stale, (ckpt._STARTED - 60, ckpt._STARTED - 60))
+    other = last.parent / ".best.pt.x.tmp"  # another file's: not ours to remove
+    other.write_bytes(b"")
+    os.utime(other, (ckpt._STARTED - 60, ckpt._STARTED - 60))
+    save_checkpoint(last, {"config": {}, "vocab": {"src": 1, "tgt": 1, "joint": True},
+                           "model": {"w": torch.ones(2)}})
+    assert _files(last.parent) == [".best.pt.x.tmp", "last.pt"]
+
+
+# --- SIGKILL during writes ----------------------------------------------------------------------
+
+WRITER = """
+import sys
+from pathlib import Path
+import torch
+from nmt.checkpoint import save_checkpoint
+path, w = Path(sys.argv[1]), torch.zeros(2_000_000)  # 8 MB: most of the loop is the write
+step = 0
+while True:
+    step += 1
+    w.fill_(step)
+    save_checkpoint(path, {"config": {}, "vocab": {"src": 1, "tgt": 1, "joint": True},
+                           "model": {"w": w}, "progress": {"step": step}})
+    print(step, flush=True)
+"""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", NMT_NO_PROGRESS="1")
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_sigkill_during_checkpoint_writes_leaves_a_whole_checkpoint(tmp_path: Path) -> None:
+    """A writer saving an 8 MB checkpoint in a loop is killed at random moments (three
+    processes, one after another); every time the file holds one whole save, the newest or the
+    one before, and nothing else in the directory looks like a checkpoint."""
+    last = tmp_path / "checkpoints" / "last.pt"
+    rng = random.Random(1234)
+    killed_mid_write = 0
+    for _ in range(3):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(last)], env=_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()  # one whole save done by this process
+            assert first.strip().isdigit(), proc.stderr.read() if proc.stderr else ""
+            # a new writer removes what the killed one left
+            assert [p.name for p in last.parent.iterdir() if p.name.endswith(".tmp")
+                    and p.stat().st_mtime < time.time() - 30] == []
+            time.sleep(rng.uniform(0.05, 0.6))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        steps = [int(x) for x in (first + out).split()]
+        payload = load_checkpoint(last)
+        step = payload["progress"]["step"]
+        assert step in (steps[-1], steps[-1] + 1)  # + 1: renamed, killed before printing
+        assert bool((payload["model"]["w"] == step).all())  # one save, not a mix of two
+        leftovers = [p.name for p in last.parent.iterdir() if p.name != "last.pt"]
+        assert all(n.startswith(".last.pt.") and n.endswith(".tmp") for n in leftovers)
+        killed_mid_write += bool(leftovers)
+        for name in leftovers:  # age them, as a later process would find them
+            os.utime(last.parent / name, (time.time() - 60, time.time() - 60))
+    assert killed_mid_write >= 1  # the kills did land inside writes
