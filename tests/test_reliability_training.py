@@ -1,0 +1,195 @@
+"""A live `nmt train` process: readers while it writes, SIGTERM, and (slow) SIGKILL with resume.
+
+Training runs in a subprocess on a tiny corpus and saves ``last.pt`` after every step
+(``eval_every=1``), so the file is replaced many times a second while other processes read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_train import TINY
+from typer.testing import CliRunner
+
+from nmt.checkpoint import load_checkpoint
+from nmt.cli import app
+from nmt.errors import NmtError
+
+ROOT = Path(__file__).resolve().parent.parent
+LIVE = [  # TINY, but running until stopped: validation (loss only) and last.pt every step
+    *TINY, "train.epochs=1000", "train.eval_every=1", "train.eval_sentences=-1",
+    "train.log_every=1000", "train.threads=1", "train.max_minutes=3",
+]
+
+
+def _env(data_dir: Path, digest: str) -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", NMT_NO_PROGRESS="1", NMT_DATA_DIR=str(data_dir),
+               NMT_CORPUS_SHA256=digest, NMT_DATA_MIRROR=str(data_dir),
+               COLUMNS="500")  # messages are not wrapped
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _data_dir(directory: Path, corpus_zip: Path) -> tuple[Path, str]:
+    data = directory / "data"
+    with zipfile.ZipFile(corpus_zip) as z:
+        z.extractall(data)
+        digest = hashlib.sha256(z.read("fra-eng/fra.txt")).hexdigest()
+    return data, digest
+
+
+def _start_training(runs: Path, data: Path, digest: str, *extra: str,
+                    resume: bool = False) -> subprocess.Popen[str]:
+    sets = [x for s in [*LIVE, *extra] for x in ("--set", s)]
+    how = ["--resume"] if resume else ["--config", str(ROOT / "configs" / "demo.toml")]
+    return subprocess.Popen(
+        [sys.executable, "-m", "nmt", "train", *how, *sets, "--runs-dir", str(runs),
+         "--run-name", "live", "--data-dir", str(data)],
+        cwd=ROOT, env=_env(data, digest), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+
+
+def _mtime(path: Path) -> int:
+    return path.stat().st_mtime_ns if path.is_file() else 0
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 120,
+              newer_than: int = 0) -> None:
+    """Until ``path`` exists (and was written after ``newer_than``, an mtime in ns)."""
+    end = time.monotonic() + timeout
+    while _mtime(path) <= newer_than:
+        if proc.poll() is not None:
+            pytest.fail(f"training exited with {proc.returncode}: {proc.communicate()[1]}")
+        if time.monotonic() > end:
+            pytest.fail(f"{path} did not appear within {timeout} s")
+        time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory,
+         tiny_corpus_zip: Path) -> Iterator[tuple[subprocess.Popen[str], Path, dict[str, str]]]:
+    """A training process that has written its first last.pt and keeps replacing it."""
+    root = tmp_path_factory.mktemp("live")
+    data, digest = _data_dir(root, tiny_corpus_zip)
+    proc = _start_training(root / "runs", data, digest)
+    run = root / "runs" / "live"
+    try:
+        _wait_for(run / "checkpoints" / "last.pt", proc)
+        yield proc, run, _env(data, digest)
+    finally:
+        _stop(proc)
+
+
+def _reader(run: Path, seconds: float, how: str, results: Any) -> None:
+    """Read last.pt for ``seconds`` (``load``: load_checkpoint in a tight loop; ``cli``:
+    `nmt translate --checkpoint last` in-process); put the reads, steps and errors seen."""
+    runner, steps, errors, reads = CliRunner(), set(), [], 0
+    end = None
+    while end is None or time.monotonic() < end:
+        reads += 1
+        if how == "load":
+            try:
+                steps.add(load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"])
+            except NmtError as e:
+                errors.append(str(e))
+        else:
+            r = runner.invoke(app, ["translate", "--run", str(run), "--checkpoint", "last",
+                                    "--device", "cpu", "I see the dog."])
+            if r.exit_code != 0 or r.stdout.count("\n") != 1:
+                errors.append(f"exit {r.exit_code}: {r.stderr.strip()} {r.exception!r}")
+        end = end or time.monotonic() + seconds  # from the first read: lazy imports are done
+    results.put({"how": how, "reads": reads, "steps": sorted(steps), "errors": errors})
+
+
+def test_readers_see_whole_checkpoints_while_training_writes(
+    live: tuple[subprocess.Popen[str], Path, dict[str, str]],
+) -> None:
+    """Two processes read last.pt while training replaces it after every step: one loads it
+    in a tight loop, the other runs `nmt translate --checkpoint last` in a loop. Every read
+    succeeds, and the loader sees several different steps (the file did change under it)."""
+    proc, run, _ = live
+    ctx = multiprocessing.get_context("fork")  # forked: no second import of torch and nmt
+    results = ctx.Queue()
+    readers = [ctx.Process(target=_reader, args=(run, 3.0, how, results))
+               for how in ("load", "cli")]
+    for reader in readers:
+        reader.start()
+    got = {r["how"]: r for r in (results.get(timeout=120) for _ in readers)}
+    for reader in readers:
+        reader.join(timeout=30)
+        assert reader.exitcode == 0
+    assert proc.poll() is None  # training was writing all along
+    loads, translations = got["load"], got["cli"]
+    assert loads["errors"] == [] and translations["errors"] == []
+    assert loads["reads"] >= 10 and translations["reads"] >= 3, (loads, translations)
+    assert len(loads["steps"]) >= 2, loads
+
+
+def test_sigterm_saves_last_checkpoint_and_exits_cleanly(
+    live: tuple[subprocess.Popen[str], Path, dict[str, str]],
+) -> None:
+    proc, run, _ = live
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    said = re.search(r"interrupted: saved (\S+) at step (\d+); continue with --resume", err)
+    assert said is not None, err
+    assert Path(said.group(1)) == run / "checkpoints" / "last.pt"
+    payload = load_checkpoint(run / "checkpoints" / "last.pt")
+    assert payload["progress"]["step"] == int(said.group(2))
+    assert payload["progress"]["stop_reason"] == "interrupted"
+    assert f"{run}: interrupted; step {said.group(2)}" in err
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.pt", "last.pt"]
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_then_resume(tmp_path: Path, tiny_corpus_zip: Path) -> None:
+    """`nmt train` is SIGKILLed five times, at a random moment after it has saved at least
+    once, resuming after each: every time last.pt loads and holds a newer step than before,
+    and a last resume finishes."""
+    data, digest = _data_dir(tmp_path, tiny_corpus_zip)
+    runs = tmp_path / "runs"
+    last = runs / "live" / "checkpoints" / "last.pt"
+    rng = random.Random(7)
+    step = 0
+    for i in range(5):
+        before = _mtime(last)
+        proc = _start_training(runs, data, digest, resume=i > 0)
+        try:
+            _wait_for(last, proc, newer_than=before)
+            time.sleep(rng.uniform(0.0, 1.5))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=30)
+        payload = load_checkpoint(last)
+        assert payload["progress"]["step"] > step
+        step = payload["progress"]["step"]
+        names = [p.name for p in last.parent.iterdir()]
+        assert all(n in ("last.pt", "best.pt") or (n.startswith(".") and n.endswith(".tmp"))
+                   for n in names), names
+    final = step + 3
+    proc = _start_training(runs, data, digest, f"train.max_steps={final}", resume=True)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert load_checkpoint(last)["progress"]["step"] == final
