@@ -1,0 +1,158 @@
+"""The benchmark harness on tiny settings: per-child peak memory, fixed-step training children,
+the alternation and ratios against the recipe (with a stand-in recipe script), the report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import nmt.bench as bench
+from nmt.errors import NmtError
+
+# A stand-in for d2l_recipe.py: logs its call, prints the recipe's JSON line; 100 tokens/s with
+# one thread, 50 with torch's default (so the two ratios differ and cannot be swapped unseen).
+FAKE_RECIPE = """\
+import json, os, sys
+with open(os.environ["BENCH_CALLS"], "a") as f:
+    f.write(json.dumps(["recipe", sys.argv[2], sys.argv[3], os.environ.get("OMP_NUM_THREADS")]))
+    f.write("\\n")
+tps = 100.0 if os.environ.get("OMP_NUM_THREADS") == "1" else 50.0
+print("some chatter first")
+print(json.dumps({"model": sys.argv[2], "epochs": int(sys.argv[3]), "tokens_per_sec": tps}))
+"""
+
+TINY_TRANSFORMER = """\
+[data]
+vocab_size = 64
+valid_frac = 0.1
+test_frac = 0.1
+[model]
+arch = "transformer"
+d_model = 16
+n_heads = 2
+d_ff = 16
+n_layers = 1
+[train]
+epochs = 50
+batch_size = 16
+threads = 1
+log_every = 1
+"""
+
+
+@pytest.fixture()
+def fake_recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    script, calls = tmp_path / "fake_recipe.py", tmp_path / "calls.jsonl"
+    script.write_text(FAKE_RECIPE, encoding="utf-8")
+    monkeypatch.setenv("BENCH_CALLS", str(calls))
+    return script, calls
+
+
+def _calls(path: Path) -> list[list[Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_peak_memory_is_each_childs_own() -> None:
+    # the big child frees its 300 MB before it exits: only a high-water mark can see them
+    big = bench.run_child([sys.executable, "-c", "import time; b = b'x' * (300 * 2**20); "
+                           "del b; time.sleep(0.3); print('ok')"])
+    small = bench.run_child([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    assert big.returncode == 0 and big.stdout.strip() == "ok"
+    assert big.peak_rss_mb >= 300
+    # neither the big child before it nor this test process (torch imported: > 200 MB) counts
+    assert small.peak_rss_mb < 100
+
+
+def test_child_failure_and_missing_result_are_one_line_errors() -> None:
+    failed = bench.run_child([sys.executable, "-c", "import sys; sys.exit('boom\\nlast words')"])
+    assert failed.returncode == 1
+    with pytest.raises(NmtError, match="^recipe gru: exited with status 1: last words$"):
+        failed.last_json("recipe gru")
+    with pytest.raises(NmtError, match="printed no JSON result line"):
+        bench.ChildRun(0, 1.0, 1.0, "no json here\n", "").last_json("x")
+
+
+def test_training_child_runs_the_fixed_steps_and_times_each(
+    tiny_data_dir: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_TRANSFORMER, encoding="utf-8")
+    row = bench.measure_train(config, [*bench.CPU_OVERRIDES, "train.max_steps=4"],
+                              stop_after=4, warmup=1, data_dir=tiny_data_dir)
+    assert row["steps"] == 4 and len(row["step_seconds"]) == 4
+    assert row["tokens"] > 0 and row["tokens_per_sec"] > 0 and row["steady_tokens_per_sec"] > 0
+    assert row["device"] == "cpu" and row["threads"] == 1
+    assert row["peak_rss_mb"] > 50  # torch alone is more than that
+    table = bench.markdown({"machine": bench.machine(), "command": "c", "load_start": [1.0],
+                            "load_end": [2.0], "seconds": 3.0, "train": [row]})
+    assert "| tiny.toml | 4 |" in table and f"{row['peak_rss_mb']:,}" in table
+
+
+def test_d2l_comparison_alternates_and_keeps_each_sides_best(
+    fake_recipe: tuple[Path, Path], tiny_corpus_zip: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script, calls = fake_recipe
+    ours = iter([300.0, 400.0, 80.0, 60.0])  # gru twice, then transformer twice
+
+    def fake_measure(config: Path, overrides: list[str], **kw: Any) -> dict[str, Any]:
+        with calls.open("a") as f:
+            f.write(json.dumps(["ours", config.name, overrides]) + "\n")
+        return {"tokens_per_sec": next(ours), "threads": 1}
+
+    monkeypatch.setattr(bench, "measure_train", fake_measure)
+    result = bench.d2l_comparison(7, 2, zip_path=tiny_corpus_zip, baseline=script,
+                                  log=lambda s: None)
+    gru, transformer = result["rows"]
+    assert gru["ours_best"] == 400 and gru["recipe_1_thread"] == [100, 100]
+    assert gru["ratio_vs_recipe_1_thread"] == 4.0 and gru["ratio_vs_recipe_as_shipped"] == 8.0
+    assert transformer["ratio_vs_recipe_1_thread"] == 0.8
+    ours_call = ["ours", "d2l-gru.toml", ["train.epochs=7"]]
+    assert _calls(calls)[:5] == [ours_call, ["recipe", "gru", "7", "1"], ours_call,
+                                 ["recipe", "gru", "7", "1"], ["recipe", "gru", "7", None]]
+
+
+def test_d2l_comparison_without_the_corpus_zip_measures_ours_and_says_why(
+    fake_recipe: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "measure_train",
+                        lambda *a, **kw: {"tokens_per_sec": 10.0, "threads": 1})
+    result = bench.d2l_comparison(3, 1, zip_path=None, baseline=fake_recipe[0],
+                                  log=lambda s: None)
+    assert result["baseline"] is None
+    assert any("recipe skipped" in n and "NMT_DATA_MIRROR" in n for n in result["notes"])
+    assert all("ratio_vs_recipe_1_thread" not in r for r in result["rows"])
+    assert not fake_recipe[1].exists()  # the recipe never ran
+
+
+def test_bench_main_writes_json_and_markdown(
+    tiny_data_dir: Path, fake_recipe: tuple[Path, Path], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the training child is tested above; here it is stood in for, to keep the suite fast
+    monkeypatch.setattr(bench, "measure_train",
+                        lambda config, *a, **kw: {"tokens_per_sec": 250.0, "threads": 1})
+    out = tmp_path / "out"
+    bench.main(["--out", str(out), "--only", "d2l", "--d2l-epochs", "1", "--repeats", "1",
+                "--baseline", str(fake_recipe[0])])
+    result = json.loads((out / "bench.json").read_text())
+    rows = {r["model"]: r for r in result["d2l"]["rows"]}
+    assert set(rows) == {"gru", "transformer"}
+    for r in rows.values():
+        assert r["ours_best"] == 250 and r["ratio_vs_recipe_1_thread"] == 2.5
+        assert r["recipe_as_shipped"] == [50] and r["ratio_vs_recipe_as_shipped"] == 5.0
+    assert result["load_start"] and result["load_end"] and result["machine"]["cores"]
+    md = (out / "bench.md").read_text()
+    assert md.strip() in capsys.readouterr().out
+    assert "| gru | 250 | 100 | 2.5x | 50 | 5.0x |" in md
+
+
+def test_bad_options_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--only", "d2l,gpu"])
+    assert e.value.code == 1
+    assert capsys.readouterr().err.strip() == (
+        "error: --only d2l,gpu: expected some of data, d2l, train, decode")
