@@ -20,9 +20,11 @@ import tempfile
 import time
 import warnings
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 import numpy as np
 import torch
@@ -51,6 +53,7 @@ def atomic_write_bytes(path: Path, write: Any) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     except OSError as e:
         raise NmtError(f"{path}: cannot write ({_os_reason(e)})") from None
+    _mode_like_open(fd, path)
     raw = os.fdopen(fd, "wb")
     f = _RecordingWriter(raw)
     try:
@@ -102,6 +105,19 @@ class _RecordingWriter:
         return self._f.fileno()
 
 
+def _mode_like_open(fd: int, path: Path) -> None:
+    """Give the temporary file (mkstemp makes it 0600) the permissions ``open(path, "w")``
+    would: those of the file it replaces, or 0666 less the umask."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    with _suppress():
+        os.fchmod(fd, mode)
+
+
 def _os_reason(e: OSError) -> str:
     return e.strerror or str(e) or type(e).__name__
 
@@ -116,6 +132,32 @@ class _suppress:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))
+
+
+@contextmanager
+def atomic_text_output(path: Path) -> Iterator[TextIO]:
+    """A UTF-8 text file to stream into, renamed over ``path`` only when the block succeeds.
+
+    A failure or interruption midway (bad input line, Ctrl-C, full disk) leaves ``path`` as it
+    was instead of half written. Paths that are not regular files (``/dev/stdout``, a named
+    pipe) are written directly. Opening raises ``OSError`` so callers can name their option.
+    """
+    if path.exists() and not path.is_file():
+        with path.open("w", encoding="utf-8", newline="\n") as f:
+            yield f
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    _mode_like_open(fd, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with _suppress():
+            os.unlink(tmp)
+        raise
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:

@@ -211,7 +211,7 @@ def translate(
     ] = None,
 ) -> None:
     """Translate English sentences to French, one output line per input line."""
-    from nmt.checkpoint import load_run
+    from nmt.checkpoint import atomic_text_output, load_run
     from nmt.errors import DataError
     from nmt.translate import Translator, read_lines
 
@@ -238,7 +238,8 @@ def translate(
         out = sys.stdout
         if output is not None:
             try:
-                out = stack.enter_context(output.open("w", encoding="utf-8", newline="\n"))
+                # renamed into place at the end: a failure midway leaves the old file intact
+                out = stack.enter_context(atomic_text_output(output))
             except OSError as e:
                 raise DataError(f"--output {output}: cannot write ({e.strerror})") from None
         translator.translate_stream(lines, lambda text: out.write(text + "\n"),
