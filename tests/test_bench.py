@@ -20,9 +20,13 @@ import json, os, sys
 with open(os.environ["BENCH_CALLS"], "a") as f:
     f.write(json.dumps(["recipe", sys.argv[2], sys.argv[3], os.environ.get("OMP_NUM_THREADS")]))
     f.write("\\n")
-tps = 100.0 if os.environ.get("OMP_NUM_THREADS") == "1" else 50.0
+one_thread = os.environ.get("OMP_NUM_THREADS") == "1"
+if not one_thread and os.environ.get("BENCH_SHIPPED_HANGS"):
+    import time
+    time.sleep(60)
 print("some chatter first")
-print(json.dumps({"model": sys.argv[2], "epochs": int(sys.argv[3]), "tokens_per_sec": tps}))
+print(json.dumps({"model": sys.argv[2], "epochs": int(sys.argv[3]),
+                  "tokens_per_sec": 100.0 if one_thread else 50.0, "seconds": 2.0}))
 """
 
 TINY_TRANSFORMER = """\
@@ -113,6 +117,25 @@ def test_d2l_comparison_alternates_and_keeps_each_sides_best(
     ours_call = ["ours", "d2l-gru.toml", ["train.epochs=7"]]
     assert _calls(calls)[:5] == [ours_call, ["recipe", "gru", "7", "1"], ours_call,
                                  ["recipe", "gru", "7", "1"], ["recipe", "gru", "7", None]]
+
+
+def test_a_stopped_recipe_run_still_bounds_its_speed(
+    fake_recipe: tuple[Path, Path], tiny_corpus_zip: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_SHIPPED_HANGS", "1")
+    monkeypatch.setattr(bench, "measure_train",
+                        lambda *a, **kw: {"tokens_per_sec": 1000.0, "threads": 1})
+    result = bench.d2l_comparison(3, 1, zip_path=tiny_corpus_zip, baseline=fake_recipe[0],
+                                  shipped_timeout=0.5, log=lambda s: None)
+    for row in result["rows"]:
+        stopped = row["recipe_as_shipped_stopped_s"]
+        assert 0.5 <= stopped < 30 and "recipe_as_shipped" not in row
+        # the one-thread run trained 100 tokens/s * 2 s = 200 tokens in all
+        assert row["recipe_as_shipped_below"] == round(200 / stopped)
+        assert row["ratio_vs_recipe_as_shipped_above"] == round(1000 / (200 / stopped), 2)
+    table = bench.markdown({"machine": bench.machine(), "command": "c", "load_start": [1.0],
+                            "load_end": [2.0], "seconds": 3.0, "d2l": result})
+    assert f"(stopped after {stopped:.0f} s) | > " in table
 
 
 def test_d2l_comparison_without_the_corpus_zip_measures_ours_and_says_why(
