@@ -105,8 +105,9 @@ def cli_wall_time(run_dir: Path | None, repeat: int = 3) -> dict[str, float]:
     translate = [sys.executable, "-m", "nmt", "translate", "--device", "cpu", "i'm home ."]
     if run_dir is not None:
         translate[4:4] = ["--run", str(run_dir)]
-    result = {"import_cli_s": median_of([sys.executable, "-c", "import nmt.cli"]),
-              "python_startup_s": median_of([sys.executable, "-c", "pass"])}
+    result = {"python_startup_s": median_of([sys.executable, "-c", "pass"]),
+              "import_cli_s": median_of([sys.executable, "-c", "import nmt.cli"]),
+              "import_torch_s": median_of([sys.executable, "-c", "import torch"])}
     if run_dir is not None:
         result["translate_one_sentence_s"] = median_of(translate)
     return result

@@ -250,6 +250,7 @@ def evaluate_run(
         name, data = split, f"split {split}"
     if limit > 0:
         sources, references = sources[:limit], references[:limit]
+        name += f".first{limit}"  # never overwrite the whole split's files with a part
     return evaluate(translator, sources, references, run.run_dir, name, data,
                     run.checkpoint_path.name, run.step)
 

@@ -212,3 +212,16 @@ def test_space_before_punctuation_does_not_change_scores() -> None:
                              [[r.replace(" .", ".") for r in refs] for refs in REFS])
     assert spaced.bleu == pytest.approx(unspaced.bleu)
     assert spaced.chrf == pytest.approx(unspaced.chrf)
+
+
+def test_bleu_limit_keeps_the_first_sources_in_separate_files(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    src, ref = tmp_path / "l.en", tmp_path / "l.fr"
+    src.write_text("a b c\nd e\nf\n", encoding="utf-8")
+    ref.write_text("c b a\ne d\nf\n", encoding="utf-8")
+    code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref),
+                          "--limit", "2", "--json")
+    assert code == 0 and json.loads(out)["sentences"] == 2
+    hyps = (run_dir / "hyp.l.en.first2.txt").read_text(encoding="utf-8")
+    assert hyps.count("\n") == 2
