@@ -210,11 +210,12 @@ def _check_consistency(cfg: Config, where: str) -> None:
 
 def parse_override(text: str) -> tuple[str, str, Any]:
     """``"train.lr=3e-4"`` -> ``("train", "lr", 0.0003)``."""
+    shown = text if text.isprintable() else repr(text)  # the message stays one line
     if "=" not in text:
-        raise ConfigError(f"--set {text}: expected section.key=value")
+        raise ConfigError(f"--set {shown}: expected section.key=value")
     key, raw = text.split("=", 1)
     if key.count(".") != 1:
-        raise ConfigError(f"--set {text}: expected section.key=value, e.g. train.lr=0.001")
+        raise ConfigError(f"--set {shown}: expected section.key=value, e.g. train.lr=0.001")
     section, name = key.strip().split(".")
     try:
         parsed = tomllib.loads(f"v = {raw.strip()}")
