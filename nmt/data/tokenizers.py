@@ -104,6 +104,14 @@ def split_words(text: str) -> list[str]:
     return text.split(" ") if text else []
 
 
+def _word_ids(stoi: dict[str, int], text: str) -> list[int]:
+    """Word ids; a special token's spelling in the text ("<eos>", "<pad>") is an unknown word,
+    so input cannot end or pad a sentence early (SentencePiece behaves the same)."""
+    get = stoi.get
+    ids = [get(t, UNK_ID) for t in split_words(text)]
+    return [UNK_ID if i < len(SPECIALS) else i for i in ids]
+
+
 class WordTokenizer(Tokenizer):
     """Split on single spaces; unknown words map to ``<unk>``. Detokenizing joins with spaces."""
 
@@ -124,12 +132,10 @@ class WordTokenizer(Tokenizer):
         return cls(build_vocab(src, min_freq), build_vocab(tgt, min_freq))
 
     def encode_src(self, text: str) -> list[int]:
-        get = self.src_stoi.get
-        return [get(t, UNK_ID) for t in split_words(text)]
+        return _word_ids(self.src_stoi, text)
 
     def encode_tgt(self, text: str) -> list[int]:
-        get = self.tgt_stoi.get
-        return [get(t, UNK_ID) for t in split_words(text)]
+        return _word_ids(self.tgt_stoi, text)
 
     def decode_tgt(self, ids: Sequence[int]) -> str:
         return " ".join(self.tgt_itos[i] for i in _cut(ids))
