@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_train import TINY
+import torch
+from test_train import TINY, tiny_config
 from typer.testing import CliRunner
 
 from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
-from nmt.errors import NmtError
+from nmt.errors import CheckpointError, NmtError
+from nmt.train import train
 
 ROOT = Path(__file__).resolve().parent.parent
 LIVE = [  # TINY, but running until stopped: validation (loss only) and last.pt every step
@@ -193,3 +195,29 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, tiny_corpus_zip: 
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     assert load_checkpoint(last)["progress"]["step"] == final
+
+
+@pytest.mark.parametrize("damage", ["unknown progress field", "rng missing", "rng garbage"])
+def test_resume_from_a_damaged_checkpoint_is_a_one_line_error(
+    tiny_data_dir: Path, tmp_path: Path, damage: str
+) -> None:
+    """A last.pt that loads but whose progress or RNG entries are wrong (edited, or from
+    another program) cannot be resumed from: a one-line CheckpointError, the file untouched."""
+    run = tmp_path / "run"
+    cfg = tiny_config("gru", "train.max_steps=2")
+    train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    last = run / "checkpoints" / "last.pt"
+    payload = load_checkpoint(last)
+    if damage == "unknown progress field":
+        payload["progress"]["warp_factor"] = 9
+    elif damage == "rng missing":
+        del payload["rng"]
+    else:
+        payload["rng"] = {"python": "not a state", "numpy": [], "torch": torch.zeros(1)}
+    torch.save(payload, last)
+    before = last.read_bytes()
+    with pytest.raises(CheckpointError) as e:
+        train(tiny_config("gru", "train.max_steps=4"), run, data_dir=tiny_data_dir,
+              resume=True, log=lambda s: None, progress_bar=False)
+    assert str(e.value).startswith(f"{last}: cannot resume (") and "\n" not in str(e.value)
+    assert last.read_bytes() == before
