@@ -12,6 +12,9 @@ file shorter than --src (test_bleu.py).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,3 +186,24 @@ def test_bleu_line_endings_and_bom_do_not_change_the_scores(run_dir: Path,
                               b"\xef\xbb\xbfc b a\r\ne d\r\n")[1])
     assert variant["multi"]["bleu"] == plain["multi"]["bleu"]
     assert variant["multi"]["chrf"] == plain["multi"]["chrf"]
+
+
+@pytest.mark.slow
+def test_translate_into_a_closed_pipe_exits_quietly(run_dir: Path) -> None:
+    """`nmt translate < big | head -1`: when the reader goes away, translate stops with exit
+    status 1 and no traceback (click's handling of EPIPE)."""
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "nmt", "translate", "--run", str(run_dir),
+                             "--device", "cpu", "--batch-size", "8"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, cwd=root)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(b"a b c\n" * 20_000)
+    proc.stdin.close()
+    assert proc.stdout.readline()  # the first translation arrives ...
+    proc.stdout.close()  # ... and the reader leaves, like `head -1`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
