@@ -80,10 +80,10 @@ class MetricsLog:
         keep = []
         for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by a crash
-            if int(rec.get("step", 0)) <= step:
+                rec_step = int(json.loads(line).get("step", 0))
+            except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
+                continue  # a line cut by a crash (or not a record at all)
+            if rec_step <= step:
                 keep.append(line)
         atomic_write_text(self.metrics_path, "".join(k + "\n" for k in keep))
 

@@ -7,6 +7,7 @@ Training runs in a subprocess on a tiny corpus and saves ``last.pt`` after every
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 import os
 import random
@@ -221,3 +222,19 @@ def test_resume_from_a_damaged_checkpoint_is_a_one_line_error(
               resume=True, log=lambda s: None, progress_bar=False)
     assert str(e.value).startswith(f"{last}: cannot resume (") and "\n" not in str(e.value)
     assert last.read_bytes() == before
+
+
+def test_metrics_line_cut_by_a_crash(tmp_path: Path) -> None:
+    """metrics.jsonl is appended to; a kill mid-append leaves half a line (and, on a damaged
+    disk, any junk). Plots skip such lines and --resume drops them with the records after the
+    checkpoint, so the resumed log is whole again."""
+    from nmt.plot import read_metrics
+    from nmt.run_dir import MetricsLog
+
+    good = [json.dumps({"step": s, "train_loss": 1.0 / s}) for s in (1, 2, 3)]
+    junk = ["5", "[1]", "null", '{"step": "x"}', "\x00\x00"]
+    (tmp_path / "metrics.jsonl").write_text("\n".join([*good, *junk]) + '\n{"step": 4, "tr',
+                                            encoding="utf-8")
+    assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 3]
+    MetricsLog(tmp_path, True).truncate_after(2)
+    assert (tmp_path / "metrics.jsonl").read_text(encoding="utf-8") == "\n".join(good[:2]) + "\n"
