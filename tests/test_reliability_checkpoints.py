@@ -104,7 +104,7 @@ def _unpickle_fully(path: Path) -> None:
             "run code when unpickled (Trying to load unsupported GLOBAL"),
     ("legacy", "not an nmt checkpoint (expected the zip archive torch.save writes"),
     ("pickle", "not an nmt checkpoint (expected the zip archive torch.save writes"),
-])
+], ids=["zip", "legacy", "pickle"])
 def test_checkpoint_that_would_run_code_is_refused(run_dir: Path, tmp_path: Path, kind: str,
                                                    needle: str) -> None:
     marker = tmp_path / "pwned"
@@ -209,7 +209,7 @@ def _mutate(payload: dict[str, Any], change: str) -> Any:
     return p
 
 
-@pytest.mark.parametrize(("change", "needle"), [
+CRAFTED = [  # what is changed in a good payload, and what the error says
     ("not a dict", "not an nmt checkpoint"),
     ("no format", "not an nmt checkpoint"),
     ("vocab missing a size", "incompatible checkpoint (vocab"),
@@ -223,7 +223,10 @@ def _mutate(payload: dict[str, Any], change: str) -> Any:
     ("weight missing", "do not match its config"),
     ("huge model in config", "do not match its config"),
     ("NaN weights", "holds NaN or infinite values"),
-])
+]
+
+
+@pytest.mark.parametrize(("change", "needle"), CRAFTED, ids=[c for c, _ in CRAFTED])
 def test_crafted_checkpoint_layouts_are_one_line_errors(
     run_dir: Path, good_payload: dict[str, Any], tmp_path: Path, change: str, needle: str
 ) -> None:

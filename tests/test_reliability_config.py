@@ -161,7 +161,8 @@ def test_valid_values_survive_config_toml(device: str, lr: float, beam: int, voc
     ("[[train]]\nlr = 1", "train: expected a table [train]"),
     ("train.lr.x = 1", "train.lr: expected a number, got {'x': 1}"),
     ('[train]\ndevice = "cpu\\u0000"', "train.device: expected printable text"),
-])
+], ids=["deep-array", "deep-table", "duplicate-key", "date", "array-of-tables", "dotted-key",
+        "nul-escape"])
 def test_config_file_edge_cases(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "edge.toml"
     path.write_text(text, encoding="utf-8")
@@ -195,7 +196,7 @@ def test_a_directory_or_binary_file_as_config(tmp_path: Path) -> None:
     ("train.device=cu\x00da", "train.device: expected printable text"),
     ("train.device=\udcff", "train.device: expected printable text"),  # undecodable argv byte
     ("train.device=cu\u2028da", "train.device: expected printable text"),
-])
+], ids=["smuggled-toml", "deep-array", "nul", "undecodable-byte", "line-separator"])
 def test_override_edge_cases(override: str, needle: str) -> None:
     with pytest.raises(ConfigError) as e:
         load_config(None, [override])

@@ -63,7 +63,7 @@ def one_line_error(code: int, err: str) -> str:
     (b"", []),  # nothing in, nothing out, success
     (b"\n\n   \n\t\n", ["", "", "", ""]),
     (b"\x00\n\xe2\x80\x8b\xc2\xad\n\x1b\x07\n\xef\xbb\xbf\n", ["", "", "", ""]),  # invisible
-])
+], ids=["empty", "blank", "invisible"])
 def test_translate_empty_and_blank_input(run_dir: Path, data: bytes, expected: list[str]) -> None:
     code, out, err = translate(run_dir, data)
     assert code == 0, err
@@ -100,7 +100,7 @@ def test_translate_a_one_megabyte_line(run_dir: Path) -> None:
     (b"a b\nc d\n\xe9t\xe9\n", "line 3: not valid UTF-8 (byte 1 of the line)"),
     ("a b\nc\n".encode("utf-16"), "line 1: not valid UTF-8"),  # UTF-16 with its BOM
     (b"a b\n\xc3\n", "line 2: not valid UTF-8"),  # a character cut in half
-])
+], ids=["latin-1", "utf-16", "cut-character"])
 def test_translate_input_file_that_is_not_utf8(run_dir: Path, tmp_path: Path, data: bytes,
                                                needle: str) -> None:
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
