@@ -132,7 +132,7 @@ def test_readers_see_whole_checkpoints_while_training_writes(
     proc, run, _ = live
     ctx = multiprocessing.get_context("fork")  # forked: no second import of torch and nmt
     results = ctx.Queue()
-    readers = [ctx.Process(target=_reader, args=(run, 3.0, how, results))
+    readers = [ctx.Process(target=_reader, args=(run, 4.0, how, results))
                for how in ("load", "cli")]
     for reader in readers:
         reader.start()
@@ -143,7 +143,7 @@ def test_readers_see_whole_checkpoints_while_training_writes(
     assert proc.poll() is None  # training was writing all along
     loads, translations = got["load"], got["cli"]
     assert loads["errors"] == [] and translations["errors"] == []
-    assert loads["reads"] >= 10 and translations["reads"] >= 3, (loads, translations)
+    assert loads["reads"] >= 10 and translations["reads"] >= 2, (loads, translations)
     assert len(loads["steps"]) >= 2, loads
 
 
