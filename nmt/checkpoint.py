@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 FORMAT = "nmt-checkpoint-1"
 RUNS_DIR = Path("runs")
+TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt"
 
 
 def atomic_write_bytes(path: Path, write: Any) -> None:
@@ -79,9 +80,6 @@ def atomic_write_bytes(path: Path, write: Any) -> None:
             os.fsync(dir_fd)  # the rename itself survives a power cut
         finally:
             os.close(dir_fd)
-
-
-TMP_SUFFIX = ".tmp"
 
 
 class _RecordingWriter:
