@@ -25,7 +25,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
-	  $(BIN)/python -m pip install --quiet "torch>=2.1"; \
+	  $(BIN)/python -m pip install --quiet "torch>=2.10"; \
 	else \
 	  $(BIN)/python -m pip install --quiet "$(TORCH_CPU)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)); \
 	fi
