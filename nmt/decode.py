@@ -23,9 +23,8 @@ import torch
 from torch import Tensor
 
 from nmt.config import DecodeConfig
+from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 from nmt.models.base import EncoderDecoder, select_rows
-
-PAD_ID, BOS_ID, EOS_ID = 1, 2, 3  # fixed project-wide (the recipe's order)
 
 
 @dataclass
@@ -78,6 +77,17 @@ def _log_probs(logits: Tensor) -> Tensor:
     return logp
 
 
+def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
+    """``(n, t, V)`` logits -> the last position's best token ``(n,)`` (never ``<pad>`` or
+    ``<bos>``) and its log-probability ``(n,)``: what greedy search needs, without writing the
+    whole ``(n, V)`` log-softmax."""
+    last = logits[:, -1].float()  # a view of the model's fresh output: safe to edit in place
+    lse = torch.logsumexp(last, dim=-1)
+    last[:, PAD_ID : BOS_ID + 1] = -math.inf  # ids 1 and 2
+    value, token = last.max(dim=-1)
+    return value - lse, token
+
+
 def _as_limits(max_len: Tensor | int, batch: int, device: torch.device) -> Tensor:
     if isinstance(max_len, int):
         return torch.full((batch,), max_len, dtype=torch.long, device=device)
@@ -106,38 +116,37 @@ def greedy(
     limits = _as_limits(max_len, b, device)
     memory = model.encode(src, src_lengths)
     state = model.init_state(memory)
-    rows = torch.arange(b, device=device)  # original row of each live batch row
+    rows = torch.arange(b, device=device)  # original row of each live batch row (n,)
+    live_limits = limits  # (n,)
+    steps_left = int(limits.max())  # the batch ends when its longest limit is reached
     last = torch.full((b, 1), BOS_ID, dtype=torch.long, device=device)  # (n, 1)
     done = torch.zeros(b, dtype=torch.bool, device=device)
-    out_tokens: list[Tensor] = []  # per step (B,) token, PAD where a row was not live
-    out_scores: list[Tensor] = []  # per step (B,) log-probability
+    history: list[tuple[Tensor, Tensor, Tensor]] = []  # per step: rows, tokens, scores (n,)
     step = 0
-    while rows.numel() > 0 and step < int(limits[rows].max()):
+    while step < steps_left:
         output = model.decode(last, memory, state)
         assert output.state is not None
         state = output.state
-        score, token = _log_probs(output.logits).max(dim=-1)  # (n,)
+        score, token = _best(output.logits)  # (n,)
         if not prune:
-            token = token.masked_fill(done[rows], PAD_ID)
-        step_tokens = torch.full((b,), PAD_ID, dtype=torch.long, device=device)
-        step_scores = torch.zeros(b, device=device)
-        step_tokens[rows] = token
-        step_scores[rows] = score
-        out_tokens.append(step_tokens)
-        out_scores.append(step_scores)
+            token = token.masked_fill(done, PAD_ID)
+        history.append((rows, token, score))
         step += 1
-        newly_done = (token == EOS_ID) | (limits[rows] <= step)
-        done[rows] |= newly_done
+        newly_done = (token == EOS_ID) | (live_limits <= step)
         if prune:
             keep = (~newly_done).nonzero().squeeze(1)
+            if keep.numel() == 0:
+                break
             if keep.numel() < rows.numel():
-                rows = rows[keep]
+                rows, token, live_limits = rows[keep], token[keep], live_limits[keep]
                 memory, state = select_rows(memory, keep), select_rows(state, keep)
-                token = token[keep]
-        elif bool(done.all()):
-            break
+                steps_left = int(live_limits.max())
+        else:
+            done |= newly_done
+            if bool(done.all()):
+                break
         last = token[:, None]
-    return _collect(out_tokens, out_scores, b)
+    return _collect(history, b, device)
 
 
 @torch.no_grad()
@@ -155,40 +164,37 @@ def greedy_uncached(
     memory = model.encode(src, src_lengths)
     rows = torch.arange(b, device=device)
     prefix = torch.full((b, 1), BOS_ID, dtype=torch.long, device=device)  # (n, t)
-    out_tokens: list[Tensor] = []
-    out_scores: list[Tensor] = []
+    history: list[tuple[Tensor, Tensor, Tensor]] = []
     step = 0
     while rows.numel() > 0 and step < int(limits[rows].max()):
-        logits = model.decode(prefix, memory, None).logits  # (n, t, V)
-        score, token = _log_probs(logits).max(dim=-1)
-        step_tokens = torch.full((b,), PAD_ID, dtype=torch.long, device=device)
-        step_scores = torch.zeros(b, device=device)
-        step_tokens[rows] = token
-        step_scores[rows] = score
-        out_tokens.append(step_tokens)
-        out_scores.append(step_scores)
+        score, token = _best(model.decode(prefix, memory, None).logits)  # (n,)
+        history.append((rows, token, score))
         step += 1
         keep = (~((token == EOS_ID) | (limits[rows] <= step))).nonzero().squeeze(1)
         rows, memory = rows[keep], select_rows(memory, keep)
         prefix = torch.cat([prefix[keep], token[keep, None]], dim=1)
-    return _collect(out_tokens, out_scores, b)
+    return _collect(history, b, device)
 
 
-def _collect(out_tokens: list[Tensor], out_scores: list[Tensor], b: int) -> list[Hypothesis]:
-    """Per-step ``(B,)`` tensors -> B hypotheses, each cut at its first ``<eos>``."""
-    if not out_tokens:
-        return [Hypothesis([], 0.0, finished=False) for _ in range(b)]
-    tokens = torch.stack(out_tokens, dim=1).tolist()  # (B, T)
-    scores = torch.stack(out_scores, dim=1).tolist()
+def _collect(
+    history: list[tuple[Tensor, Tensor, Tensor]], b: int, device: torch.device
+) -> list[Hypothesis]:
+    """Per-step (rows, tokens, scores) of the live rows -> B hypotheses, each cut at its first
+    ``<eos>`` (rows no longer live hold ``<pad>``, which search never outputs)."""
+    t = len(history)
+    tokens = torch.full((b, t), PAD_ID, dtype=torch.long, device=device)
+    scores = torch.zeros((b, t), device=device)
+    for i, (rows, token, score) in enumerate(history):
+        tokens[rows, i] = token
+        scores[rows, i] = score
     hyps = []
-    for row_tokens, row_scores in zip(tokens, scores, strict=True):
-        # A row stops at <eos> or at its limit; later positions hold PAD (pruned or masked).
+    for row_tokens, row_scores in zip(tokens.tolist(), scores.tolist(), strict=True):
         n = len(row_tokens)
-        for i, t in enumerate(row_tokens):
-            if t == EOS_ID or t == PAD_ID:
+        for i, tok in enumerate(row_tokens):
+            if tok == EOS_ID or tok == PAD_ID:
                 n = i
                 break
-        finished = n < len(row_tokens) and row_tokens[n] == EOS_ID
+        finished = n < t and row_tokens[n] == EOS_ID
         steps = n + int(finished)
         hyps.append(
             Hypothesis(row_tokens[:n], float(sum(row_scores[:steps])), finished, row_scores[:steps])
