@@ -3,8 +3,8 @@ speed and peak memory of the full-corpus configs, decoding, and data preparation
 
 ``python -m nmt.bench --out bench/out`` prints Markdown tables and writes ``bench.json`` and
 ``bench.md``. Every training figure comes from a child process running the real
-:func:`nmt.train.train` loop, so each has its own peak resident memory (``ru_maxrss`` from
-``wait4``) and no run warms the caches of the next. The recipe script
+:func:`nmt.train.train` loop, so each has its own peak resident memory (VmHWM) and no run warms
+the caches of the next. The recipe script
 (``../shared/baselines/d2l_recipe.py``) runs in the same invocation, alternating with ours, so the
 ratios compare like with like on whatever machine and load the run meets; the load average at
 the start and the end is recorded because a shared machine changes every absolute figure.
@@ -324,11 +324,18 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                                capture_output=True, timeout=10).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, text=True, capture_output=True,
+                                  timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    commit = git("rev-parse", "--short", "HEAD") or None
+    # what is measured is the working tree: say when it is not the commit
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    if commit and changed:
+        commit += " (with uncommitted changes)"
     return {"cpu": model, "cores": os.cpu_count(), "torch_default_threads": torch.get_num_threads(),
             "torch": torch.__version__, "python": platform.python_version(),
             "commit": commit, "date": time.strftime("%Y-%m-%d %H:%M %Z")}
