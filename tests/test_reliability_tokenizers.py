@@ -108,4 +108,6 @@ def test_translation_gives_one_clean_line_per_input(translator: Translator,
     assert len(out) == len(texts)
     for text, line in zip(texts, out, strict=True):
         assert "\n" not in line and "\r" not in line
-        assert (line == "") == (normalize(text) == "")  # empty exactly when nothing to translate
+        if normalize(text) == "":
+            assert line == ""  # nothing to translate gives an empty line (a model may also
+            # choose <eos> first for a real input, so the converse does not hold)
