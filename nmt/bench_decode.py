@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -157,6 +158,7 @@ def bench_decode(
     """
     if threads > 0:
         torch.set_num_threads(threads)
+    load_start = os.getloadavg()[0]  # other jobs on the machine change every figure
     model, tok, cfg, sources, what = _load(run_dir, data_dir)
     limit = source_limit(model)
     ids = [source_ids(tok, s, limit)[0] for s in sources]
@@ -215,6 +217,7 @@ def bench_decode(
         "machine": platform.machine(), "test_sources": len(ids), "sample": len(few),
         "batch_size": batch, "sample_rows": rows, "full_rows": full, "summary": summary,
         "by_output_length": lengths,
+        "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)],
         "cli": cli_wall_time(run_dir, cli_repeat) if cli_repeat > 0 else {},
     }
     log(f"  summary: {summary}; cli: {result['cli']}")
@@ -239,6 +242,7 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {r['output_tokens']} | {r['cached_s']} | {r['uncached_s']} | "
                      f"{r['speedup']}x |")
     lines += ["", "Summary: " + ", ".join(f"{k} {v}x" for k, v in result["summary"].items()),
+              "Load average at start and end: {} and {}.".format(*result["load_average"]),
               "CLI: " + ", ".join(f"{k} {v} s" for k, v in result["cli"].items())]
     return "\n".join(lines)
 
