@@ -158,7 +158,7 @@ def read_text_lines(path: Path, option: str) -> list[str]:
 
 
 def file_references(
-    src: Path, refs: Sequence[Path], lowercase: bool
+    src: Path, refs: Sequence[Path], lowercase: bool, policy: str = "full"
 ) -> tuple[list[str], list[list[str]]]:
     """``--src`` lines and, per line, its references from each ``--ref`` file (normalised like
     the training data, so a model trained on lower-cased text is not scored on case).
@@ -176,7 +176,7 @@ def file_references(
             )
     per_sentence = []
     for i in range(len(sources)):
-        r = [normalize(s[i], lowercase=lowercase) for s in streams]
+        r = [normalize(s[i], lowercase, policy) for s in streams]
         per_sentence.append([x for x in r if x] or r[:1])
     return sources, per_sentence
 
@@ -235,7 +235,8 @@ def evaluate_run(
     if src is not None:
         if not refs:
             raise DataError("--src: expected at least one --ref file with the references")
-        sources, references = file_references(src, refs, run.config.data.lowercase)
+        sources, references = file_references(
+            src, refs, run.config.data.lowercase, run.config.data.normalization)
         name, data = Path(src).name, f"--src {src}"
     else:
         if refs:

@@ -263,7 +263,8 @@ def plot_attention(translator: Translator, sentence: str, output: Path,
     image_format(output, option)  # before the translation: a bad name fails fast
     greedy = replace(translator, cfg=replace(translator.cfg, beam=1))
     tokens, src_tokens, weights = translate_with_attention(
-        greedy.model, greedy.tokenizer, sentence, lowercase=greedy.lowercase, cfg=greedy.cfg)
+        greedy.model, greedy.tokenizer, sentence, lowercase=greedy.lowercase, cfg=greedy.cfg,
+        policy=greedy.normalization)
     # The text of the same greedy output (the pieces alone do not detokenize in general).
     translation = greedy.translate([sentence])[0]
     title = _shorten(f"{' '.join(sentence.split())}  →  {translation}", 110)

@@ -174,17 +174,14 @@ def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
     n = cfg.train.eval_sentences
     if n < 0 or "valid" not in prepared.splits or len(prepared.splits["valid"]) == 0:
         return None
-    import sacrebleu
-
+    from nmt.evaluate import corpus_scores
     from nmt.translate import translate_normalized
 
     sources, refs = prepared.splits["valid"].grouped()
     if n > 0:
         sources, refs = sources[:n], refs[:n]
     hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1)
-    n_refs = max(len(r) for r in refs)
-    streams = [[r[i] if i < len(r) else r[0] for r in refs] for i in range(n_refs)]
-    return float(sacrebleu.corpus_bleu(hyps, streams).score)
+    return corpus_scores(hyps, refs).bleu
 
 
 # --- the loop ----------------------------------------------------------------------------------

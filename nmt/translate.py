@@ -97,6 +97,7 @@ class Translator:
     lowercase: bool = True
     device: torch.device | None = None
     max_src_tokens: int | None = None
+    normalization: str = "full"  # the run's data.normalization policy
 
     @classmethod
     def from_run(
@@ -110,11 +111,11 @@ class Translator:
         if batch_size is not None:
             cfg = replace(cfg, batch_size=batch_size)
         return cls(run.model, run.tokenizer, cfg, run.config.data.lowercase, run.device,
-                   max_src_tokens)
+                   max_src_tokens, run.config.data.normalization)
 
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order."""
-        sources = [normalize(t, lowercase=self.lowercase) for t in texts]
+        sources = [normalize(t, self.lowercase, self.normalization) for t in texts]
         return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
                                     max_src_tokens=self.max_src_tokens, on_truncate=on_truncate)
 
@@ -176,6 +177,7 @@ def translate_with_attention(
     text: str,
     lowercase: bool = True,
     cfg: DecodeConfig | None = None,
+    policy: str = "full",
 ) -> tuple[list[str], list[str], dict[str, torch.Tensor]]:
     """Greedy translation of one raw sentence with its attention weights, for pictures.
 
@@ -189,7 +191,7 @@ def translate_with_attention(
     from nmt.decode import greedy_with_weights, max_output_lengths
 
     cfg = cfg if cfg is not None else DecodeConfig()
-    normalized = normalize(text, lowercase=lowercase)
+    normalized = normalize(text, lowercase, policy)
     if not normalized:
         raise DataError("translate_with_attention: the sentence is empty after normalisation")
     ids, _ = source_ids(tokenizer, normalized, source_limit(model))

@@ -31,9 +31,10 @@ import torch
 from nmt.config import DataConfig
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True)
 def one_torch_thread() -> Any:
-    """Tiny test models run fastest on one thread; a second one only adds contention."""
+    """Tiny test models run fastest on one thread; a second one only adds contention (badly
+    so on a busy CPU). Per test, because code under test may set its own thread count."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

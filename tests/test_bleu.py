@@ -6,11 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 from test_decode import make_run
 from typer.testing import CliRunner
 
@@ -24,15 +22,6 @@ from nmt.evaluate import (
 )
 
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread() -> Iterator[None]:
-    """Tiny models: more threads only add overhead (and the suite shares the machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # --- the recipe's per-sentence BLEU --------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -82,15 +81,6 @@ def train_toy(arch: str, steps: int = 200, seed: int = 0) -> EncoderDecoder:
         loss.backward()
         opt.step()
     return model.eval()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread() -> Iterator[None]:
-    """Tiny models: more threads only add overhead (and the suite shares the machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @functools.cache

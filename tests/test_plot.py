@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -32,14 +31,6 @@ from nmt.translate import Translator, translate_with_attention
 runner = CliRunner()
 SENTENCE = "A b c"  # normalised to "a b c": source pieces a, b, c, <eos>
 SRC = ["a", "b", "c", "<eos>"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
