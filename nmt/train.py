@@ -13,7 +13,7 @@ import random
 import signal
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,7 +337,7 @@ def train(
         return stop_now
 
     model.train()
-    bar = _progress_bar(progress_bar and dist.main, t, len(src_len), prog)
+    bar = _progress_bar(progress_bar and dist.main, prog)
     with stop.installed():
         while not prog.finished:
             if t.max_steps == 0 and prog.epoch >= t.epochs:
@@ -455,7 +455,7 @@ def _train_step(
     for j, b in enumerate(batches):
         b = b.to(device)
         sync = j == len(batches) - 1
-        ctx = train_model.no_sync() if (dist.world_size > 1 and not sync) else _null()  # type: ignore[operator]
+        ctx = train_model.no_sync() if (dist.world_size > 1 and not sync) else nullcontext()  # type: ignore[operator]
         with ctx:
             with autocast(device, t.precision):
                 logits = step_model(b.src, b.src_lengths, b.tgt_in)
@@ -480,11 +480,6 @@ def _map_tensors(x: Any, fn: Callable[[Any], Any], kind: type = torch.Tensor) ->
     return x
 
 
-@contextmanager
-def _null() -> Iterator[None]:
-    yield
-
-
 def _valid_batches(prepared: Prepared, cfg: Config) -> list[Batch]:
     split = prepared.splits.get("valid")
     if split is None or len(split) == 0:
@@ -505,7 +500,7 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
-def _progress_bar(enabled: bool, t: Any, n_pairs: int, prog: Progress) -> Any:
+def _progress_bar(enabled: bool, prog: Progress) -> Any:
     if not enabled:
         return None
     from tqdm import tqdm
@@ -523,11 +518,9 @@ def _bar_write(msg: str) -> None:
 
 
 def _write_plots(run_dir: Path) -> None:
-    """Training curves into the run directory, when the plotting module is available."""
-    try:
-        from nmt.plot import plot_training_curves
-    except ImportError:
-        return
+    """Training curves into the run directory (a run with no metrics gets none)."""
+    from nmt.plot import plot_training_curves
+
     try:
         plot_training_curves(run_dir)
     except NmtError:
