@@ -21,7 +21,7 @@ import time
 import warnings
 import zipfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
@@ -64,7 +64,7 @@ def atomic_write_bytes(path: Path, write: Any) -> None:
             os.fsync(raw.fileno())
         os.replace(tmp, path)
     except BaseException as e:
-        with _suppress():
+        with suppress(OSError):
             os.unlink(tmp)
         # torch.save turns whatever its write raised (ENOSPC, even Ctrl-C) into a RuntimeError
         cause = e if isinstance(e, OSError) else f.error
@@ -74,7 +74,7 @@ def atomic_write_bytes(path: Path, write: Any) -> None:
             raise NmtError(f"{path}: cannot write ({_os_reason(cause)}); the previous "
                            "file, if any, is unchanged") from None
         raise
-    with _suppress():
+    with suppress(OSError):
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
             os.fsync(dir_fd)  # the rename itself survives a power cut
@@ -112,20 +112,12 @@ def _mode_like_open(fd: int, path: Path) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    with _suppress():
+    with suppress(OSError):
         os.fchmod(fd, mode)
 
 
 def _os_reason(e: OSError) -> str:
     return e.strerror or str(e) or type(e).__name__
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return exc[0] is not None and issubclass(exc[0], OSError)  # type: ignore[arg-type]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -153,7 +145,7 @@ def atomic_text_output(path: Path) -> Iterator[TextIO]:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with _suppress():
+        with suppress(OSError):
             os.unlink(tmp)
         raise
 
@@ -174,7 +166,7 @@ _STARTED = time.time()  # temporary files older than this process are not being 
 
 def _remove_stale_temp_files(path: Path) -> None:
     for tmp in path.parent.glob(f".{glob.escape(path.name)}.*{TMP_SUFFIX}"):
-        with _suppress():
+        with suppress(OSError):
             if tmp.stat().st_mtime < _STARTED:
                 tmp.unlink()
 
