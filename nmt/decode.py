@@ -8,9 +8,10 @@ Every function takes token ids and returns token ids; text in and out lives in
 - :func:`greedy_uncached` re-runs the whole prefix at every step (``decode(prefix, memory,
   None)``), the recipe's way; tests and benchmarks compare the two.
 
-Finished sentences are pruned from the batch with :func:`~nmt.models.base.select_rows` (or,
-with ``prune=False``, kept and fed ``<pad>``; the benchmark compares both). Scores are sums of
-log-probabilities under the model, ``<eos>`` included when it was produced.
+Finished sentences are fed ``<pad>`` until they make up a fifth of the live batch, then dropped
+from it with :func:`~nmt.models.base.select_rows` (``prune``: 0 drops each at once, 1 never;
+the benchmark compares them). Scores are sums of log-probabilities under the model, ``<eos>``
+included when it was produced.
 """
 
 from __future__ import annotations
@@ -79,13 +80,39 @@ def _log_probs(logits: Tensor) -> Tensor:
 
 def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
     """``(n, t, V)`` logits -> the last position's best token ``(n,)`` (never ``<pad>`` or
-    ``<bos>``) and its log-probability ``(n,)``: what greedy search needs, without writing the
-    whole ``(n, V)`` log-softmax."""
-    last = logits[:, -1].float()  # a view of the model's fresh output: safe to edit in place
-    lse = torch.logsumexp(last, dim=-1)
-    last[:, PAD_ID : BOS_ID + 1] = -math.inf  # ids 1 and 2
-    value, token = last.max(dim=-1)
-    return value - lse, token
+    ``<bos>``) and its log-probability ``(n,)``: what greedy search needs."""
+    logp = _log_probs(logits)
+    token = argmax_rows(logp)
+    return logp.gather(1, token[:, None]).squeeze(1), token
+
+
+def argmax_rows(x: Tensor, block: int = 64) -> Tensor:
+    """``x.argmax(dim=1)`` of a 2-D tensor: the same indices (the first maximum of each row).
+
+    On the CPU, torch's index-returning reductions do not vectorise and cost as much as the whole
+    log-softmax over a ``(256, 4000)`` batch, while a plain ``amax`` is 15x cheaper. So: the
+    maximum of each block of ``block`` columns (``amax``), the first block holding the row's
+    maximum (a small ``argmax``), then the first maximum inside that block. Ties and NaN resolve
+    as in ``argmax``: the first block holding the first maximum holds it first too.
+    """
+    n, v = x.shape
+    if x.device.type != "cpu" or v <= 2 * block:
+        return x.argmax(dim=1)
+    full = v - v % block
+    maxima = x[:, :full].unflatten(1, (-1, block)).amax(dim=2)  # (n, full / block)
+    if full < v:
+        maxima = torch.cat((maxima, x[:, full:].amax(dim=1, keepdim=True)), dim=1)
+    start = maxima.argmax(dim=1) * block  # (n,) first column of the winning block
+    # the winning block's columns; past the last column, repeats of it (found later, so
+    # never chosen over the real one)
+    cols = (start[:, None] + torch.arange(block, device=x.device)).clamp_(max=v - 1)
+    return start + x.gather(1, cols).argmax(dim=1)
+
+
+PRUNE_AT = 0.2
+"""Default of :func:`greedy`'s ``prune``. On the CPU, dropping finished rows is 1.8x faster than
+keeping them to the end, and waiting until they are a fifth of the batch is 1-3% faster than
+dropping each at once (docs/BENCHMARKS.md, "Decoding")."""
 
 
 def _as_limits(max_len: Tensor | int, batch: int, device: torch.device) -> Tensor:
@@ -100,14 +127,16 @@ def greedy(
     src: Tensor,
     src_lengths: Tensor,
     max_len: Tensor | int,
-    prune: bool = True,
+    prune: float = PRUNE_AT,
 ) -> list[Hypothesis]:
     """Greedy search with the incremental state, one new position per step.
 
     Args:
         src: ``(B, S)`` padded source ids; src_lengths: ``(B,)``.
         max_len: ``(B,)`` or one int: most output tokens per sentence (``<eos>`` not counted).
-        prune: drop finished rows from the batch (True) or keep feeding them ``<pad>``.
+        prune: finished rows are fed ``<pad>`` until they make up this fraction of the live
+            batch, then dropped from it (0: at once; 1: never, the batch runs until all
+            are done). Dropping rows copies the whole state, so waiting for a few saves copies.
     Returns:
         B hypotheses, in batch order.
     """
@@ -120,7 +149,7 @@ def greedy(
     live_limits = limits  # (n,)
     steps_left = int(limits.max())  # the batch ends when its longest limit is reached
     last = torch.full((b, 1), BOS_ID, dtype=torch.long, device=device)  # (n, 1)
-    done = torch.zeros(b, dtype=torch.bool, device=device)
+    done = torch.zeros(b, dtype=torch.bool, device=device)  # (n,) finished, still in the batch
     history: list[tuple[Tensor, Tensor, Tensor]] = []  # per step: rows, tokens, scores (n,)
     step = 0
     while step < steps_left:
@@ -128,23 +157,19 @@ def greedy(
         assert output.state is not None
         state = output.state
         score, token = _best(output.logits)  # (n,)
-        if not prune:
-            token = token.masked_fill(done, PAD_ID)
+        token = token.masked_fill(done, PAD_ID)
         history.append((rows, token, score))
         step += 1
-        newly_done = (token == EOS_ID) | (live_limits <= step)
-        if prune:
-            keep = (~newly_done).nonzero().squeeze(1)
-            if keep.numel() == 0:
-                break
-            if keep.numel() < rows.numel():
-                rows, token, live_limits = rows[keep], token[keep], live_limits[keep]
-                memory, state = select_rows(memory, keep), select_rows(state, keep)
-                steps_left = int(live_limits.max())
-        else:
-            done |= newly_done
-            if bool(done.all()):
-                break
+        done |= (token == EOS_ID) | (live_limits <= step)
+        n_done = int(done.sum())
+        if n_done == rows.numel():
+            break
+        if n_done > 0 and n_done >= prune * rows.numel():
+            keep = (~done).nonzero().squeeze(1)
+            rows, token, live_limits = rows[keep], token[keep], live_limits[keep]
+            memory, state = select_rows(memory, keep), select_rows(state, keep)
+            done = done[keep]
+            steps_left = int(live_limits.max())
         last = token[:, None]
     return _collect(history, b, device)
 
@@ -332,7 +357,7 @@ def search_ids(
     cfg: DecodeConfig,
     device: torch.device | None = None,
     method: str = "cached",
-    prune: bool = True,
+    prune: float = PRUNE_AT,
 ) -> list[Hypothesis]:
     """Decode many sources: sorted by length into batches, results in input order.
 

@@ -9,6 +9,7 @@ for beam search to matter.
 from __future__ import annotations
 
 import functools
+import math
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from nmt.config import DecodeConfig, ModelConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, WordTokenizer
 from nmt.decode import (
     Hypothesis,
+    argmax_rows,
     beam_search,
     greedy,
     greedy_uncached,
@@ -166,11 +168,27 @@ def test_cached_greedy_equals_uncached(model: EncoderDecoder) -> None:
         assert a.token_scores == pytest.approx(b.token_scores, abs=1e-5)
 
 
-def test_pruning_finished_rows_equals_masking_them(model: EncoderDecoder) -> None:
+@pytest.mark.parametrize("prune", [0.0, 0.2, 0.5])
+def test_pruning_finished_rows_equals_masking_them(model: EncoderDecoder, prune: float) -> None:
     src, lengths = batch_of(TEXTS)
-    pruned, masked = greedy(model, src, lengths, 12), greedy(model, src, lengths, 12, prune=False)
+    pruned = greedy(model, src, lengths, 12, prune=prune)
+    masked = greedy(model, src, lengths, 12, prune=1.0)
     assert [h.tokens for h in pruned] == [h.tokens for h in masked]
+    assert [h.finished for h in pruned] == [h.finished for h in masked]
     assert [h.score for h in pruned] == pytest.approx([h.score for h in masked], abs=1e-5)
+
+
+@pytest.mark.parametrize("width", [5, 64, 129, 200, 4000, 4001])
+def test_argmax_rows_equals_torch_argmax(width: int) -> None:
+    """Same indices as ``argmax``: the first maximum, with ties, -inf and NaN in the rows."""
+    gen = torch.Generator().manual_seed(width)
+    x = torch.randint(-3, 4, (64, width), generator=gen).float()  # many ties
+    x[1] = -math.inf
+    x[2, width // 2] = math.nan
+    x[3] = torch.randn(width, generator=gen)
+    x[4, -1] = 10.0  # the maximum in the last, possibly partial, block
+    assert torch.equal(argmax_rows(x), x.argmax(dim=1))
+    assert torch.equal(argmax_rows(x, block=16), x.argmax(dim=1))
 
 
 # --- batched == one by one -----------------------------------------------------------------------
@@ -325,7 +343,9 @@ def test_decoding_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path)
                           log=lambda s: None, cli_repeat=0, forced_lengths=(2, 4))
     assert json.loads((tmp_path / "out" / "decode.json").read_text()) == result
     methods = [r["method"] for r in result["sample_rows"]]
-    assert methods[0] == "recipe: 1 at a time, uncached" and len(methods) == 6
+    assert methods[0] == "recipe: 1 at a time, uncached" and len(methods) == 7
+    assert len(result["full_rows"]) == 3 and set(result["summary"]) >= {
+        "batched_cached_vs_recipe", "test_split_batched_cached_vs_recipe_rate"}
     assert all(r["sentences"] == 4 for r in result["sample_rows"])
     assert [r["output_tokens"] for r in result["by_output_length"]] == [2, 4]
     table = markdown(result)
