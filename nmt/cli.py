@@ -202,7 +202,8 @@ def translate(
     max_src_tokens: Annotated[
         int | None,
         typer.Option("--max-src-tokens", min=2, help="Cut longer sources, with a warning "
-                     "(default 1024, and never more than the model's positions)."),
+                     "(default: the run's data.truncate when it trained on cut sources, else "
+                     "1024; never more than the model's positions)."),
     ] = None,
     attention: Annotated[
         Path | None,

@@ -264,7 +264,7 @@ def plot_attention(translator: Translator, sentence: str, output: Path,
     greedy = replace(translator, cfg=replace(translator.cfg, beam=1))
     tokens, src_tokens, weights = translate_with_attention(
         greedy.model, greedy.tokenizer, sentence, lowercase=greedy.lowercase, cfg=greedy.cfg,
-        policy=greedy.normalization)
+        policy=greedy.normalization, truncate=greedy.truncate)
     # The text of the same greedy output (the pieces alone do not detokenize in general).
     translation = greedy.translate([sentence])[0]
     title = _shorten(f"{' '.join(sentence.split())}  →  {translation}", 110)

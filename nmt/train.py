@@ -180,7 +180,8 @@ def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
     sources, refs = prepared.splits["valid"].grouped()
     if n > 0:
         sources, refs = sources[:n], refs[:n]
-    hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1)
+    hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1,
+                                truncate=cfg.data.truncate)
     return corpus_scores(hyps, refs).bleu
 
 

@@ -2,8 +2,10 @@
 
 Input gets the normalisation training used (:func:`nmt.data.normalize.normalize`), so
 ``"I'm home."`` and ``"i'm home ."`` translate alike. A source is ``encode_src(text) + <eos>``
-(what training's batching feeds the encoder). Empty lines give empty lines without decoding.
-Streams are read in chunks of lines, so a pipe of any length runs in bounded memory.
+(what training's batching feeds the encoder); a run trained on sources cut to ``data.truncate``
+tokens (the d2l presets: 10) gets its sources cut the same way, as the recipe's ``predict`` does.
+Empty lines give empty lines without decoding. Streams are read in chunks of lines, so a pipe
+of any length runs in bounded memory.
 """
 
 from __future__ import annotations
@@ -31,28 +33,41 @@ CHUNK_LINES = 2048  # lines per streamed chunk: enough to fill length-sorted bat
 TruncateHook = Callable[[int, int, int], None]
 
 
-def source_limit(model: EncoderDecoder, max_src_tokens: int | None = None) -> int:
-    """Most source tokens (``<eos>`` included) the model takes: the option, capped by the
-    model's position table when it has one."""
-    limit = DEFAULT_MAX_SRC_TOKENS if max_src_tokens is None else max_src_tokens
+def source_limit(
+    model: EncoderDecoder, max_src_tokens: int | None = None, truncate: int = 0
+) -> int:
+    """Most source tokens (``<eos>`` included) the model takes: the option, else the run's
+    ``data.truncate`` (when training cut its sources), else 1024; capped by the model's position
+    table when it has one."""
+    limit = DEFAULT_MAX_SRC_TOKENS if truncate <= 0 else truncate
+    limit = limit if max_src_tokens is None else max_src_tokens
     max_positions = getattr(model, "max_positions", None)  # position-table models only
     if isinstance(max_positions, int):
         limit = min(limit, max_positions)
     return max(limit, 1)
 
 
-def source_ids(tokenizer: Tokenizer, normalized: str, limit: int) -> tuple[list[int], int]:
+def source_ids(
+    tokenizer: Tokenizer, normalized: str, limit: int, keep_eos: bool = True
+) -> tuple[list[int], int]:
     """Normalised text -> encoder ids ending in ``<eos>``, cut to ``limit`` tokens.
 
-    Returns the ids and the untruncated length (so callers can warn). Empty text -> ``[]``.
+    ``keep_eos``: a cut source still ends in ``<eos>`` (training never showed one without it);
+    False cuts as training's ``data.truncate`` did, ``<eos>`` and all. Returns the ids and the
+    uncut length (so callers can warn). Empty text -> ``[]``.
     """
     if not normalized:
         return [], 0
     ids = tokenizer.encode_src(normalized) + [EOS_ID]
     n = len(ids)
     if n > limit:
-        ids = ids[: limit - 1] + [EOS_ID]  # keep <eos>: training never showed a source without it
+        ids = ids[: limit - 1] + [EOS_ID] if keep_eos else ids[:limit]
     return ids, n
+
+
+def cut_like_training(max_src_tokens: int | None, truncate: int) -> bool:
+    """Whether sources are cut as training cut them (``data.truncate``, no option given)."""
+    return max_src_tokens is None and truncate > 0
 
 
 def translate_normalized(
@@ -65,19 +80,22 @@ def translate_normalized(
     max_src_tokens: int | None = None,
     on_truncate: TruncateHook | None = None,
     method: str = "cached",
+    truncate: int = 0,
 ) -> list[str]:
     """Translate already-normalised sentences; outputs detokenized, in input order.
 
-    ``beam`` overrides ``cfg.beam``; ``method="uncached"`` selects the reference greedy path.
+    ``beam`` overrides ``cfg.beam``; ``method="uncached"`` selects the reference greedy path;
+    ``truncate`` is the run's ``data.truncate`` (see :func:`source_limit`).
     """
     from nmt.decode import search_ids
 
     if beam is not None:
         cfg = replace(cfg, beam=beam)
-    limit = source_limit(model, max_src_tokens)
+    limit = source_limit(model, max_src_tokens, truncate)
+    keep_eos = not cut_like_training(max_src_tokens, truncate)
     batch: list[list[int]] = []
     for i, text in enumerate(sources):
-        ids, n = source_ids(tokenizer, text, limit)
+        ids, n = source_ids(tokenizer, text, limit, keep_eos)
         if n > limit and on_truncate is not None:
             on_truncate(i, n, limit)
         batch.append(ids)
@@ -98,6 +116,7 @@ class Translator:
     device: torch.device | None = None
     max_src_tokens: int | None = None
     normalization: str = "full"  # the run's data.normalization policy
+    truncate: int = 0  # the run's data.truncate: sources cut to this many tokens, as in training
 
     @classmethod
     def from_run(
@@ -110,14 +129,16 @@ class Translator:
             cfg = replace(cfg, beam=beam)
         if batch_size is not None:
             cfg = replace(cfg, batch_size=batch_size)
-        return cls(run.model, run.tokenizer, cfg, run.config.data.lowercase, run.device,
-                   max_src_tokens, run.config.data.normalization)
+        data = run.config.data
+        return cls(run.model, run.tokenizer, cfg, data.lowercase, run.device, max_src_tokens,
+                   data.normalization, data.truncate)
 
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order."""
         sources = [normalize(t, self.lowercase, self.normalization) for t in texts]
         return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
-                                    max_src_tokens=self.max_src_tokens, on_truncate=on_truncate)
+                                    max_src_tokens=self.max_src_tokens, on_truncate=on_truncate,
+                                    truncate=self.truncate)
 
     def translate_stream(
         self,
@@ -178,12 +199,14 @@ def translate_with_attention(
     lowercase: bool = True,
     cfg: DecodeConfig | None = None,
     policy: str = "full",
+    truncate: int = 0,
 ) -> tuple[list[str], list[str], dict[str, torch.Tensor]]:
     """Greedy translation of one raw sentence with its attention weights, for pictures.
 
     Returns ``(tokens, src_tokens, weights)``: the output pieces (``<eos>`` last when produced),
-    the source pieces (``<eos>`` last), and weights ``{"enc": (L, h, S, S), "self": (L, h, T, T),
-    "cross": (L, h, T, S)}`` with ``T = len(tokens)`` and ``S = len(src_tokens)``, on the CPU
+    the source pieces (``<eos>`` last unless cut off by ``truncate``), and weights
+    ``{"enc": (L, h, S, S), "self": (L, h, T, T), "cross": (L, h, T, S)}`` with
+    ``T = len(tokens)`` and ``S = len(src_tokens)``, on the CPU
     (the GRU has only ``"cross"``, one layer and head).
     """
     import torch
@@ -194,11 +217,13 @@ def translate_with_attention(
     normalized = normalize(text, lowercase, policy)
     if not normalized:
         raise DataError("translate_with_attention: the sentence is empty after normalisation")
-    ids, _ = source_ids(tokenizer, normalized, source_limit(model))
+    limit = source_limit(model, None, truncate)
+    ids, _ = source_ids(tokenizer, normalized, limit, not cut_like_training(None, truncate))
     device = next(model.parameters()).device
     src = torch.tensor([ids], device=device)
     limit = int(max_output_lengths(torch.tensor([len(ids)]), cfg, model)[0])
     hyp, weights = greedy_with_weights(model, src, limit)
     tokens = tokenizer.tgt_tokens(hyp.tokens) + (["<eos>"] if hyp.finished else [])
-    src_tokens = tokenizer.src_tokens(normalized)[: len(ids) - 1] + ["<eos>"]
+    pieces = tokenizer.src_tokens(normalized)
+    src_tokens = pieces[: len(ids) - 1] + ["<eos>"] if ids[-1] == EOS_ID else pieces[: len(ids)]
     return tokens, src_tokens, {k: v.float().cpu() for k, v in weights.items()}

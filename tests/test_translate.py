@@ -77,6 +77,32 @@ def test_source_ids_end_in_eos_and_are_cut_to_the_limit() -> None:
     assert source_limit(random_model("transformer")) == 64  # the position table
     assert source_limit(random_model("gru")) == 1024
     assert source_limit(random_model("transformer"), 8) == 8
+    assert source_limit(random_model("gru"), None, 10) == 10  # the run's data.truncate
+    assert source_limit(random_model("gru"), 20, 10) == 20  # the option wins
+    assert source_limit(random_model("transformer"), None, 100) == 64
+    assert source_ids(TOKENIZER, "a b c d e", 3, keep_eos=False) == (
+        TOKENIZER.encode_src("a b c"), 6)
+
+
+def test_runs_trained_on_cut_sources_cut_them_alike(translator: Translator) -> None:
+    """data.truncate (the d2l presets) cuts translation inputs as training cut its sources: the
+    first N tokens, <eos> and all (the recipe's predict does the same), with a warning."""
+    from dataclasses import replace
+
+    from nmt.data.tokenizers import EOS_ID
+    from nmt.decode import search_ids
+
+    cut = replace(translator, truncate=3)
+    seen: list[tuple[int, int, int]] = []
+    out = cut.translate(["a b", "c d e f g"], on_truncate=lambda *a: seen.append(a))
+    assert seen == [(1, 6, 3)]
+    assert out[0] == translator.translate(["a b"])[0]  # short sources are untouched
+    hyp = search_ids(cut.model, [TOKENIZER.encode_src("c d e")], cut.cfg)[0]
+    assert out[1] == TOKENIZER.decode_tgt(hyp.tokens)
+    # an explicit --max-src-tokens wins, and keeps <eos> at the end of the cut source
+    hyp = search_ids(cut.model, [TOKENIZER.encode_src("c d e") + [EOS_ID]], cut.cfg)[0]
+    assert replace(cut, max_src_tokens=4).translate(["c d e f g"]) == [
+        TOKENIZER.decode_tgt(hyp.tokens)]
 
 
 def test_long_lines_are_truncated_with_a_report(translator: Translator) -> None:
@@ -150,6 +176,8 @@ def test_translate_with_attention(arch: str) -> None:
         assert weights["self"].shape[2:] == (t, t)
     with pytest.raises(DataError):
         translate_with_attention(model, TOKENIZER, " \u200b ")
+    _, src_tokens, weights = translate_with_attention(model, TOKENIZER, "a b c d e", truncate=3)
+    assert src_tokens == ["a", "b", "c"] and weights["cross"].shape[3] == 3  # cut as in training
 
 
 # --- the command ---------------------------------------------------------------------------------
