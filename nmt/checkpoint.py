@@ -381,6 +381,35 @@ def load_run(
     return LoadedRun(run_dir, cfg, model, tokenizer, path, step, dev)
 
 
+_INITIALISERS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
+                 "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+                 "orthogonal_")
+
+
+@contextmanager
+def shapes_only() -> Iterator[None]:
+    """Build modules on the meta device (shapes, no memory) without running their initialisers.
+
+    On meta tensors ``torch.nn.init`` goes through torch's Python reference kernels, whose first
+    call imports ``torch._dynamo``: about a second of ``nmt translate``'s start-up, for values
+    that a meta tensor does not even hold. Not thread-safe (it swaps ``torch.nn.init``'s
+    functions for no-ops while it is open).
+    """
+    saved = {name: getattr(torch.nn.init, name) for name in _INITIALISERS}
+
+    def keep(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return tensor
+
+    try:
+        for name in _INITIALISERS:
+            setattr(torch.nn.init, name, keep)
+        with torch.device("meta"):
+            yield
+    finally:
+        for name, fn in saved.items():
+            setattr(torch.nn.init, name, fn)
+
+
 def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
                state: dict[str, torch.Tensor]) -> EncoderDecoder:
     """The model ``cfg`` describes, built for real only once its weight names and shapes match
@@ -391,7 +420,7 @@ def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
         return build_model(cfg.model, vocab["src"], vocab["tgt"], joint_vocab=vocab["joint"])
 
     try:
-        with torch.device("meta"):  # shapes only, no memory
+        with shapes_only():  # no memory, no initialisation
             expected = {k: tuple(v.shape) for k, v in build().state_dict().items()}
     except (ConfigError, RuntimeError, ValueError, OverflowError) as e:
         first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__

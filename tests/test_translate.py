@@ -281,3 +281,23 @@ def test_train_toy_is_deterministic() -> None:
     a, b = train_toy("transformer", steps=5), train_toy("transformer", steps=5)
     for (name, p), q in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
         assert torch.equal(p, q), name
+
+
+@pytest.mark.parametrize("arch", ["transformer", "gru"])
+def test_loading_a_run_stays_off_the_compiler_stack(tmp_path: Path, arch: str) -> None:
+    """`nmt translate` start-up: checking a checkpoint's shapes on the meta device must not
+    import torch._dynamo (about a second), and leaves torch.nn.init as it found it."""
+    run = make_run(tmp_path / arch, arch=arch, trained=False)
+    code = (
+        "import sys, torch\n"
+        "init = dict(vars(torch.nn.init))\n"
+        "from nmt.checkpoint import load_run\n"
+        "from nmt.translate import Translator\n"
+        f"t = Translator.from_run(load_run({str(run)!r}, 'best', 'cpu'))\n"
+        "t.translate(['a b c'])\n"
+        "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo was imported'\n"
+        "assert dict(vars(torch.nn.init)) == init\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-500:]

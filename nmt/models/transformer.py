@@ -30,12 +30,16 @@ from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths
 def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
     """``(n_positions, d_model)`` table: even columns ``sin(pos / 10000^(2j/d))``, odd ``cos``.
 
-    Works for odd ``d_model`` too (one more sine column than cosine columns).
+    Works for odd ``d_model`` too (one more sine column than cosine columns). Computed on the
+    CPU whatever the default device (a model built on the meta device for its shapes alone
+    would otherwise run these through torch's slow-to-import Python reference kernels).
     """
-    pos = torch.arange(n_positions, dtype=torch.float32)[:, None]
-    freq = torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    cpu = torch.device("cpu")
+    pos = torch.arange(n_positions, dtype=torch.float32, device=cpu)[:, None]
+    steps = torch.arange(0, d_model, 2, dtype=torch.float32, device=cpu)
+    freq = torch.pow(10000.0, steps / d_model)
     angles = pos / freq  # (n_positions, ceil(d/2))
-    table = torch.zeros(n_positions, d_model)
+    table = torch.zeros(n_positions, d_model, device=cpu)
     table[:, 0::2] = torch.sin(angles)
     table[:, 1::2] = torch.cos(angles)[:, : d_model // 2]
     return table
