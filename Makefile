@@ -56,8 +56,10 @@ lint: install ## ruff and mypy
 	$(BIN)/ruff check nmt tests cli.py
 	$(BIN)/mypy
 
+# Decoding is measured on the demo model when `make demo` has trained one, else on a random one.
 bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints tables
-	$(BIN)/python -m nmt.bench --out bench/out
+	$(BIN)/python -m nmt.bench --out bench/out \
+		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)
 
 demo: install ## download, train the small CPU demo model (<= 10 min), translate and score it
 	$(NMT) data download
