@@ -151,6 +151,8 @@ def train(
                   f"{result.run_dir}: {p.stop_reason}; step {p.step}", highlight=False)
     typer.echo(f"loss {result.train_loss:.3f} (per-token CE), "
                f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}")
+    if result.signal:  # stopped by a signal, last.pt saved: say so to shells and schedulers
+        raise typer.Exit(128 + result.signal)
 
 
 

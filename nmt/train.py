@@ -71,6 +71,7 @@ class TrainResult:
     tokens_per_sec: float
     device: str
     metrics: list[dict[str, Any]] = field(default_factory=list)
+    signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
 
 
 # --- pieces of the loop ------------------------------------------------------------------------
@@ -124,6 +125,7 @@ class StopFlag:
 
     def __init__(self) -> None:
         self.requested = False
+        self.signum = 0  # the signal that asked to stop (0: none, or asked by check())
 
     def check(self, step: int) -> bool:
         """Asked after every optimizer step: should training stop here?"""
@@ -133,6 +135,7 @@ class StopFlag:
         if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.requested = True
+        self.signum = self.signum or signum
 
     @contextmanager
     def installed(self) -> Iterator[StopFlag]:
@@ -432,7 +435,7 @@ def train(
         run_dir=run_dir, progress=prog,
         train_loss=run_loss / max(run_tokens, 1),
         tokens_per_sec=run_tokens_all / max(wall, 1e-9),
-        device=str(device), metrics=mlog.records,
+        device=str(device), metrics=mlog.records, signal=stop.signum if stop.requested else 0,
     )
     if dist.main and not stop.requested:
         _write_plots(run_dir)

@@ -88,7 +88,7 @@ def test_resume_continues_exactly(tiny_data_dir: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     first = train(cfg, broken, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False,
                   stop=StopAt())
-    assert first.progress.step == 17
+    assert first.progress.step == 17 and first.signal == 0  # stopped by check(), not a signal
     train(cfg, broken, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
           progress_bar=False)
     a, b = read_metrics(straight), read_metrics(broken)
