@@ -187,14 +187,14 @@ def bench_decode(
         run("1 at a time, cached", few, one),
         run(f"batch {batch}, uncached", few, base, method="uncached"),
         run(cached, few, base, repeat=3),
-        run(f"{cached}, finished rows dropped at once", few, base, repeat=3, prune=0.0),
-        run(f"{cached}, finished rows kept (fed <pad>)", few, base, repeat=3, prune=1.0),
+        run(f"{cached}, finished rows dropped at once", few, base, repeat=3, prune_at=0.0),
+        run(f"{cached}, finished rows kept (fed <pad>)", few, base, repeat=3, prune_at=1.0),
         run(f"batch {batch}, beam 4", few, replace(base, beam=4)),
     ]
     full = [
         run(f"test split, {cached}", ids, base, repeat=3),
-        run(f"test split, {cached}, finished rows dropped at once", ids, base, prune=0.0),
-        run(f"test split, {cached}, finished rows kept (fed <pad>)", ids, base, prune=1.0),
+        run(f"test split, {cached}, finished rows dropped at once", ids, base, prune_at=0.0),
+        run(f"test split, {cached}, finished rows kept (fed <pad>)", ids, base, prune_at=1.0),
     ]
     by = {r["method"]: r for r in rows + full}
     recipe = by["recipe: 1 at a time, uncached"]["sentences_per_s"]

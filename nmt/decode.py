@@ -9,7 +9,7 @@ Every function takes token ids and returns token ids; text in and out lives in
   None)``), the recipe's way; tests and benchmarks compare the two.
 
 Finished sentences are fed ``<pad>`` until they make up a fifth of the live batch, then dropped
-from it with :func:`~nmt.models.base.select_rows` (``prune``: 0 drops each at once, 1 never;
+from it with :func:`~nmt.models.base.select_rows` (``prune_at``: 0 drops each at once, 1 never;
 the benchmark compares them). Scores are sums of log-probabilities under the model, ``<eos>``
 included when it was produced.
 """
@@ -110,7 +110,7 @@ def argmax_rows(x: Tensor, block: int = 64) -> Tensor:
 
 
 PRUNE_AT = 0.2
-"""Default of :func:`greedy`'s ``prune``. On the CPU, dropping finished rows is 1.8x faster than
+"""Default of :func:`greedy`'s ``prune_at``. On the CPU, dropping finished rows is 1.8x faster than
 keeping them to the end, and waiting until they are a fifth of the batch is 1-3% faster than
 dropping each at once (docs/BENCHMARKS.md, "Decoding")."""
 
@@ -127,14 +127,14 @@ def greedy(
     src: Tensor,
     src_lengths: Tensor,
     max_len: Tensor | int,
-    prune: float = PRUNE_AT,
+    prune_at: float = PRUNE_AT,
 ) -> list[Hypothesis]:
     """Greedy search with the incremental state, one new position per step.
 
     Args:
         src: ``(B, S)`` padded source ids; src_lengths: ``(B,)``.
         max_len: ``(B,)`` or one int: most output tokens per sentence (``<eos>`` not counted).
-        prune: finished rows are fed ``<pad>`` until they make up this fraction of the live
+        prune_at: finished rows are fed ``<pad>`` until they make up this fraction of the live
             batch, then dropped from it (0: at once; 1: never, the batch runs until all
             are done). Dropping rows copies the whole state, so waiting for a few saves copies.
     Returns:
@@ -164,7 +164,7 @@ def greedy(
         n_done = int(done.sum())
         if n_done == rows.numel():
             break
-        if n_done > 0 and n_done >= prune * rows.numel():
+        if n_done > 0 and n_done >= prune_at * rows.numel():
             keep = (~done).nonzero().squeeze(1)
             rows, token, live_limits = rows[keep], token[keep], live_limits[keep]
             memory, state = select_rows(memory, keep), select_rows(state, keep)
@@ -357,7 +357,7 @@ def search_ids(
     cfg: DecodeConfig,
     device: torch.device | None = None,
     method: str = "cached",
-    prune: float = PRUNE_AT,
+    prune_at: float = PRUNE_AT,
 ) -> list[Hypothesis]:
     """Decode many sources: sorted by length into batches, results in input order.
 
@@ -380,7 +380,7 @@ def search_ids(
         elif method == "uncached":
             hyps = greedy_uncached(model, src, lengths, limits)
         else:
-            hyps = greedy(model, src, lengths, limits, prune=prune)
+            hyps = greedy(model, src, lengths, limits, prune_at=prune_at)
         for i, h in zip(idx, hyps, strict=True):
             results[i] = h
     return [h if h is not None else Hypothesis([], 0.0, finished=False) for h in results]

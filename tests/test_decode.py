@@ -168,11 +168,11 @@ def test_cached_greedy_equals_uncached(model: EncoderDecoder) -> None:
         assert a.token_scores == pytest.approx(b.token_scores, abs=1e-5)
 
 
-@pytest.mark.parametrize("prune", [0.0, 0.2, 0.5])
-def test_pruning_finished_rows_equals_masking_them(model: EncoderDecoder, prune: float) -> None:
+@pytest.mark.parametrize("prune_at", [0.0, 0.2, 0.5])
+def test_pruning_finished_rows_equals_masking_them(model: EncoderDecoder, prune_at: float) -> None:
     src, lengths = batch_of(TEXTS)
-    pruned = greedy(model, src, lengths, 12, prune=prune)
-    masked = greedy(model, src, lengths, 12, prune=1.0)
+    pruned = greedy(model, src, lengths, 12, prune_at=prune_at)
+    masked = greedy(model, src, lengths, 12, prune_at=1.0)
     assert [h.tokens for h in pruned] == [h.tokens for h in masked]
     assert [h.finished for h in pruned] == [h.finished for h in masked]
     assert [h.score for h in pruned] == pytest.approx([h.score for h in masked], abs=1e-5)
