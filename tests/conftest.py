@@ -91,6 +91,14 @@ def tiny_corpus_lines() -> list[str]:
     return EXTRA + lines
 
 
+def tiny_corpus_sides() -> tuple[list[str], list[str]]:
+    """The fake corpus' English and French sentences, normalised as training normalises them."""
+    from nmt.data.normalize import normalize
+
+    pairs = [line.split("\t") for line in tiny_corpus_lines()]
+    return [normalize(en) for en, _ in pairs], [normalize(fr) for _, fr in pairs]
+
+
 @pytest.fixture(scope="session")
 def tiny_corpus_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("corpus") / "fra-eng.zip"

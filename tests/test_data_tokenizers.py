@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import tiny_corpus_lines
+from conftest import tiny_corpus_sides
 
-from nmt.data.normalize import normalize
 from nmt.data.tokenizers import (
     BOS_ID,
     EOS_ID,
@@ -22,9 +21,7 @@ from nmt.data.tokenizers import (
 )
 from nmt.errors import ConfigError, DataError
 
-PAIRS = [line.split("\t") for line in tiny_corpus_lines()]
-SRC = [normalize(s) for s, _ in PAIRS]
-TGT = [normalize(t) for _, t in PAIRS]
+SRC, TGT = tiny_corpus_sides()
 
 
 @pytest.mark.parametrize("model_type", ["unigram", "bpe"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import tiny_corpus_lines
+from conftest import tiny_corpus_sides
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_decode import make_run
@@ -28,9 +28,7 @@ from nmt.data.tokenizers import (
 )
 from nmt.translate import Translator
 
-PAIRS = [line.split("\t") for line in tiny_corpus_lines()]
-SRC = [normalize(s) for s, _ in PAIRS]
-TGT = [normalize(t) for _, t in PAIRS]
+SRC, TGT = tiny_corpus_sides()
 # every character each side's tokenizer was trained on (a joint one has both)
 SRC_CHARS, TGT_CHARS = sorted(set("".join(SRC))), sorted(set("".join(TGT)))
 
