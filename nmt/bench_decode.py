@@ -31,7 +31,7 @@ from nmt.config import Config, DecodeConfig, load_config
 from nmt.data.tokenizers import BOS_ID, EOS_ID, Tokenizer
 from nmt.decode import Hypothesis, search_ids
 from nmt.models.base import EncoderDecoder
-from nmt.translate import cut_like_training, source_ids, source_limit
+from nmt.translate import source_cut, source_ids
 
 DEMO_CONFIG = Path("configs/demo.toml")
 
@@ -160,8 +160,7 @@ def bench_decode(
         torch.set_num_threads(threads)
     load_start = os.getloadavg()[0]  # other jobs on the machine change every figure
     model, tok, cfg, sources, what = _load(run_dir, data_dir)
-    limit = source_limit(model, None, cfg.data.truncate)  # as `nmt translate` cuts them
-    keep_eos = not cut_like_training(None, cfg.data.truncate)
+    limit, keep_eos = source_cut(model, None, cfg.data.truncate)  # as `nmt translate` cuts
     ids = [source_ids(tok, s, limit, keep_eos)[0] for s in sources]
     picked = random.Random(0).sample(range(len(ids)), min(sample, len(ids)))
     few = [ids[i] for i in picked]

@@ -435,7 +435,7 @@ def train(
         run_dir=run_dir, progress=prog,
         train_loss=run_loss / max(run_tokens, 1),
         tokens_per_sec=run_tokens_all / max(wall, 1e-9),
-        device=str(device), metrics=mlog.records, signal=stop.signum if stop.requested else 0,
+        device=str(device), metrics=mlog.records, signal=stop.signum,
     )
     if dist.main and not stop.requested:
         _write_plots(run_dir)

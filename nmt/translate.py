@@ -65,9 +65,13 @@ def source_ids(
     return ids, n
 
 
-def cut_like_training(max_src_tokens: int | None, truncate: int) -> bool:
-    """Whether sources are cut as training cut them (``data.truncate``, no option given)."""
-    return max_src_tokens is None and truncate > 0
+def source_cut(
+    model: EncoderDecoder, max_src_tokens: int | None = None, truncate: int = 0
+) -> tuple[int, bool]:
+    """:func:`source_limit` and :func:`source_ids`' ``keep_eos`` for it: a cut at the run's
+    ``data.truncate`` (no option given) drops ``<eos>`` with the rest, as training's did."""
+    keep_eos = max_src_tokens is not None or truncate <= 0
+    return source_limit(model, max_src_tokens, truncate), keep_eos
 
 
 def translate_normalized(
@@ -91,8 +95,7 @@ def translate_normalized(
 
     if beam is not None:
         cfg = replace(cfg, beam=beam)
-    limit = source_limit(model, max_src_tokens, truncate)
-    keep_eos = not cut_like_training(max_src_tokens, truncate)
+    limit, keep_eos = source_cut(model, max_src_tokens, truncate)
     batch: list[list[int]] = []
     for i, text in enumerate(sources):
         ids, n = source_ids(tokenizer, text, limit, keep_eos)
@@ -217,8 +220,7 @@ def translate_with_attention(
     normalized = normalize(text, lowercase, policy)
     if not normalized:
         raise DataError("translate_with_attention: the sentence is empty after normalisation")
-    limit = source_limit(model, None, truncate)
-    ids, _ = source_ids(tokenizer, normalized, limit, not cut_like_training(None, truncate))
+    ids, _ = source_ids(tokenizer, normalized, *source_cut(model, None, truncate))
     device = next(model.parameters()).device
     src = torch.tensor([ids], device=device)
     limit = int(max_output_lengths(torch.tensor([len(ids)]), cfg, model)[0])
