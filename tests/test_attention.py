@@ -13,7 +13,9 @@ from nmt.models.attention import (
     causal_mask,
     dot_product_attention,
     dropout,
+    dropout_mask,
     masked_softmax,
+    packed_heads_attention,
     valid_lens_to_mask,
 )
 
@@ -117,6 +119,87 @@ def test_fused_and_explicit_paths_agree(causal: bool, n_keys: int) -> None:
         assert torch.triu(w, diagonal=1).abs().max() == 0
     with pytest.raises(ValueError):
         dot_product_attention(q, k, v, mask, need_weights=True, fused=True)
+
+
+def per_head_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                       mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The textbook per-head computation, as the reference: output and weights."""
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+PACKED_CASES = [  # (queries, keys, mask kind): training passes, a cached decoding step, no mask
+    (5, 5, "causal"), (5, 5, "padding"), (4, 6, "padding"), (1, 6, "padding"), (1, 3, "none"),
+    (3, 3, "both"),
+]
+
+
+def packed_case(n_q: int, n_k: int, kind: str, h: int = 4) -> tuple[torch.Tensor, ...]:
+    torch.manual_seed(n_q * 10 + n_k)
+    q = torch.randn(3, h, n_q, 8, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(3, h, n_k, 8, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(3, h, n_k, 6, dtype=torch.float64, requires_grad=True)
+    padding = valid_lens_to_mask(torch.tensor([n_k, 2, 1]), n_k).unsqueeze(1)  # (3, 1, 1, K)
+    causal = causal_mask(n_q, n_k)
+    mask = {"causal": causal, "padding": padding, "none": None, "both": padding & causal}[kind]
+    return q, k, v, mask
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "kind"), PACKED_CASES)
+def test_packed_heads_equal_per_head_attention(n_q: int, n_k: int, kind: str) -> None:
+    """All heads in one product, the other heads' keys hidden by the bias: the same outputs
+    and gradients as one product per head (float64, so any leak across heads would show)."""
+    q, k, v, mask = packed_case(n_q, n_k, kind)
+    expected, _ = per_head_attention(q, k, v, mask)
+    got = packed_heads_attention(q, k, v, mask)
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    grad = torch.randn_like(expected)
+    torch.testing.assert_close(torch.autograd.grad(got, (q, k, v), grad),
+                               torch.autograd.grad(expected, (q, k, v), grad),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_packed_heads_dropout_drops_each_heads_own_weights() -> None:
+    """Dropout on the packed path: entry (b, q, j, k) of one keep-mask serves query q of head
+    j; the result is the per-head attention with those weights dropped and rescaled."""
+    q, k, v, mask = packed_case(4, 5, "padding")
+    b, h, n_q, n_k = 3, 4, 4, 5
+    torch.manual_seed(11)
+    got = packed_heads_attention(q, k, v, mask, dropout_p=0.3)
+    torch.manual_seed(11)
+    keep = dropout_mask((b, 1, n_q, h * n_k), 0.3, q)  # the same draw
+    per_head_keep = keep.view(b, n_q, h, n_k).transpose(1, 2)  # (B, h, Q, K)
+    _, weights = per_head_attention(q, k, v, mask)
+    torch.testing.assert_close(got, (weights * per_head_keep) @ v, rtol=1e-12, atol=1e-12)
+    assert not torch.equal(got, per_head_attention(q, k, v, mask)[0])  # something was dropped
+
+
+def test_small_heads_take_the_packed_path() -> None:
+    """dot_product_attention packs heads too small for a vectorised product (d2l-sized ones)
+    and keeps the per-head products for larger ones; both agree with the weights path."""
+    from nmt.models import attention
+
+    calls = []
+    real = attention.packed_heads_attention
+
+    def spy(*args: object, **kwargs: object) -> torch.Tensor:
+        calls.append(args[0].shape)  # type: ignore[attr-defined]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    attention.packed_heads_attention = spy  # type: ignore[assignment]
+    try:
+        for n, expect_packed in ((5, True), (12, False)):
+            q, k, v, mask = packed_case(n, n, "causal")
+            out, _ = dot_product_attention(q, k, v, mask)
+            reference, w = dot_product_attention(q, k, v, mask, need_weights=True)
+            assert w is not None
+            torch.testing.assert_close(out, reference)
+            assert (q.shape in calls) == expect_packed
+    finally:
+        attention.packed_heads_attention = real  # type: ignore[assignment]
 
 
 def test_causal_mask_after_a_cache() -> None:
