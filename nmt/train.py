@@ -39,6 +39,7 @@ from nmt.distributed import Dist, all_reduce_sum, barrier, init_distributed
 from nmt.errors import CheckpointError, NmtError
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
+from nmt.optim import TrainOptimizer
 from nmt.run_dir import MetricsLog, config_for_resume, start_run_dir
 
 
@@ -94,19 +95,6 @@ def masked_cross_entropy(
         reduction="sum",
         label_smoothing=label_smoothing,
     )
-
-
-def make_optimizer(cfg: Config, model: nn.Module) -> torch.optim.Optimizer:
-    """Adam or AdamW; the fused kernel where this torch has it (3x cheaper steps on CPU)."""
-    t = cfg.train
-    params = [p for p in model.parameters() if p.requires_grad]
-    cls = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
-    kwargs: dict[str, Any] = {"lr": t.lr, "betas": (t.beta1, t.beta2),
-                              "weight_decay": t.weight_decay}
-    try:
-        return cls(params, fused=True, **kwargs)
-    except (RuntimeError, TypeError, ValueError):  # older torch, or an unsupported device
-        return cls(params, foreach=True, **kwargs)
 
 
 def lr_lambda(schedule: str, warmup: int) -> Callable[[int], float]:
@@ -229,9 +217,9 @@ def train(
     # Model and optimizer.
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=tok.joint)
     model.to(device)
-    optimizer = make_optimizer(cfg, model)
+    optimizer = TrainOptimizer(cfg.train, list(model.parameters()), flat=device.type == "cpu")
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lr_lambda(cfg.train.schedule, cfg.train.warmup_steps)
+        optimizer.optimizer, lr_lambda(cfg.train.schedule, cfg.train.warmup_steps)
     )
     prog = Progress()
     if resume:
@@ -444,7 +432,7 @@ def train(
 
 def _train_step(
     step_model: Callable[..., torch.Tensor], train_model: nn.Module, model: EncoderDecoder,
-    optimizer: torch.optim.Optimizer, scheduler: Any, group: list[np.ndarray], split: Any,
+    optimizer: TrainOptimizer, scheduler: Any, group: list[np.ndarray], split: Any,
     cfg: Config, device: torch.device, dist: Dist,
 ) -> tuple[float, int]:
     """One optimizer step over ``len(group)`` accumulated batches. Returns (loss sum, tokens)."""
@@ -455,7 +443,7 @@ def _train_step(
     # averaging give exactly the per-token mean.
     total_tokens = all_reduce_sum(float(n_tokens), dist, device) / dist.world_size
     loss_sum = torch.zeros((), device=device)
-    optimizer.zero_grad(set_to_none=True)
+    optimizer.zero_grad()
     for j, b in enumerate(batches):
         b = b.to(device)
         sync = j == len(batches) - 1
@@ -466,9 +454,7 @@ def _train_step(
             loss = masked_cross_entropy(logits, b.tgt_out, t.label_smoothing)
             (loss / total_tokens).backward()
         loss_sum += loss.detach()
-    if t.clip_norm > 0:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip_norm, foreach=True)
-    optimizer.step()
+    optimizer.step(t.clip_norm)
     scheduler.step()
     return float(loss_sum), n_tokens
 
