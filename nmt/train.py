@@ -31,7 +31,7 @@ from nmt.checkpoint import (
     set_rng_state,
 )
 from nmt.config import Config, load_config
-from nmt.data.batching import Batch, collate, make_batches
+from nmt.data.batching import Batch, Collator, collate, make_batches
 from nmt.data.prepare import Prepared, prepare
 from nmt.data.tokenizers import PAD_ID
 from nmt.device import autocast, resolve_device, set_threads
@@ -260,6 +260,7 @@ def train(
         step_model = torch.compile(train_model)  # type: ignore[assignment]
 
     valid_batches = _valid_batches(prepared, cfg)
+    collator = Collator(train_split, truncate=cfg.data.truncate)
     t = cfg.train
     src_len, tgt_len = train_split.src_lengths(), train_split.tgt_lengths()
     stop = stop or StopFlag()
@@ -345,7 +346,7 @@ def train(
                 group = batches[i: i + t.accum_steps]
                 i += t.accum_steps
                 loss_sum, n_tok = _train_step(
-                    step_model, train_model, model, optimizer, scheduler, group, train_split,
+                    step_model, train_model, model, optimizer, scheduler, group, collator,
                     cfg, device, dist,
                 )
                 if not math.isfinite(loss_sum):
@@ -432,12 +433,12 @@ def train(
 
 def _train_step(
     step_model: Callable[..., torch.Tensor], train_model: nn.Module, model: EncoderDecoder,
-    optimizer: TrainOptimizer, scheduler: Any, group: list[np.ndarray], split: Any,
+    optimizer: TrainOptimizer, scheduler: Any, group: list[np.ndarray], collator: Collator,
     cfg: Config, device: torch.device, dist: Dist,
 ) -> tuple[float, int]:
     """One optimizer step over ``len(group)`` accumulated batches. Returns (loss sum, tokens)."""
     t = cfg.train
-    batches = [collate(split, idx, truncate=cfg.data.truncate) for idx in group]
+    batches = [collator(idx) for idx in group]
     n_tokens = sum(b.n_tokens for b in batches)
     # Normalise by the tokens of the whole step (all ranks), so accumulation and DDP's gradient
     # averaging give exactly the per-token mean.

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmt.data.batching import collate, make_batches
+from nmt.data.batching import Collator, collate, make_batches
 from nmt.data.prepare import Split
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 
@@ -61,6 +61,27 @@ def test_collate_matches_sequences(pairs: list[tuple[list[int], list[int]]], tru
             assert (got[row, len(want):] == PAD_ID).all()  # padding positions are PAD
     assert b.n_tokens == int(b.tgt_lengths.sum())
     assert b.src.shape[1] == int(b.src_lengths.max()) and b.tgt_in.shape == b.tgt_out.shape
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(SEQS, SEQS), min_size=1, max_size=20), st.integers(0, 8),
+       st.integers(0, 2**31 - 1))
+def test_collator_equals_collate(pairs: list[tuple[list[int], list[int]]], truncate: int,
+                                 seed: int) -> None:
+    """Gathering rows of matrices padded once gives collate()'s batches exactly, for any subset
+    and order; a split too large for its budget pads per batch."""
+    split = make_split([p[0] for p in pairs], [p[1] for p in pairs])
+    rng = np.random.default_rng(seed)
+    indices = rng.permutation(len(pairs))[: rng.integers(1, len(pairs) + 1)]
+    expected = collate(split, indices, truncate=truncate)
+    for budget, precomputed in ((1 << 22, True), (1, False)):
+        collator = Collator(split, truncate=truncate, max_entries=budget)
+        assert collator.precomputed == precomputed
+        got = collator(indices)
+        for name in ("src", "src_lengths", "tgt_in", "tgt_out", "tgt_lengths"):
+            assert getattr(got, name).equal(getattr(expected, name)), name
+            assert getattr(got, name).dtype == torch.int64
+        assert got.n_tokens == expected.n_tokens
 
 
 def lengths(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

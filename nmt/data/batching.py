@@ -87,6 +87,55 @@ def collate(split: Split, indices: np.ndarray, *, truncate: int = 0) -> Batch:
                  torch.from_numpy(tgt_out), torch.from_numpy(tgt_len), int(tgt_len.sum()))
 
 
+class Collator:
+    """:func:`collate` for one split, from padded matrices built once when they are small.
+
+    A batch is then a gather of rows and a cut to its longest sequence, about 10x cheaper than
+    padding from the ragged arrays at every step; for the d2l presets (600 pairs of at most 10
+    tokens, a few milliseconds a step) that is 3% of the step. Splits whose matrices would hold
+    more than ``max_entries`` ids (the full corpus, with its long outliers) pad per batch as
+    :func:`collate` does. Batches are identical either way.
+    """
+
+    def __init__(self, split: Split, *, truncate: int = 0, max_entries: int = 1 << 22) -> None:
+        self.split, self.truncate = split, truncate
+        self._matrices: tuple[np.ndarray, ...] | None = None
+        n = len(split)
+        if n == 0:
+            return
+        extra = 1  # <eos> on the source and target side, <bos> on the decoder input
+        widths = [int(split.src_lengths().max()) + extra, int(split.tgt_lengths().max()) + extra]
+        if truncate > 0:
+            widths = [min(w, truncate) for w in widths]
+        if n * (widths[0] + 2 * widths[1]) > max_entries:
+            return
+        every = np.arange(n)
+        src, src_len = _pad(split.src_ids, split.src_offsets, every, prefix=None, suffix=EOS_ID,
+                            truncate=truncate)
+        tgt_out, tgt_len = _pad(split.tgt_ids, split.tgt_offsets, every, prefix=None,
+                                suffix=EOS_ID, truncate=truncate)
+        tgt_in, _ = _pad(split.tgt_ids, split.tgt_offsets, every, prefix=BOS_ID, suffix=None,
+                         truncate=truncate)
+        self._matrices = (src, src_len, tgt_in, tgt_out, tgt_len)
+
+    @property
+    def precomputed(self) -> bool:
+        """Whether batches come from the padded matrices (else from :func:`collate`)."""
+        return self._matrices is not None
+
+    def __call__(self, indices: np.ndarray) -> Batch:
+        indices = np.asarray(indices, dtype=np.int64)
+        if self._matrices is None or len(indices) == 0:
+            return collate(self.split, indices, truncate=self.truncate)
+        src, src_len, tgt_in, tgt_out, tgt_len = self._matrices
+        s_len, t_len = src_len[indices], tgt_len[indices]
+        s_width, t_width = int(s_len.max()), int(t_len.max())
+        return Batch(torch.from_numpy(src[indices, :s_width]), torch.from_numpy(s_len),
+                     torch.from_numpy(tgt_in[indices, :t_width]),
+                     torch.from_numpy(tgt_out[indices, :t_width]), torch.from_numpy(t_len),
+                     int(t_len.sum()))
+
+
 def make_batches(
     src_lengths: np.ndarray,
     tgt_lengths: np.ndarray,
