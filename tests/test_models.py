@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
 from nmt.models import EncoderDecoder, build_model, count_parameters, select_rows
-from nmt.models.gru import gru_gates
+from nmt.models.gru import _add_weighted_sum, gru_gates
 from nmt.models.transformer import sinusoidal_positions
 
 PAD, BOS, EOS = 1, 2, 3
@@ -180,6 +180,20 @@ def test_gru_cell_matches_torch() -> None:
     gi = F.linear(x, cell.weight_ih, cell.bias_ih)
     gh = F.linear(h, cell.weight_hh, cell.bias_hh)
     torch.testing.assert_close(gru_gates(gi, gh, h), cell(x, h))
+
+
+@pytest.mark.parametrize("n_keys", [4, 5])  # 4 x 96 < 400: multiply and sum; 5 x 96: baddbmm
+def test_gru_context_sum_both_ways(n_keys: int) -> None:
+    torch.manual_seed(n_keys)
+    base = torch.randn(3, 96, dtype=torch.float64, requires_grad=True)
+    weights = torch.softmax(torch.randn(3, 1, n_keys, dtype=torch.float64), -1).requires_grad_()
+    values = torch.randn(3, n_keys, 96, dtype=torch.float64, requires_grad=True)
+    got = _add_weighted_sum(base, weights, values)
+    expected = base + torch.einsum("bk,bkd->bd", weights[:, 0], values)
+    torch.testing.assert_close(got, expected)
+    grad = torch.randn(3, 96, dtype=torch.float64)
+    torch.testing.assert_close(torch.autograd.grad(got, (base, weights, values), grad),
+                               torch.autograd.grad(expected, (base, weights, values), grad))
 
 
 def test_sinusoidal_golden_value_and_odd_width() -> None:

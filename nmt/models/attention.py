@@ -125,12 +125,12 @@ def causal_mask(n_queries: int, n_keys: int, device: torch.device | None = None)
 # CPU softmax kernels take rows shorter than one SIMD vector (16 floats with AVX-512) one
 # element at a time, ~8x slower than a 16-wide row; NMT batches often have fewer keys than that.
 _SHORT_ROWS = 16
-# CPU batched matmul runs each product of fewer than 400 multiply-adds (rows x cols x inner) in
-# an unvectorised loop at ~1.4 ns per multiply-add; a head's product is that small when a batch
-# holds short sentences (5 x 5 x 8 in the d2l presets). Packing all heads of a batch row into one
-# product (:func:`packed_heads_attention`) does h times the arithmetic in MKL and measured
-# 35-40% less time forward and backward for such shapes, about even at 8 x 8 x 8.
-_LOOP_MACS = 400
+# CPU batched matmul runs each product of fewer than LOOP_MACS multiply-adds (rows x cols x
+# inner) in an unvectorised loop at ~1.4 ns per multiply-add; a head's product is that small when
+# a batch holds short sentences (4 x 4 x 8 or 5 x 5 x 8 in the d2l presets). Packing all heads of
+# a batch row into one product (:func:`packed_heads_attention`) does h times the arithmetic in
+# MKL and measured 35-40% less time forward and backward for such shapes, even at 8 x 8 x 8.
+LOOP_MACS = 400
 _PACKED_MAX_KEYS = 64  # heads x keys: past this the h-fold arithmetic outweighs the loop
 
 
@@ -140,7 +140,7 @@ def _packs_heads(q: Tensor, k: Tensor) -> bool:
         return False
     n_heads, n_q, d = q.shape[1], q.shape[2], q.shape[3]
     n_k = k.shape[2]
-    return n_q * n_k * d < _LOOP_MACS and n_heads * max(n_q, n_k) <= _PACKED_MAX_KEYS
+    return n_q * n_k * d < LOOP_MACS and n_heads * max(n_q, n_k) <= _PACKED_MAX_KEYS
 
 
 def packed_heads_attention(

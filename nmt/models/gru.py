@@ -25,7 +25,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
-from nmt.models.attention import AdditiveAttention, Dropout, dropout_mask
+from nmt.models.attention import LOOP_MACS, AdditiveAttention, Dropout, dropout_mask
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
 
 
@@ -43,6 +43,19 @@ def gru_gates(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
     n = torch.tanh(torch.addcmul(i_n, r, h_n))
     # (1 - z) * n + z * h; under autocast h may still be float32 while n is half precision
     return torch.lerp(n, h.to(n.dtype), z)
+
+
+def _add_weighted_sum(base: Tensor, weights: Tensor, values: Tensor) -> Tensor:
+    """``base + weights @ values`` for base ``(B, D)``, weights ``(B, 1, K)``, values
+    ``(B, K, D)``.
+
+    A ``(1, K) x (K, D)`` product of fewer than 400 multiply-adds (K = 4 source positions with
+    D = 96 in the d2l preset) runs in torch's unvectorised CPU loop; there a broadcast multiply
+    and a sum over K are 2x faster forward and backward. Larger products go to ``baddbmm``.
+    """
+    if values.device.type == "cpu" and values.shape[1] * values.shape[2] < LOOP_MACS:
+        return base + (weights.transpose(1, 2) * values).sum(1)
+    return torch.baddbmm(base.unsqueeze(1), weights, values).squeeze(1)
 
 
 def _layer_params(rnn: nn.GRU, i: int) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
@@ -189,7 +202,7 @@ class GRUSeq2Seq(EncoderDecoder):
                 weights.append(w)
             if attn_drop is not None:
                 w = w * attn_drop[t]
-            gi = torch.baddbmm(gi_emb[t].unsqueeze(1), w, values).squeeze(1)  # (B, 3H)
+            gi = _add_weighted_sum(gi_emb[t], w, values)  # (B, 3H)
             for i, (w_ih, b_ih, w_hh, b_hh) in enumerate(params):
                 if i > 0:
                     below = hidden[i - 1]
