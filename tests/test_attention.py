@@ -9,6 +9,7 @@ from nmt.models.attention import (
     AdditiveAttention,
     DotProductAttention,
     Dropout,
+    Mask,
     MultiHeadAttention,
     causal_mask,
     dot_product_attention,
@@ -175,6 +176,35 @@ def test_packed_heads_dropout_drops_each_heads_own_weights() -> None:
     _, weights = per_head_attention(q, k, v, mask)
     torch.testing.assert_close(got, (weights * per_head_keep) @ v, rtol=1e-12, atol=1e-12)
     assert not torch.equal(got, per_head_attention(q, k, v, mask)[0])  # something was dropped
+
+
+def test_a_shared_mask_builds_its_bias_once_per_shape() -> None:
+    """A stack's layers share one Mask: the packed bias is built on first use, then reused;
+    the results equal those with the bare boolean mask."""
+    from nmt.models import attention
+
+    q, k, v, keep = packed_case(4, 4, "both")
+    built = []
+    real = attention.packed_heads_bias
+
+    def spy(*args: object) -> torch.Tensor:
+        built.append(args[1:4])
+        return real(*args)  # type: ignore[arg-type]
+
+    attention.packed_heads_bias = spy  # type: ignore[assignment]
+    try:
+        mask = Mask(keep)
+        first = packed_heads_attention(q, k, v, mask)
+        second = packed_heads_attention(q * 2, k, v, mask)
+        assert built == [(4, 4, 4)]
+        packed_heads_attention(q[:, :, :2], k, v, Mask(None))  # another mask: its own bias
+        assert built == [(4, 4, 4), (4, 2, 4)]
+    finally:
+        attention.packed_heads_bias = real  # type: ignore[assignment]
+    torch.testing.assert_close(first, packed_heads_attention(q, k, v, keep))
+    torch.testing.assert_close(second, packed_heads_attention(q * 2, k, v, keep))
+    out, _ = dot_product_attention(q, k, v, mask, need_weights=True)  # explicit path unwraps it
+    torch.testing.assert_close(out, first)
 
 
 def test_small_heads_take_the_packed_path() -> None:

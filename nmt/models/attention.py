@@ -10,15 +10,26 @@ several batches (or a training step and a picture) without hidden per-batch stat
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 
+@functools.lru_cache(maxsize=32)
+def _scalar(value: float, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """A 0-dim tensor of ``value`` (read-only by convention): an in-place op with a Python number
+    first converts the number into such a tensor, which costs as much as the op on a small one."""
+    return torch.tensor(value, dtype=dtype, device=device)
+
+
 def dropout_mask(shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
     """Inverted-dropout keep mask of ``shape``: 0 with probability p, else ``1 / (1 - p)``."""
     noise = torch.rand(shape, device=like.device, dtype=like.dtype)
-    return noise.ge_(p).mul_(1.0 / (1.0 - p))  # in place: 1.0 where kept, then the scale
+    # in place: 1.0 where kept, then the scale
+    return noise.ge_(_scalar(p, like.dtype, like.device)).mul_(
+        _scalar(1.0 / (1.0 - p), like.dtype, like.device))
 
 
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
@@ -143,8 +154,51 @@ def _packs_heads(q: Tensor, k: Tensor) -> bool:
     return n_q * n_k * d < LOOP_MACS and n_heads * max(n_q, n_k) <= _PACKED_MAX_KEYS
 
 
+class Mask:
+    """A boolean attention mask (True at keys to attend, or None: every key) that the layers of
+    a stack share.
+
+    The packed-heads path uses a mask as an additive bias over the packed scores; a ``Mask``
+    keeps the bias made for the first layer, so a stack builds it once per batch instead of
+    once per layer. Build a new ``Mask`` for every batch (it does not watch ``keep`` change).
+    """
+
+    def __init__(self, keep: Tensor | None) -> None:
+        self.keep = keep
+        self._biases: dict[tuple[int, int, int, torch.dtype, torch.device], Tensor] = {}
+
+    def packed_bias(self, n_heads: int, n_q: int, n_k: int, dtype: torch.dtype,
+                    device: torch.device) -> Tensor:
+        """:func:`packed_heads_bias` of this mask, made on the first call."""
+        key = (n_heads, n_q, n_k, dtype, device)
+        bias = self._biases.get(key)
+        if bias is None:
+            bias = self._biases[key] = packed_heads_bias(self.keep, n_heads, n_q, n_k, dtype,
+                                                         device)
+        return bias
+
+
+def _keep(mask: Tensor | Mask | None) -> Tensor | None:
+    return mask.keep if isinstance(mask, Mask) else mask
+
+
+def packed_heads_bias(mask: Tensor | None, n_heads: int, n_q: int, n_k: int,
+                      dtype: torch.dtype, device: torch.device) -> Tensor:
+    """The additive bias ``(B or 1, h Q, h K)`` of :func:`packed_heads_attention`: 0 where query
+    ``q`` of head ``i`` (row ``i Q + q``) may see key ``k`` of the same head (column ``i K + k``),
+    the dtype's most negative value elsewhere. mask: bool, broadcastable to ``(B, h, Q, K)``."""
+    h = n_heads
+    keep = torch.eye(h, dtype=torch.bool, device=device)[None, :, None, :, None]  # (1,h,1,h,1)
+    if mask is not None:
+        m = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # (B|1, h|1, Q|1, K)
+        keep = m[:, :, :, None, :] & keep
+    keep = keep.expand(keep.shape[0], h, n_q, h, n_k)
+    zero = torch.zeros((), dtype=dtype, device=device)
+    return torch.where(keep, zero, torch.finfo(dtype).min).view(-1, h * n_q, h * n_k)
+
+
 def packed_heads_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Mask | None = None, dropout_p: float = 0.0
 ) -> Tensor:
     """Scaled dot-product attention with the heads of each batch row in one matrix product.
 
@@ -159,13 +213,10 @@ def packed_heads_attention(
     """
     b, h, n_q, d = q.shape
     n_k = k.shape[2]
-    keep = torch.eye(h, dtype=torch.bool, device=q.device)[None, :, None, :, None]  # (1,h,1,h,1)
-    if mask is not None:
-        m = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # (B|1, h|1, Q|1, K)
-        keep = m[:, :, :, None, :] & keep
-    keep = keep.expand(keep.shape[0], h, n_q, h, n_k)
-    zero = torch.zeros((), dtype=q.dtype, device=q.device)
-    bias = torch.where(keep, zero, torch.finfo(q.dtype).min).view(-1, h * n_q, h * n_k)
+    if isinstance(mask, Mask):
+        bias = mask.packed_bias(h, n_q, n_k, q.dtype, q.device)
+    else:
+        bias = packed_heads_bias(mask, h, n_q, n_k, q.dtype, q.device)
     keys = k.reshape(b, h * n_k, d).transpose(1, 2)
     scores = torch.baddbmm(bias, q.reshape(b, h * n_q, d), keys, alpha=d ** -0.5)
     weights = torch.softmax(scores, dim=-1)
@@ -183,7 +234,7 @@ def dot_product_attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    mask: Tensor | None = None,
+    mask: Tensor | Mask | None = None,
     *,
     dropout_p: float = 0.0,
     need_weights: bool = False,
@@ -192,7 +243,8 @@ def dot_product_attention(
     """Scaled dot-product attention ``softmax(Q K^T / sqrt(d)) V`` over the last two axes.
 
     q ``(..., Q, d)``, k ``(..., K, d)``, v ``(..., K, d_v)``; mask bool broadcastable to
-    ``(..., Q, K)``, True at keys to attend (see :func:`causal_mask`). Returns ``(..., Q, d_v)``
+    ``(..., Q, K)``, True at keys to attend (see :func:`causal_mask`), or a :class:`Mask` holding
+    one. Returns ``(..., Q, d_v)``
     and, with ``need_weights``, the weights ``(..., Q, K)`` taken before dropout (else None).
 
     ``fused`` picks ``F.scaled_dot_product_attention`` (one kernel, no weights) or the explicit
@@ -205,12 +257,13 @@ def dot_product_attention(
     """
     if fused is None:
         fused = not need_weights and q.device.type != "cpu"
+    if not fused and not need_weights and _packs_heads(q, k):
+        return packed_heads_attention(q, k, v, mask, dropout_p), None
+    mask = _keep(mask)
     if fused:
         if need_weights:
             raise ValueError("the fused attention kernel does not return weights")
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
-    if not need_weights and _packs_heads(q, k):
-        return packed_heads_attention(q, k, v, mask, dropout_p), None
     q = q * q.shape[-1] ** -0.5
     if k.shape[-2] < _SHORT_ROWS:  # scores laid out (..., K, Q): the softmax runs down columns
         scores = torch.matmul(k, q.transpose(-2, -1))
@@ -290,12 +343,12 @@ class MultiHeadAttention(nn.Module):
         return k, v
 
     def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Mask | None = None,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend with projected heads; returns ``(B, Q, d_model)`` and weights ``(B, h, Q, K)``.
 
-        mask: bool, broadcastable to ``(B, h, Q, K)``, True at keys to attend.
+        mask: bool, broadcastable to ``(B, h, Q, K)``, True at keys to attend (or a :class:`Mask`).
         """
         p = self.dropout if self.training else 0.0
         out, weights = dot_product_attention(q, k, v, mask, dropout_p=p, need_weights=need_weights)

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
-from nmt.models.attention import Dropout, MultiHeadAttention, causal_mask
+from nmt.models.attention import Dropout, Mask, MultiHeadAttention, causal_mask
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
 
 
@@ -69,9 +69,9 @@ class EncoderLayer(nn.Module):
         self.norm_first = cfg.norm_first
 
     def forward(
-        self, x: Tensor, mask: Tensor, need_weights: bool = False
+        self, x: Tensor, mask: Mask, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        """x ``(B, S, d_model)``, mask bool ``(B, 1, 1, S)`` -> ``(B, S, d_model)``, weights."""
+        """x ``(B, S, d_model)``, mask of ``(B, 1, 1, S)`` -> ``(B, S, d_model)``, weights."""
         h = self.norm1(x) if self.norm_first else x
         q, k, v = self.self_attn.project_qkv(h)
         y, w = self.self_attn.attend(q, k, v, mask, need_weights=need_weights)
@@ -100,16 +100,16 @@ class DecoderLayer(nn.Module):
         x: Tensor,
         cross_k: Tensor,
         cross_v: Tensor,
-        src_mask: Tensor,
-        self_mask: Tensor | None,
+        src_mask: Mask,
+        self_mask: Mask,
         past_k: Tensor | None = None,
         past_v: Tensor | None = None,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
         """One decoder layer over ``T`` new positions.
 
-        x ``(B, T, d_model)``; cross_k/cross_v ``(B, h, S, d_head)``; src_mask bool
-        ``(B, 1, 1, S)``; self_mask bool ``(T, t + T)`` causal mask (None when T is 1);
+        x ``(B, T, d_model)``; cross_k/cross_v ``(B, h, S, d_head)``; src_mask of ``(B, 1, 1, S)``;
+        self_mask of the ``(T, t + T)`` causal mask (of None when T is 1);
         past_k/past_v ``(B, h, t, d_head)`` cached positions or None.
         Returns x, the self-attention keys/values ``(B, h, t + T, d_head)`` (the new cache),
         and the self and cross weights ``(B, h, T, t + T)``, ``(B, h, T, S)`` if asked.
@@ -183,7 +183,7 @@ class Transformer(EncoderDecoder):
         ``src_mask`` ``(B, S)`` bool, ``src_lengths`` and, if asked, ``attn_enc``
         ``(B, layers, heads, S, S)``."""
         mask = lengths_to_mask(src_lengths, src.shape[1])
-        attn_mask = mask[:, None, None, :]
+        attn_mask = Mask(mask[:, None, None, :])  # shared by all layers
         x = self._embed(self.src_embed, src, 0)
         weights = []
         for layer in self.enc_layers:
@@ -224,10 +224,10 @@ class Transformer(EncoderDecoder):
         st = self._cross_kv(memory) if state is None else state
         past = 0 if full else st["self_k0"].shape[2]
         x = self._embed(self.tgt_embed, tgt, past)
-        src_mask = memory["src_mask"][:, None, None, :]
+        src_mask = Mask(memory["src_mask"][:, None, None, :])
         t_new = tgt.shape[1]
         # built once for all layers; causal in every mode, so an eval-mode pass never sees ahead
-        self_mask = causal_mask(t_new, past + t_new, tgt.device) if t_new > 1 else None
+        self_mask = Mask(causal_mask(t_new, past + t_new, tgt.device) if t_new > 1 else None)
         new_state: State = {}
         w_self, w_cross = [], []
         for i, layer in enumerate(self.dec_layers):
