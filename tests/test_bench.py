@@ -100,23 +100,32 @@ def test_d2l_comparison_alternates_and_keeps_each_sides_best(
     fake_recipe: tuple[Path, Path], tiny_corpus_zip: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script, calls = fake_recipe
-    ours = iter([300.0, 400.0, 80.0, 60.0])  # gru twice, then transformer twice
+    # per model: one thread twice, then default threads twice
+    ours = iter([300.0, 400.0, 500.0, 450.0, 80.0, 60.0, 90.0, 70.0])
 
     def fake_measure(config: Path, overrides: list[str], **kw: Any) -> dict[str, Any]:
         with calls.open("a") as f:
             f.write(json.dumps(["ours", config.name, overrides]) + "\n")
-        return {"tokens_per_sec": next(ours), "threads": 1}
+        return {"tokens_per_sec": next(ours), "threads": 2 if "train.threads=0" in overrides else 1}
 
     monkeypatch.setattr(bench, "measure_train", fake_measure)
     result = bench.d2l_comparison(7, 2, zip_path=tiny_corpus_zip, baseline=script,
                                   log=lambda s: None)
     gru, transformer = result["rows"]
     assert gru["ours_best"] == 400 and gru["recipe_1_thread"] == [100, 100]
-    assert gru["ratio_vs_recipe_1_thread"] == 4.0 and gru["ratio_vs_recipe_as_shipped"] == 8.0
+    assert gru["ours_default_best"] == 500 and gru["recipe_as_shipped"] == [50, 50]
+    assert gru["ours_threads"] == 1 and gru["ours_default_thread_count"] == 2
+    assert gru["ratio_vs_recipe_1_thread"] == 4.0 and gru["ratio_vs_recipe_as_shipped"] == 10.0
     assert transformer["ratio_vs_recipe_1_thread"] == 0.8
-    ours_call = ["ours", "d2l-gru.toml", ["train.epochs=7"]]
-    assert _calls(calls)[:5] == [ours_call, ["recipe", "gru", "7", "1"], ours_call,
-                                 ["recipe", "gru", "7", "1"], ["recipe", "gru", "7", None]]
+    assert transformer["ratio_vs_recipe_as_shipped"] == 1.8
+    one = ["ours", "d2l-gru.toml", ["train.epochs=7"]]
+    default = ["ours", "d2l-gru.toml", ["train.epochs=7", "train.threads=0"]]
+    recipe_one, shipped = ["recipe", "gru", "7", "1"], ["recipe", "gru", "7", None]
+    assert _calls(calls)[:8] == [one, recipe_one, one, recipe_one,
+                                 default, shipped, default, shipped]
+    table = bench.markdown({"machine": bench.machine(), "command": "c", "load_start": [1.0],
+                            "load_end": [2.0], "seconds": 3.0, "d2l": result})
+    assert "| gru | 400 | 100 | 4.0x | 500 | 50 | 10.0x |" in table
 
 
 def test_a_stopped_recipe_run_still_bounds_its_speed(
@@ -170,7 +179,7 @@ def test_bench_main_writes_json_and_markdown(
     assert result["load_start"] and result["load_end"] and result["machine"]["cores"]
     md = (out / "bench.md").read_text()
     assert md.strip() in capsys.readouterr().out
-    assert "| gru | 250 | 100 | 2.5x | 50 | 5.0x |" in md
+    assert "| gru | 250 | 100 | 2.5x | 250 | 50 | 5.0x |" in md
 
 
 def test_bad_options_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
