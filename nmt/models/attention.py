@@ -27,6 +27,8 @@ def _scalar(value: float, dtype: torch.dtype, device: torch.device) -> Tensor:
 def dropout_mask(shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
     """Inverted-dropout keep mask of ``shape``: 0 with probability p, else ``1 / (1 - p)``."""
     noise = torch.rand(shape, device=like.device, dtype=like.dtype)
+    if torch.compiler.is_compiling():  # compiled code folds the numbers in; no cache to trace
+        return noise.ge_(p).mul_(1.0 / (1.0 - p))
     # in place: 1.0 where kept, then the scale
     return noise.ge_(_scalar(p, like.dtype, like.device)).mul_(
         _scalar(1.0 / (1.0 - p), like.dtype, like.device))
