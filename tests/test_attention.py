@@ -163,6 +163,18 @@ def test_packed_heads_equal_per_head_attention(n_q: int, n_k: int, kind: str) ->
                                rtol=1e-10, atol=1e-12)
 
 
+def test_packed_heads_with_every_key_masked_and_an_empty_batch() -> None:
+    """A query whose keys are all masked gets uniform weights over its own head's keys, as on
+    the explicit path (no mixing of other heads' values); an empty batch keeps its shape."""
+    q, k, v, _ = packed_case(4, 4, "none")
+    mask = valid_lens_to_mask(torch.tensor([0, 3, 4]), 4).unsqueeze(1)  # row 0: nothing
+    expected, _ = dot_product_attention(q, k, v, mask, need_weights=True)
+    torch.testing.assert_close(packed_heads_attention(q, k, v, mask), expected)
+    torch.testing.assert_close(expected[0], v[0].mean(dim=1, keepdim=True).expand(4, 4, 6))
+    empty = packed_heads_attention(q[:0], k[:0], v[:0], mask[:0])
+    assert empty.shape == (0, 4, 4, 6)
+
+
 def test_packed_heads_dropout_drops_each_heads_own_weights() -> None:
     """Dropout on the packed path: entry (b, q, j, k) of one keep-mask serves query q of head
     j; the result is the per-head attention with those weights dropped and rescaled."""

@@ -186,17 +186,23 @@ def _keep(mask: Tensor | Mask | None) -> Tensor | None:
 
 def packed_heads_bias(mask: Tensor | None, n_heads: int, n_q: int, n_k: int,
                       dtype: torch.dtype, device: torch.device) -> Tensor:
-    """The additive bias ``(B or 1, h Q, h K)`` of :func:`packed_heads_attention`: 0 where query
-    ``q`` of head ``i`` (row ``i Q + q``) may see key ``k`` of the same head (column ``i K + k``),
-    the dtype's most negative value elsewhere. mask: bool, broadcastable to ``(B, h, Q, K)``."""
+    """The additive bias ``(B or 1, h Q, h K)`` of :func:`packed_heads_attention`. Row ``i Q + q``
+    (query ``q`` of head ``i``), column ``j K + k`` (key ``k`` of head ``j``): 0 where ``j = i`` and
+    the key may be seen, half the dtype's most negative value where ``j = i`` and it is masked,
+    the most negative value where ``j != i``. Scores are far too small to move either, so a
+    query whose keys are all masked gets equal scores on its own head's keys, and uniform
+    weights over them, as on the explicit path. mask: bool, broadcastable to ``(B, h, Q, K)``."""
     h = n_heads
-    keep = torch.eye(h, dtype=torch.bool, device=device)[None, :, None, :, None]  # (1,h,1,h,1)
-    if mask is not None:
-        m = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # (B|1, h|1, Q|1, K)
-        keep = m[:, :, :, None, :] & keep
-    keep = keep.expand(keep.shape[0], h, n_q, h, n_k)
+    own_head = torch.eye(h, dtype=torch.bool, device=device)[None, :, None, :, None]  # (1,h,1,h,1)
+    lowest = torch.finfo(dtype).min
     zero = torch.zeros((), dtype=dtype, device=device)
-    return torch.where(keep, zero, torch.finfo(dtype).min).view(-1, h * n_q, h * n_k)
+    if mask is None:
+        within = zero
+    else:
+        m = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # (B|1, h|1, Q|1, K)
+        within = torch.where(m[:, :, :, None, :], zero, lowest / 2)  # (B|1, h|1, Q|1, 1, K)
+    bias = torch.where(own_head, within, lowest)
+    return bias.expand(bias.shape[0], h, n_q, h, n_k).reshape(-1, h * n_q, h * n_k)
 
 
 def packed_heads_attention(
@@ -209,9 +215,8 @@ def packed_heads_attention(
     ``(h Q, h K)`` scores is query ``q`` of head ``i`` against the keys of every head; an additive
     bias of the dtype's most negative value hides the other heads' keys (and the masked ones), so
     their weights come out exactly 0 and the result equals the per-head computation up to
-    rounding. A query whose own keys are all masked would spread its weight over all ``h K`` keys
-    instead of its ``K``; it does not occur (every source holds ``<eos>``, every target position
-    sees itself). Weights are not returned (the explicit path gives them).
+    rounding (a query with all its keys masked gets uniform weights over its own head's keys, as
+    there). Weights are not returned (the explicit path gives them).
     """
     b, h, n_q, d = q.shape
     n_k = k.shape[2]
@@ -229,7 +234,8 @@ def packed_heads_attention(
         # needing a copy of the mask per head.
         drop = dropout_mask((b, 1, n_q, h * n_k), dropout_p, weights)
         weights = (weights.view(b, h, n_q, h * n_k) * drop).view(b, h * n_q, h * n_k)
-    return torch.bmm(weights, v.reshape(b, h * n_k, v.shape[-1])).view(b, h, n_q, -1)
+    d_v = v.shape[-1]
+    return torch.bmm(weights, v.reshape(b, h * n_k, d_v)).view(b, h, n_q, d_v)
 
 
 def dot_product_attention(
