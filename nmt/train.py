@@ -372,7 +372,11 @@ def train(
                            "tokens_per_sec": run_tokens * dist.world_size / max(wall, 1e-9)}
                     mlog.metric(rec)
                     prog.window_loss, prog.window_tokens = 0.0, 0
-                    if bar is not None:
+                    if bar is not None and bar.disable:  # no terminal: a line, not a bar
+                        say(f"step {prog.step} (epoch {prog.epoch + 1}): train loss "
+                            f"{rec['train_loss']:.3f}, lr {rec['lr']:.2e}, "
+                            f"{rec['tokens_per_sec']:,.0f} tokens/s")
+                    elif bar is not None:
                         bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}",
                                         tok_s=f"{rec['tokens_per_sec']:,.0f}")
                 done = bool(t.max_steps and prog.step >= t.max_steps)
@@ -492,12 +496,16 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def _progress_bar(enabled: bool, prog: Progress) -> Any:
+    """The bar on a terminal. When stderr is not one (a log file, a pipe) or NMT_NO_PROGRESS=1,
+    it is disabled and the loop prints a line every ``log_every`` steps instead of redrawing a
+    bar into the log."""
     if not enabled:
         return None
     from tqdm import tqdm
 
+    off = os.environ.get("NMT_NO_PROGRESS") == "1"
     bar = tqdm(total=0, unit="step", dynamic_ncols=True, leave=False,
-               disable=os.environ.get("NMT_NO_PROGRESS") == "1")
+               disable=True if off else None)  # None: tqdm's own "off unless a terminal"
     bar.set_description(f"epoch {prog.epoch + 1}")
     return bar
 

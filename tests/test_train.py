@@ -120,10 +120,14 @@ def test_cli_train_and_config_errors(tiny_data_dir: Path, tmp_path: Path) -> Non
     runner = CliRunner()
     args = ["train", "--runs-dir", str(tmp_path), "--data-dir", str(tiny_data_dir),
             "--run-name", "cli"]
-    sets = [x for s in [*TINY, "train.max_steps=3"] for x in ("--set", s)]
+    sets = [x for s in [*TINY, "train.max_steps=3", "train.log_every=1"] for x in ("--set", s)]
     ok = runner.invoke(app, [*args, "--config", "configs/demo.toml", *sets])
     assert ok.exit_code == 0, ok.output
     assert "tokens/sec on cpu" in ok.output and "(per-token CE)" in ok.output
+    # not a terminal: a line every log_every steps instead of a progress bar redrawn into the log
+    lines = [x for x in ok.output.splitlines() if x.startswith("step ") and "train loss" in x]
+    assert [x.split(" (")[0] for x in lines] == ["step 1", "step 2", "step 3"]
+    assert "\r" not in ok.output and "it/s" not in ok.output and "step/s" not in ok.output
 
     bad = runner.invoke(app, [*args, "--config", "configs/demo.toml", "--set", "train.lrr=1",
                               "--run-name", "x"])
