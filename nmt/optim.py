@@ -54,7 +54,6 @@ class TrainOptimizer:
 
     def __init__(self, t: TrainConfig, params: list[nn.Parameter], *, flat: bool) -> None:
         self.params = [p for p in params if p.requires_grad]
-        self.flat = flat
         self.buffer: nn.Parameter | None = None
         self._shapes = [p.shape for p in self.params]
         if flat:

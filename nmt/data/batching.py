@@ -109,14 +109,9 @@ class Collator:
             widths = [min(w, truncate) for w in widths]
         if n * (widths[0] + 2 * widths[1]) > max_entries:
             return
-        every = np.arange(n)
-        src, src_len = _pad(split.src_ids, split.src_offsets, every, prefix=None, suffix=EOS_ID,
-                            truncate=truncate)
-        tgt_out, tgt_len = _pad(split.tgt_ids, split.tgt_offsets, every, prefix=None,
-                                suffix=EOS_ID, truncate=truncate)
-        tgt_in, _ = _pad(split.tgt_ids, split.tgt_offsets, every, prefix=BOS_ID, suffix=None,
-                         truncate=truncate)
-        self._matrices = (src, src_len, tgt_in, tgt_out, tgt_len)
+        whole = collate(split, np.arange(n), truncate=truncate)  # tensors viewing numpy arrays
+        self._matrices = tuple(t.numpy() for t in (whole.src, whole.src_lengths, whole.tgt_in,
+                                                   whole.tgt_out, whole.tgt_lengths))
 
     @property
     def precomputed(self) -> bool:

@@ -220,10 +220,8 @@ def packed_heads_attention(
     """
     b, h, n_q, d = q.shape
     n_k = k.shape[2]
-    if isinstance(mask, Mask):
-        bias = mask.packed_bias(h, n_q, n_k, q.dtype, q.device)
-    else:
-        bias = packed_heads_bias(mask, h, n_q, n_k, q.dtype, q.device)
+    shared = mask if isinstance(mask, Mask) else Mask(mask)
+    bias = shared.packed_bias(h, n_q, n_k, q.dtype, q.device)
     keys = k.reshape(b, h * n_k, d).transpose(1, 2)
     scores = torch.baddbmm(bias, q.reshape(b, h * n_q, d), keys, alpha=d ** -0.5)
     weights = torch.softmax(scores, dim=-1)
