@@ -99,6 +99,19 @@ def tiny_corpus_sides() -> tuple[list[str], list[str]]:
     return [normalize(en) for en, _ in pairs], [normalize(fr) for _, fr in pairs]
 
 
+def invoke(*args: str, input: bytes | str | None = None) -> tuple[int, str, str]:
+    """``nmt ARGS`` through typer's test runner: exit code, stdout, stderr. An exception other
+    than the CLI's own exit is raised, so a test sees its traceback."""
+    from typer.testing import CliRunner
+
+    from nmt.cli import app
+
+    result = CliRunner().invoke(app, list(args), input=input)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
 @pytest.fixture(scope="session")
 def tiny_corpus_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("corpus") / "fra-eng.zip"

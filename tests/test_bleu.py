@@ -9,10 +9,9 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import invoke
 from test_decode import make_run
-from typer.testing import CliRunner
 
-from nmt.cli import app
 from nmt.evaluate import (
     EXAMPLES,
     corpus_scores,
@@ -20,9 +19,6 @@ from nmt.evaluate import (
     reference_streams,
     score_multi_and_single,
 )
-
-runner = CliRunner()
-
 
 # --- the recipe's per-sentence BLEU --------------------------------------------------------------
 
@@ -101,13 +97,6 @@ def test_corpus_scores_reject_misaligned_input() -> None:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_run(tmp_path_factory.mktemp("runs") / "toy")
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_bleu_on_files_saves_hypotheses_and_scores(run_dir: Path, tmp_path: Path) -> None:

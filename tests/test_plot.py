@@ -12,11 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import invoke
 from test_decode import make_run
-from typer.testing import CliRunner
 
 from nmt.checkpoint import load_run
-from nmt.cli import app
 from nmt.errors import CheckpointError, ConfigError
 from nmt.plot import (
     MAX_FIGURE,
@@ -28,7 +27,6 @@ from nmt.plot import (
 )
 from nmt.translate import Translator, translate_with_attention
 
-runner = CliRunner()
 SENTENCE = "A b c"  # normalised to "a b c": source pieces a, b, c, <eos>
 SRC = ["a", "b", "c", "<eos>"]
 
@@ -212,13 +210,6 @@ def test_training_writes_curves_at_the_end(tmp_path: Path) -> None:
 
 
 # --- the commands --------------------------------------------------------------------------------
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_cli_attention(runs: dict[str, Path], tmp_path: Path) -> None:

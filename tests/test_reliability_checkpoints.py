@@ -25,23 +25,14 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import invoke
 from test_decode import make_run
-from typer.testing import CliRunner
 
 import nmt.checkpoint as ckpt
 from nmt.checkpoint import atomic_write_bytes, load_checkpoint, save_checkpoint
-from nmt.cli import app
 from nmt.errors import CheckpointError, NmtError
 
 ROOT = Path(__file__).resolve().parent.parent
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def one_line_error(code: int, err: str) -> str:

@@ -18,12 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import invoke
 from test_decode import make_run
-from typer.testing import CliRunner
-
-from nmt.cli import app
-
-runner = CliRunner()
 
 UNKNOWN = "a 😀 b\n中文字幕\n\x01a\x1b[31mb\x7f\nc\x0cd\u2028e\rf\u0085g\n"  # 4 lines
 MEGABYTE_LINE = "a b " * 262_144  # 1 MiB
@@ -32,13 +28,6 @@ MEGABYTE_LINE = "a b " * 262_144  # 1 MiB
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_run(tmp_path_factory.mktemp("runs") / "toy")
-
-
-def invoke(*args: str, input: bytes | None = None) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args), input=input)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def translate(run_dir: Path, data: bytes, *args: str) -> tuple[int, str, str]:

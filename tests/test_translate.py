@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import invoke
 from test_decode import TOKENIZER, make_run, random_model, train_toy, trained_toy
-from typer.testing import CliRunner
 
 from nmt.checkpoint import load_run
-from nmt.cli import app
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
 from nmt.translate import (
@@ -28,8 +27,6 @@ from nmt.translate import (
     translate_with_attention,
 )
 
-runner = CliRunner()
-
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -39,13 +36,6 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def translator(run_dir: Path) -> Translator:
     return Translator.from_run(load_run(run_dir, "best", "cpu"))
-
-
-def invoke(*args: str, input: bytes | str | None = None) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args), input=input)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 # --- the library ---------------------------------------------------------------------------------
