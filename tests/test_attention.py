@@ -149,13 +149,22 @@ def packed_case(n_q: int, n_k: int, kind: str, h: int = 4) -> tuple[torch.Tensor
     return q, k, v, mask
 
 
+def packed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: object,
+           dropout_p: float = 0.0) -> torch.Tensor:
+    """:func:`packed_heads_attention` on head-major ``(B, h, T, d)`` tensors (it takes and gives
+    token-major ones, ``(B, T, h, d)``)."""
+    out = packed_heads_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                 mask, dropout_p)  # type: ignore[arg-type]
+    return out.transpose(1, 2)
+
+
 @pytest.mark.parametrize(("n_q", "n_k", "kind"), PACKED_CASES)
 def test_packed_heads_equal_per_head_attention(n_q: int, n_k: int, kind: str) -> None:
     """All heads in one product, the other heads' keys hidden by the bias: the same outputs
     and gradients as one product per head (float64, so any leak across heads would show)."""
     q, k, v, mask = packed_case(n_q, n_k, kind)
     expected, _ = per_head_attention(q, k, v, mask)
-    got = packed_heads_attention(q, k, v, mask)
+    got = packed(q, k, v, mask)
     torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
     grad = torch.randn_like(expected)
     torch.testing.assert_close(torch.autograd.grad(got, (q, k, v), grad),
@@ -169,22 +178,22 @@ def test_packed_heads_with_every_key_masked_and_an_empty_batch() -> None:
     q, k, v, _ = packed_case(4, 4, "none")
     mask = valid_lens_to_mask(torch.tensor([0, 3, 4]), 4).unsqueeze(1)  # row 0: nothing
     expected, _ = dot_product_attention(q, k, v, mask, need_weights=True)
-    torch.testing.assert_close(packed_heads_attention(q, k, v, mask), expected)
+    torch.testing.assert_close(packed(q, k, v, mask), expected)
     torch.testing.assert_close(expected[0], v[0].mean(dim=1, keepdim=True).expand(4, 4, 6))
-    empty = packed_heads_attention(q[:0], k[:0], v[:0], mask[:0])
+    empty = packed(q[:0], k[:0], v[:0], mask[:0])
     assert empty.shape == (0, 4, 4, 6)
 
 
 def test_packed_heads_dropout_drops_each_heads_own_weights() -> None:
-    """Dropout on the packed path: entry (b, q, j, k) of one keep-mask serves query q of head
-    j; the result is the per-head attention with those weights dropped and rescaled."""
+    """Dropout on the packed path: entry (b, q, k, j) of one keep-mask serves query q of head
+    j at key k; the result is the per-head attention with those weights dropped and rescaled."""
     q, k, v, mask = packed_case(4, 5, "padding")
     b, h, n_q, n_k = 3, 4, 4, 5
     torch.manual_seed(11)
-    got = packed_heads_attention(q, k, v, mask, dropout_p=0.3)
+    got = packed(q, k, v, mask, dropout_p=0.3)
     torch.manual_seed(11)
-    keep = dropout_mask((b, 1, n_q, h * n_k), 0.3, q)  # the same draw
-    per_head_keep = keep.view(b, n_q, h, n_k).transpose(1, 2)  # (B, h, Q, K)
+    keep = dropout_mask((b, n_q, 1, n_k * h), 0.3, q)  # the same draw
+    per_head_keep = keep.view(b, n_q, n_k, h).permute(0, 3, 1, 2)  # (B, h, Q, K)
     _, weights = per_head_attention(q, k, v, mask)
     torch.testing.assert_close(got, (weights * per_head_keep) @ v, rtol=1e-12, atol=1e-12)
     assert not torch.equal(got, per_head_attention(q, k, v, mask)[0])  # something was dropped
@@ -206,15 +215,15 @@ def test_a_shared_mask_builds_its_bias_once_per_shape() -> None:
     attention.packed_heads_bias = spy  # type: ignore[assignment]
     try:
         mask = Mask(keep)
-        first = packed_heads_attention(q, k, v, mask)
-        second = packed_heads_attention(q * 2, k, v, mask)
+        first = packed(q, k, v, mask)
+        second = packed(q * 2, k, v, mask)
         assert built == [(4, 4, 4)]
-        packed_heads_attention(q[:, :, :2], k, v, Mask(None))  # another mask: its own bias
+        packed(q[:, :, :2], k, v, Mask(None))  # another mask: its own bias
         assert built == [(4, 4, 4), (4, 2, 4)]
     finally:
         attention.packed_heads_bias = real  # type: ignore[assignment]
-    torch.testing.assert_close(first, packed_heads_attention(q, k, v, keep))
-    torch.testing.assert_close(second, packed_heads_attention(q * 2, k, v, keep))
+    torch.testing.assert_close(first, packed(q, k, v, keep))
+    torch.testing.assert_close(second, packed(q * 2, k, v, keep))
     out, _ = dot_product_attention(q, k, v, mask, need_weights=True)  # explicit path unwraps it
     torch.testing.assert_close(out, first)
 
@@ -239,9 +248,67 @@ def test_small_heads_take_the_packed_path() -> None:
             reference, w = dot_product_attention(q, k, v, mask, need_weights=True)
             assert w is not None
             torch.testing.assert_close(out, reference)
-            assert (q.shape in calls) == expect_packed
+            assert (q.transpose(1, 2).shape in calls) == expect_packed
     finally:
         attention.packed_heads_attention = real  # type: ignore[assignment]
+
+
+def reference_multi_head(mha: MultiHeadAttention, x: torch.Tensor, memory: torch.Tensor,
+                         mask: torch.Tensor | None) -> torch.Tensor:
+    """The textbook multi-head attention with ``mha``'s weights: queries from ``x``, keys and
+    values from ``memory``, split into heads by reshaping each projection, one product per head."""
+    d, h = mha.d_model, mha.n_heads
+    w, b = mha.in_proj.weight, mha.in_proj.bias
+
+    def heads(t: torch.Tensor, part: int) -> torch.Tensor:  # (B, T, d) -> (B, h, T, d_head)
+        y = torch.nn.functional.linear(t, w[part * d:(part + 1) * d],
+                                       None if b is None else b[part * d:(part + 1) * d])
+        return y.view(t.shape[0], t.shape[1], h, -1).transpose(1, 2)
+
+    out, _ = per_head_attention(heads(x, 0), heads(memory, 1), heads(memory, 2), mask)
+    return mha.W_o(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], d))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("packed_path", [True, False])
+def test_multi_head_attention_equals_the_textbook_computation(
+    bias: bool, packed_path: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Self- and cross-attention through the projections (query, key and value rows taken head
+    by head in one matmul), on the packed path and on the explicit one, as 2-D rows and as
+    (B, T, d): the textbook per-head result, outputs and gradients."""
+    from nmt.models import attention
+
+    if not packed_path:
+        monkeypatch.setattr(attention, "LOOP_MACS", 0)  # every shape takes the explicit path
+    torch.manual_seed(3)
+    mha = MultiHeadAttention(16, 4, bias=bias).double()
+    x = torch.randn(3, 5, 16, dtype=torch.float64)
+    memory = torch.randn(3, 6, 16, dtype=torch.float64)
+    causal = causal_mask(5, 5)
+    padding = valid_lens_to_mask(torch.tensor([6, 2, 4]), 6).unsqueeze(1)  # (B, 1, 1, K)
+    calls = []
+    real = attention.packed_heads_attention
+
+    def spy(*args: object, **kwargs: object) -> torch.Tensor:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(attention, "packed_heads_attention", spy)
+    q, k, v = mha.project_qkv(x.reshape(15, 16), batch=3)  # rows, as the Transformer passes
+    got_self, _ = mha.attend(q, k, v, causal)
+    got_cross, _ = mha.attend(mha.project_q(x), *mha.project_kv(memory), padding)
+    assert len(calls) == (2 if packed_path else 0)
+    expected_self = reference_multi_head(mha, x, x, causal).reshape(15, 16)
+    expected_cross = reference_multi_head(mha, x, memory, padding).reshape(15, 16)
+    torch.testing.assert_close(got_self, expected_self, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got_cross, expected_cross, rtol=1e-12, atol=1e-12)
+    params = list(mha.parameters())
+    grads = torch.autograd.grad(got_self.sum() + (got_cross ** 2).sum(), params)
+    expected = torch.autograd.grad(expected_self.sum() + (expected_cross ** 2).sum(), params)
+    torch.testing.assert_close(grads, expected, rtol=1e-10, atol=1e-12)
+    recipe_call, _ = mha(x, memory, memory, torch.tensor([6, 2, 4]))  # (B, Q, d), valid lengths
+    torch.testing.assert_close(recipe_call.reshape(15, 16), expected_cross)
 
 
 def test_causal_mask_after_a_cache() -> None:

@@ -155,12 +155,13 @@ def test_transformer_cache_grows_by_one_projected_position() -> None:
     src, lengths, tgt = batch()
     memory = model.encode(src, lengths)
     state = model.init_state(memory)
-    assert state["self_k0"].shape == (3, 4, 0, 4) and state["cross_v1"].shape == (3, 4, 7, 4)
+    # (B, t, heads, d_head): token-major heads
+    assert state["self_k0"].shape == (3, 0, 4, 4) and state["cross_v1"].shape == (3, 7, 4, 4)
     for t in range(3):
         out = model.decode(tgt[:, t : t + 1], memory, state)
         assert out.state is not None
         state = out.state
-        assert state["self_k1"].shape == (3, 4, t + 1, 4)
+        assert state["self_k1"].shape == (3, t + 1, 4, 4)
     assert memory["src_mask"].dtype == torch.bool and memory["src_mask"].shape == (3, 7)
 
 

@@ -147,13 +147,11 @@ LOOP_MACS = 400
 _PACKED_MAX_KEYS = 64  # heads x keys: past this the h-fold arithmetic outweighs the loop
 
 
-def _packs_heads(q: Tensor, k: Tensor) -> bool:
-    """Whether :func:`dot_product_attention` takes the packed-heads path for these shapes."""
-    if q.dim() != 4 or q.device.type != "cpu" or k.shape[:2] != q.shape[:2]:
-        return False
-    n_heads, n_q, d = q.shape[1], q.shape[2], q.shape[3]
-    n_k = k.shape[2]
-    return n_q * n_k * d < LOOP_MACS and n_heads * max(n_q, n_k) <= _PACKED_MAX_KEYS
+def _packs_heads(n_heads: int, n_q: int, n_k: int, d: int, device: torch.device) -> bool:
+    """Whether attention of these shapes takes the packed-heads path
+    (:func:`packed_heads_attention`)."""
+    return (device.type == "cpu" and n_q * n_k * d < LOOP_MACS
+            and n_heads * max(n_q, n_k) <= _PACKED_MAX_KEYS)
 
 
 class Mask:
@@ -186,23 +184,23 @@ def _keep(mask: Tensor | Mask | None) -> Tensor | None:
 
 def packed_heads_bias(mask: Tensor | None, n_heads: int, n_q: int, n_k: int,
                       dtype: torch.dtype, device: torch.device) -> Tensor:
-    """The additive bias ``(B or 1, h Q, h K)`` of :func:`packed_heads_attention`. Row ``i Q + q``
-    (query ``q`` of head ``i``), column ``j K + k`` (key ``k`` of head ``j``): 0 where ``j = i`` and
+    """The additive bias ``(B or 1, Q h, K h)`` of :func:`packed_heads_attention`. Row ``q h + i``
+    (query ``q`` of head ``i``), column ``k h + j`` (key ``k`` of head ``j``): 0 where ``j = i`` and
     the key may be seen, half the dtype's most negative value where ``j = i`` and it is masked,
     the most negative value where ``j != i``. Scores are far too small to move either, so a
     query whose keys are all masked gets equal scores on its own head's keys, and uniform
     weights over them, as on the explicit path. mask: bool, broadcastable to ``(B, h, Q, K)``."""
     h = n_heads
-    own_head = torch.eye(h, dtype=torch.bool, device=device)[None, :, None, :, None]  # (1,h,1,h,1)
+    own_head = torch.eye(h, dtype=torch.bool, device=device)[None, None, :, None, :]  # (1,1,h,1,h)
     lowest = torch.finfo(dtype).min
     zero = torch.zeros((), dtype=dtype, device=device)
     if mask is None:
         within = zero
     else:
         m = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # (B|1, h|1, Q|1, K)
-        within = torch.where(m[:, :, :, None, :], zero, lowest / 2)  # (B|1, h|1, Q|1, 1, K)
+        within = torch.where(m.transpose(1, 2)[..., None], zero, lowest / 2)  # (B|1,Q|1,h|1,K,1)
     bias = torch.where(own_head, within, lowest)
-    return bias.expand(bias.shape[0], h, n_q, h, n_k).reshape(-1, h * n_q, h * n_k)
+    return bias.expand(bias.shape[0], n_q, h, n_k, h).reshape(-1, n_q * h, n_k * h)
 
 
 def packed_heads_attention(
@@ -210,30 +208,32 @@ def packed_heads_attention(
 ) -> Tensor:
     """Scaled dot-product attention with the heads of each batch row in one matrix product.
 
-    q ``(B, h, Q, d)``, k ``(B, h, K, d)``, v ``(B, h, K, d_v)``, mask as for
-    :func:`dot_product_attention`; returns ``(B, h, Q, d_v)``. Row ``i * Q + q`` of the packed
-    ``(h Q, h K)`` scores is query ``q`` of head ``i`` against the keys of every head; an additive
-    bias of the dtype's most negative value hides the other heads' keys (and the masked ones), so
-    their weights come out exactly 0 and the result equals the per-head computation up to
-    rounding (a query with all its keys masked gets uniform weights over its own head's keys, as
-    there). Weights are not returned (the explicit path gives them).
+    Token-major heads: q ``(B, Q, h, d)``, k ``(B, K, h, d)``, v ``(B, K, h, d_v)``, the layout
+    a projection gives without a copy; mask as for :func:`dot_product_attention` (over
+    ``(B, h, Q, K)``). Returns ``(B, Q, h, d_v)``, which is ``(B, Q, h d_v)`` as it stands.
+    Row ``q h + i`` of the packed ``(Q h, K h)`` scores is query ``q`` of head ``i`` against the
+    keys of every head; an additive bias of the dtype's most negative value hides the other
+    heads' keys (and the masked ones), so their weights come out exactly 0 and the result equals
+    the per-head computation up to rounding (a query with all its keys masked gets uniform
+    weights over its own head's keys, as there). Weights are not returned (the explicit path
+    gives them).
     """
-    b, h, n_q, d = q.shape
-    n_k = k.shape[2]
+    b, n_q, h, d = q.shape
+    n_k = k.shape[1]
     shared = mask if isinstance(mask, Mask) else Mask(mask)
     bias = shared.packed_bias(h, n_q, n_k, q.dtype, q.device)
-    keys = k.reshape(b, h * n_k, d).transpose(1, 2)
-    scores = torch.baddbmm(bias, q.reshape(b, h * n_q, d), keys, alpha=d ** -0.5)
+    keys = k.reshape(b, n_k * h, d).transpose(1, 2)
+    scores = torch.baddbmm(bias, q.reshape(b, n_q * h, d), keys, alpha=d ** -0.5)
     weights = torch.softmax(scores, dim=-1)
     if dropout_p > 0.0:
-        # Keep-mask entry (b, q, j, k) serves query q of head j: one draw per weight that is not
-        # 0 by construction. It is shared by all heads' rows, where it multiplies the zeros of
-        # the other heads' keys, so the product broadcasts over an outer axis (fast) rather than
-        # needing a copy of the mask per head.
-        drop = dropout_mask((b, 1, n_q, h * n_k), dropout_p, weights)
-        weights = (weights.view(b, h, n_q, h * n_k) * drop).view(b, h * n_q, h * n_k)
+        # Keep-mask entry (b, q, k, j) serves query q of head j at key k: one draw per weight
+        # that is not 0 by construction. It is shared by all heads' rows of query q, where it
+        # multiplies the zeros of the other heads' keys, so the product broadcasts over one
+        # axis rather than needing a copy of the mask per head.
+        drop = dropout_mask((b, n_q, 1, n_k * h), dropout_p, weights)
+        weights = (weights.view(b, n_q, h, n_k * h) * drop).view(b, n_q * h, n_k * h)
     d_v = v.shape[-1]
-    return torch.bmm(weights, v.reshape(b, h * n_k, d_v)).view(b, h, n_q, d_v)
+    return torch.bmm(weights, v.reshape(b, n_k * h, d_v)).view(b, n_q, h, d_v)
 
 
 def dot_product_attention(
@@ -263,8 +263,11 @@ def dot_product_attention(
     """
     if fused is None:
         fused = not need_weights and q.device.type != "cpu"
-    if not fused and not need_weights and _packs_heads(q, k):
-        return packed_heads_attention(q, k, v, mask, dropout_p), None
+    if (not fused and not need_weights and q.dim() == 4 and k.shape[:2] == q.shape[:2]
+            and _packs_heads(q.shape[1], q.shape[2], k.shape[2], q.shape[3], q.device)):
+        out = packed_heads_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                     mask, dropout_p)
+        return out.transpose(1, 2), None
     mask = _keep(mask)
     if fused:
         if need_weights:
@@ -308,10 +311,18 @@ class DotProductAttention(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Multi-head attention (Vaswani et al. 2017, sec. 3.2.2): project, split heads, attend, W_o.
 
-    The query/key/value projections live in one ``(3 d_model, d_model)`` weight so that
-    self-attention is a single matmul; cross-attention uses its query rows and, once per batch,
-    its key/value rows (:meth:`project_kv`). Heads are laid out ``(B, n_heads, T, d_head)``,
-    the shape the incremental key/value cache stores.
+    The query/key/value projections live in one ``(3 d_model, d_model)`` weight (rows: queries,
+    keys, values, each head after head) so that self-attention is a single matmul;
+    cross-attention uses its query rows and, once per batch, its key/value rows
+    (:meth:`project_kv`).
+
+    Heads are token-major, ``(B, T, n_heads, d_head)``: when two or three projections share a
+    matmul, the call takes the weight's rows head by head (each head's query, key and value
+    rows together), so every projection is a strided view of the one output, with no copy, and
+    the packed-heads path (:func:`packed_heads_attention`) reads them as they are. The
+    incremental key/value cache stores this layout. Inputs are ``(B, T, d_model)`` or, with
+    ``batch=B``, the ``(B T, d_model)`` rows the Transformer keeps its activations in (a linear
+    layer on 2-D rows needs no reshapes forward or backward).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = False):
@@ -323,43 +334,55 @@ class MultiHeadAttention(nn.Module):
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = dropout
 
-    def _split(self, x: Tensor) -> Tensor:
-        """``(B, T, n * d_model)`` -> ``(n, B, n_heads, T, d_head)``, contiguous: one copy here
-        instead of one inside each later matmul (forward and backward)."""
-        b, t, _ = x.shape
-        return x.view(b, t, -1, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4).contiguous()
+    def _project(self, x: Tensor, first: int, n: int, batch: int | None) -> tuple[Tensor, ...]:
+        """Projections ``first .. first + n - 1`` (0 queries, 1 keys, 2 values) of ``x``, each
+        ``(B, T, n_heads, d_head)``."""
+        d, h = self.d_model, self.n_heads
+        rows = slice(first * d, (first + n) * d)
+        w: Tensor = self.in_proj.weight[rows]
+        b: Tensor | None = None if self.in_proj.bias is None else self.in_proj.bias[rows]
+        if n > 1:  # rows head by head: output (..., h, n, d_head), each projection a view
+            w = w.view(n, h, self.d_head, d).transpose(0, 1).reshape(n * d, d)
+            b = None if b is None else b.view(n, h, self.d_head).transpose(0, 1).reshape(-1)
+        y = F.linear(x, w, b)
+        batch = x.shape[0] if batch is None else batch
+        return y.view(batch, -1, h, n, self.d_head).unbind(3)
 
-    def _proj(self, x: Tensor, rows: slice) -> Tensor:
-        w = self.in_proj.weight[rows]
-        bias = None if self.in_proj.bias is None else self.in_proj.bias[rows]
-        return F.linear(x, w, bias)
-
-    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Self-attention projections of ``x`` ``(B, T, d_model)``, each ``(B, h, T, d_head)``."""
-        q, k, v = self._split(self.in_proj(x))
+    def project_qkv(self, x: Tensor, batch: int | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention projections of ``x``, each ``(B, T, h, d_head)``."""
+        q, k, v = self._project(x, 0, 3, batch)
         return q, k, v
 
-    def project_q(self, x: Tensor) -> Tensor:
-        """``(B, T, d_model)`` -> queries ``(B, h, T, d_head)``."""
-        return self._split(self._proj(x, slice(0, self.d_model)))[0]
+    def project_q(self, x: Tensor, batch: int | None = None) -> Tensor:
+        """Queries ``(B, T, h, d_head)`` of ``x``."""
+        return self._project(x, 0, 1, batch)[0]
 
-    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """``(B, S, d_model)`` -> keys and values, each ``(B, h, S, d_head)``."""
-        k, v = self._split(self._proj(x, slice(self.d_model, None)))
+    def project_kv(self, x: Tensor, batch: int | None = None) -> tuple[Tensor, Tensor]:
+        """Keys and values of ``x`` (``(B, S, d_model)`` or rows), each ``(B, S, h, d_head)``."""
+        k, v = self._project(x, 1, 2, batch)
         return k, v
 
     def attend(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Mask | None = None,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        """Attend with projected heads; returns ``(B, Q, d_model)`` and weights ``(B, h, Q, K)``.
+        """Attend with projected heads q ``(B, Q, h, d_head)``, k and v ``(B, K, h, d_head)``.
+        Returns the output rows ``(B Q, d_model)`` (after ``W_o``) and, if asked, the weights
+        ``(B, h, Q, K)``.
 
         mask: bool, broadcastable to ``(B, h, Q, K)``, True at keys to attend (or a :class:`Mask`).
         """
         p = self.dropout if self.training else 0.0
-        out, weights = dot_product_attention(q, k, v, mask, dropout_p=p, need_weights=need_weights)
-        b, _, t, _ = out.shape
-        return self.W_o(out.transpose(1, 2).reshape(b, t, self.d_model)), weights
+        b, n_q, h, d = q.shape
+        if not need_weights and _packs_heads(h, n_q, k.shape[1], d, q.device):
+            out = packed_heads_attention(q, k, v, mask, p)  # (B, Q, h, d_head)
+            weights = None
+        else:  # head-major (B, h, T, d_head); contiguous: one copy here, not one per matmul
+            q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+            out, weights = dot_product_attention(q, k, v, mask, dropout_p=p,
+                                                 need_weights=need_weights)
+            out = out.transpose(1, 2)
+        return self.W_o(out.reshape(b * n_q, self.d_model)), weights
 
     def forward(
         self,
@@ -375,9 +398,10 @@ class MultiHeadAttention(nn.Module):
         if keys is values:
             k, v = self.project_kv(keys)
         else:
-            k = self._split(self._proj(keys, slice(self.d_model, 2 * self.d_model)))[0]
-            v = self._split(self._proj(values, slice(2 * self.d_model, None)))[0]
+            k = self._project(keys, 1, 1, None)[0]
+            v = self._project(values, 2, 1, None)[0]
         mask = None
         if valid_lens is not None:
             mask = valid_lens_to_mask(valid_lens, keys.shape[1]).unsqueeze(1)  # (B, 1, Q|1, K)
-        return self.attend(q, k, v, mask, need_weights=need_weights)
+        out, weights = self.attend(q, k, v, mask, need_weights=need_weights)
+        return out.view(queries.shape[0], queries.shape[1], self.d_model), weights

@@ -7,10 +7,14 @@ each stack). Differences from the recipe, on purpose: the causal mask is applied
 *projected* keys and values of each decoder self-attention layer (the recipe re-projects the
 whole prefix at every step), and cross-attention keys/values are projected once per batch.
 
+Inside the stacks activations are ``(B T, d_model)`` rows, so every linear layer is one matrix
+product with no reshapes (forward or backward); attention views them per batch row.
+
 Memory: ``enc_out`` ``(B, S, d_model)``, ``src_mask`` ``(B, S)`` bool (True at real tokens),
 ``src_lengths`` ``(B,)``, and ``attn_enc`` ``(B, layers, heads, S, S)`` when asked for.
-State (all batch-first): ``self_k{i}``, ``self_v{i}`` ``(B, n_heads, t, d_head)`` growing by one
-position per step; ``cross_k{i}``, ``cross_v{i}`` ``(B, n_heads, S, d_head)``.
+State (all batch-first, heads token-major as :class:`MultiHeadAttention` lays them out):
+``self_k{i}``, ``self_v{i}`` ``(B, t, n_heads, d_head)`` growing by one position per step;
+``cross_k{i}``, ``cross_v{i}`` ``(B, S, n_heads, d_head)``.
 """
 
 from __future__ import annotations
@@ -69,11 +73,12 @@ class EncoderLayer(nn.Module):
         self.norm_first = cfg.norm_first
 
     def forward(
-        self, x: Tensor, mask: Mask, need_weights: bool = False
+        self, x: Tensor, batch: int, mask: Mask, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        """x ``(B, S, d_model)``, mask of ``(B, 1, 1, S)`` -> ``(B, S, d_model)``, weights."""
+        """x ``(B S, d_model)`` rows of ``batch`` sentences, mask of ``(B, 1, 1, S)`` ->
+        ``(B S, d_model)``, weights."""
         h = self.norm1(x) if self.norm_first else x
-        q, k, v = self.self_attn.project_qkv(h)
+        q, k, v = self.self_attn.project_qkv(h, batch)
         y, w = self.self_attn.attend(q, k, v, mask, need_weights=need_weights)
         if self.norm_first:
             x = x + self.dropout(y)
@@ -98,6 +103,7 @@ class DecoderLayer(nn.Module):
     def forward(
         self,
         x: Tensor,
+        batch: int,
         cross_k: Tensor,
         cross_v: Tensor,
         src_mask: Mask,
@@ -108,23 +114,23 @@ class DecoderLayer(nn.Module):
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
         """One decoder layer over ``T`` new positions.
 
-        x ``(B, T, d_model)``; cross_k/cross_v ``(B, h, S, d_head)``; src_mask of ``(B, 1, 1, S)``;
-        self_mask of the ``(T, t + T)`` causal mask (of None when T is 1);
-        past_k/past_v ``(B, h, t, d_head)`` cached positions or None.
-        Returns x, the self-attention keys/values ``(B, h, t + T, d_head)`` (the new cache),
+        x ``(B T, d_model)`` rows of ``batch`` sentences; cross_k/cross_v ``(B, S, h, d_head)``;
+        src_mask of ``(B, 1, 1, S)``; self_mask of the ``(T, t + T)`` causal mask (of None when T
+        is 1); past_k/past_v ``(B, t, h, d_head)`` cached positions or None.
+        Returns x, the self-attention keys/values ``(B, t + T, h, d_head)`` (the new cache),
         and the self and cross weights ``(B, h, T, t + T)``, ``(B, h, T, S)`` if asked.
         """
         h = self.norm1(x) if self.norm_first else x
-        q, k, v = self.self_attn.project_qkv(h)
-        if past_k is not None and past_v is not None and past_k.shape[2] > 0:
-            k, v = torch.cat((past_k, k), dim=2), torch.cat((past_v, v), dim=2)
+        q, k, v = self.self_attn.project_qkv(h, batch)
+        if past_k is not None and past_v is not None and past_k.shape[1] > 0:
+            k, v = torch.cat((past_k, k), dim=1), torch.cat((past_v, v), dim=1)
         y, w_self = self.self_attn.attend(q, k, v, self_mask, need_weights=need_weights)
         x = x + self.dropout(y) if self.norm_first else self.norm1(x + self.dropout(y))
 
         h = self.norm2(x) if self.norm_first else x
-        y, w_cross = self.cross_attn.attend(
-            self.cross_attn.project_q(h), cross_k, cross_v, src_mask, need_weights=need_weights
-        )
+        q = self.cross_attn.project_q(h, batch)
+        y, w_cross = self.cross_attn.attend(q, cross_k, cross_v, src_mask,
+                                            need_weights=need_weights)
         x = x + self.dropout(y) if self.norm_first else self.norm2(x + self.dropout(y))
 
         if self.norm_first:
@@ -169,14 +175,16 @@ class Transformer(EncoderDecoder):
         self.dropout = Dropout(cfg.dropout)
 
     def _embed(self, embed: nn.Embedding, tokens: Tensor, start: int) -> Tensor:
-        """``(B, T)`` ids -> ``(B, T, d_model)``: scaled embedding + positions start..start+T-1."""
+        """``(B, T)`` ids -> ``(B T, d_model)`` rows: scaled embedding + positions
+        start..start+T-1."""
         end = start + tokens.shape[1]
         if end > self.max_positions:
             raise ConfigError(
                 f"model.max_positions: expected at least {end} for a sequence this long, "
                 f"got {self.max_positions}"
             )
-        return self.dropout(embed(tokens) * self.scale + self.pos[start:end])
+        x = embed(tokens) * self.scale + self.pos[start:end]
+        return self.dropout(x.view(-1, self.d_model))
 
     def encode(self, src: Tensor, src_lengths: Tensor, need_weights: bool = False) -> Memory:
         """src ``(B, S)`` ids, src_lengths ``(B,)`` -> memory with ``enc_out`` ``(B, S, d)``,
@@ -187,10 +195,11 @@ class Transformer(EncoderDecoder):
         x = self._embed(self.src_embed, src, 0)
         weights = []
         for layer in self.enc_layers:
-            x, w = layer(x, attn_mask, need_weights)
+            x, w = layer(x, src.shape[0], attn_mask, need_weights)
             if w is not None:
                 weights.append(w)
-        memory = {"enc_out": self.enc_norm(x), "src_mask": mask, "src_lengths": src_lengths}
+        enc_out = self.enc_norm(x).view(src.shape[0], src.shape[1], self.d_model)
+        memory = {"enc_out": enc_out, "src_mask": mask, "src_lengths": src_lengths}
         if need_weights:
             memory["attn_enc"] = torch.stack(weights, dim=1)
         return memory
@@ -203,10 +212,10 @@ class Transformer(EncoderDecoder):
         return state
 
     def init_state(self, memory: Memory) -> State:
-        """Empty self-attention caches ``(B, h, 0, d_head)`` and the cross keys/values."""
+        """Empty self-attention caches ``(B, 0, h, d_head)`` and the cross keys/values."""
         state = self._cross_kv(memory)
         k0 = state["cross_k0"]
-        empty = k0.new_zeros(k0.shape[0], k0.shape[1], 0, k0.shape[3])
+        empty = k0.new_zeros(k0.shape[0], 0, k0.shape[2], k0.shape[3])
         for i in range(self.n_layers):
             state[f"self_k{i}"], state[f"self_v{i}"] = empty, empty
         return state
@@ -222,7 +231,7 @@ class Transformer(EncoderDecoder):
         """
         full = state is None
         st = self._cross_kv(memory) if state is None else state
-        past = 0 if full else st["self_k0"].shape[2]
+        past = 0 if full else st["self_k0"].shape[1]
         x = self._embed(self.tgt_embed, tgt, past)
         src_mask = Mask(memory["src_mask"][:, None, None, :])
         t_new = tgt.shape[1]
@@ -234,14 +243,15 @@ class Transformer(EncoderDecoder):
             ck, cv = st[f"cross_k{i}"], st[f"cross_v{i}"]
             pk = None if full else st[f"self_k{i}"]
             pv = None if full else st[f"self_v{i}"]
-            x, k, v, ws, wc = layer(x, ck, cv, src_mask, self_mask, pk, pv, need_weights)
+            x, k, v, ws, wc = layer(x, tgt.shape[0], ck, cv, src_mask, self_mask, pk, pv,
+                                    need_weights)
             if not full:
                 new_state.update({f"self_k{i}": k, f"self_v{i}": v,
                                   f"cross_k{i}": ck, f"cross_v{i}": cv})
             if ws is not None and wc is not None:
                 w_self.append(ws)
                 w_cross.append(wc)
-        logits = self.out(self.dec_norm(x))
+        logits = self.out(self.dec_norm(x)).view(tgt.shape[0], t_new, -1)
         weights = {}
         if need_weights:
             weights = {"self": torch.stack(w_self, 1), "cross": torch.stack(w_cross, 1)}
