@@ -311,6 +311,18 @@ def test_multi_head_attention_equals_the_textbook_computation(
     torch.testing.assert_close(recipe_call.reshape(15, 16), expected_cross)
 
 
+def test_multi_head_attention_keys_shared_by_the_batch() -> None:
+    """Keys and values of batch 1 serve every query row (broadcast), on the shapes that would
+    otherwise take the packed path: the same as the keys repeated per row."""
+    torch.manual_seed(4)
+    mha = MultiHeadAttention(8, 2).eval()
+    q = mha.project_q(torch.randn(3, 2, 8))
+    k, v = mha.project_kv(torch.randn(1, 4, 8))
+    shared, _ = mha.attend(q, k, v)
+    repeated, _ = mha.attend(q, k.expand(3, -1, -1, -1), v.expand(3, -1, -1, -1))
+    torch.testing.assert_close(shared, repeated)
+
+
 def test_causal_mask_after_a_cache() -> None:
     assert causal_mask(3, 3).equal(torch.ones(3, 3, dtype=torch.bool).tril())
     # two new queries after three cached positions see the cache and themselves, causally

@@ -374,11 +374,16 @@ class MultiHeadAttention(nn.Module):
         """
         p = self.dropout if self.training else 0.0
         b, n_q, h, d = q.shape
-        if not need_weights and _packs_heads(h, n_q, k.shape[1], d, q.device):
+        same_batch = k.shape[0] == b and v.shape[0] == b  # else keys broadcast over the batch
+        if not need_weights and same_batch and _packs_heads(h, n_q, k.shape[1], d, q.device):
             out = packed_heads_attention(q, k, v, mask, p)  # (B, Q, h, d_head)
             weights = None
-        else:  # head-major (B, h, T, d_head); contiguous: one copy here, not one per matmul
-            q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+        else:
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # head-major (B, h, T, d_head)
+            if need_weights or q.device.type == "cpu":
+                # the explicit matmuls: one copy here rather than one inside each of them (the
+                # fused kernel on GPUs reads the strided views as they are)
+                q, k, v = (t.contiguous() for t in (q, k, v))
             out, weights = dot_product_attention(q, k, v, mask, dropout_p=p,
                                                  need_weights=need_weights)
             out = out.transpose(1, 2)
