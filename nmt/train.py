@@ -346,8 +346,8 @@ def train(
                 group = batches[i: i + t.accum_steps]
                 i += t.accum_steps
                 loss_sum, n_tok = _train_step(
-                    step_model, train_model, model, optimizer, scheduler, group, collator,
-                    cfg, device, dist,
+                    step_model, train_model, optimizer, scheduler, group, collator, cfg, device,
+                    dist,
                 )
                 if not math.isfinite(loss_sum):
                     raise NmtError(
@@ -436,9 +436,9 @@ def train(
 
 
 def _train_step(
-    step_model: Callable[..., torch.Tensor], train_model: nn.Module, model: EncoderDecoder,
-    optimizer: TrainOptimizer, scheduler: Any, group: list[np.ndarray], collator: Collator,
-    cfg: Config, device: torch.device, dist: Dist,
+    step_model: Callable[..., torch.Tensor], train_model: nn.Module, optimizer: TrainOptimizer,
+    scheduler: Any, group: list[np.ndarray], collator: Collator, cfg: Config,
+    device: torch.device, dist: Dist,
 ) -> tuple[float, int]:
     """One optimizer step over ``len(group)`` accumulated batches. Returns (loss sum, tokens)."""
     t = cfg.train
