@@ -158,11 +158,11 @@ def train_child(config: Path, overrides: list[str], stop_after: int, warmup: int
     step_times: list[tuple[float, int]] = []  # (seconds, target tokens) per optimizer step
     inner = getattr(training, "_train_step", None)
     if inner is not None:
-        def timed_step(*args: Any, **kwargs: Any) -> tuple[float, int]:
+        def timed_step(*args: Any, **kwargs: Any) -> tuple[float, float, int]:
             start = time.perf_counter()
-            loss, tokens = inner(*args, **kwargs)
+            objective, loss, tokens = inner(*args, **kwargs)
             step_times.append((time.perf_counter() - start, tokens))
-            return loss, tokens
+            return objective, loss, tokens
 
         training._train_step = timed_step  # type: ignore[attr-defined]
     cfg = load_config(config, overrides)

@@ -133,6 +133,12 @@ def train(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Corpus and cache directory (default data/).")
     ] = None,
+    max_minutes: Annotated[
+        float | None,
+        typer.Option("--max-minutes", min=0.0,
+                     help="Time budget: stop, validate and save after this many minutes of "
+                          "training (same as --set train.max_minutes=M; 0: none)."),
+    ] = None,
 ) -> None:
     """Train a model: GRU+Bahdanau or Transformer, as the config says."""
     from nmt.data.download import default_data_dir
@@ -140,20 +146,28 @@ def train(
 
     if config is None and not resume:
         raise NmtError("--config: expected a TOML config, e.g. --config configs/demo.toml")
+    overrides = list(set_ or [])
+    if max_minutes is not None:
+        overrides.append(f"train.max_minutes={max_minutes!r}")
     result = run_train_command(
-        config, list(set_ or []), run_name=run_name, runs_dir=runs_dir,
+        config, overrides, run_name=run_name, runs_dir=runs_dir,
         data_dir=data_dir or default_data_dir(), resume=resume, overwrite=overwrite,
         log=lambda s: console.print(s, highlight=False, markup=False),
     )
+    if not result.main:  # under torchrun, rank 0 reports
+        return
     p = result.progress
     console.print(f"{result.run_dir}: {p.stop_reason}; step {p.step}, best valid score "
                   f"{p.best_score:.2f} at step {p.best_step}" if p.best_step else
                   f"{result.run_dir}: {p.stop_reason}; step {p.step}", highlight=False)
+    if result.tokens == 0 and not result.signal:
+        typer.echo(f"{result.run_dir}: nothing left to train; raise train.max_steps or "
+                   "train.epochs (--set) to continue it")
+        return
     typer.echo(f"loss {result.train_loss:.3f} (per-token CE), "
                f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}")
     if result.signal:  # stopped by a signal, last.pt saved: say so to shells and schedulers
         raise typer.Exit(128 + result.signal)
-
 
 
 # --- nmt translate / bleu ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -92,7 +93,8 @@ class TrainConfig:
     patience: int = 0  # stop after N validations without a better valid BLEU (0: never)
     max_minutes: float = 0.0  # wall-clock budget for training (0: none)
     device: str = "auto"  # auto (cuda, then mps, then cpu), cpu, cuda, cuda:1, mps
-    precision: str = field(default="fp32", metadata=_choice("fp32", "bf16", "fp16"))
+    precision: str = field(default="fp32", metadata=_choice("fp32", "bf16"))  # bf16: autocast
+    # on CUDA (plain fp32 elsewhere); fp16 is not offered, as it needs loss scaling
     compile: bool = False  # torch.compile the model
     threads: int = 0  # CPU threads for torch (0: torch's default)
     seed: int = 1  # seeds random, numpy and torch
@@ -159,7 +161,11 @@ def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
         raise ConfigError(
             f"{where}: {key}: expected one of {', '.join(choices)}, got {value!r:.60}"
         )
-    if tp in (int, float) and value < 0 and not key.endswith("eval_sentences"):
+    if key == "train.eval_sentences":
+        if value < -1:
+            raise ConfigError(f"{where}: {key}: expected -1 (no BLEU), 0 (all) or a count, "
+                              f"got {value!r}")
+    elif tp in (int, float) and value < 0:
         raise ConfigError(f"{where}: {key}: expected a value >= 0, got {value!r}")
     return value
 
@@ -198,6 +204,7 @@ def _check_consistency(cfg: Config, where: str) -> None:
     for key, value in (("model.d_model", m.d_model), ("model.hidden", m.hidden),
                        ("model.n_layers", m.n_layers), ("model.n_heads", m.n_heads),
                        ("train.batch_size", t.batch_size), ("train.accum_steps", t.accum_steps),
+                       ("train.log_every", t.log_every),
                        ("data.vocab_size", d.vocab_size), ("decode.beam", cfg.decode.beam),
                        ("decode.batch_size", cfg.decode.batch_size)):
         if value < 1:
@@ -206,6 +213,15 @@ def _check_consistency(cfg: Config, where: str) -> None:
         raise ConfigError(f"{where}: model.dropout: expected 0 <= dropout < 1, got {m.dropout}")
     if not 0.0 <= t.label_smoothing < 1.0:
         raise ConfigError(f"{where}: train.label_smoothing: expected 0 <= value < 1")
+    for name, beta in (("train.beta1", t.beta1), ("train.beta2", t.beta2)):
+        if not 0.0 <= beta < 1.0:
+            raise ConfigError(f"{where}: {name}: expected 0 <= value < 1, got {beta}")
+    if not _DEVICE.fullmatch(t.device):
+        raise ConfigError(f"{where}: train.device: expected auto, cpu, cuda, cuda:N or mps, "
+                          f"got {t.device!r:.60}")
+
+
+_DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 
 
 def parse_override(text: str) -> tuple[str, str, Any]:
@@ -233,6 +249,8 @@ def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] 
     if path is not None:
         p = Path(path)
         where = str(p)
+        if p.is_dir():
+            raise ConfigError(f"{where}: expected a TOML config file, got a directory")
         if not p.is_file():
             raise ConfigError(f"{where}: config file not found")
         try:

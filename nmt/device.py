@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 import torch
@@ -10,8 +11,9 @@ import torch
 from nmt.errors import ConfigError
 
 
-def resolve_device(name: str = "auto") -> torch.device:
-    """``"auto"`` -> the best available device; otherwise validate the requested one."""
+def resolve_device(name: str = "auto", what: str = "device") -> torch.device:
+    """``"auto"`` -> the best available device; otherwise validate the requested one. ``what``
+    names the option or config key in error messages."""
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -22,12 +24,12 @@ def resolve_device(name: str = "auto") -> torch.device:
         device = torch.device(name)
     except (RuntimeError, ValueError):
         raise ConfigError(
-            f"device: expected auto, cpu, cuda, cuda:N or mps, got {name!r}"
+            f"{what}: expected auto, cpu, cuda, cuda:N or mps, got {name!r}"
         ) from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device: {name!r} requested but CUDA is not available on this machine")
+        raise ConfigError(f"{what}: {name!r} requested but CUDA is not available on this machine")
     if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"device: {name!r} requested but MPS is not available on this machine")
+        raise ConfigError(f"{what}: {name!r} requested but MPS is not available on this machine")
     return device
 
 
@@ -51,7 +53,12 @@ def autocast(device: torch.device, precision: str) -> Iterator[None]:
             yield
 
 
-def set_threads(threads: int) -> None:
-    """Pin torch's CPU thread count (0 keeps torch's default)."""
+def set_threads(threads: int, what: str = "train.threads") -> None:
+    """Pin torch's CPU thread count (0 keeps torch's default). More threads than the machine
+    has CPUs is refused: it only slows torch down, and a huge count can crash it."""
+    cpus = os.cpu_count() or 1
+    if threads > cpus:
+        raise ConfigError(f"{what}: expected 0 (torch's default) to {cpus}, the CPUs of this "
+                          f"machine; got {threads}")
     if threads > 0:
         torch.set_num_threads(threads)

@@ -5,6 +5,7 @@ With one process (the usual case) every helper is a no-op, so the loop has no sp
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ class Dist:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    owns_group: bool = False  # init_distributed created the process group (and ends it)
 
     @property
     def main(self) -> bool:
@@ -33,9 +35,23 @@ def init_distributed(device_name: str) -> Dist:
     use_cuda = device_name != "cpu" and torch.cuda.is_available()
     if use_cuda:
         torch.cuda.set_device(local)
-    if not dist.is_initialized():
+    owns = not dist.is_initialized()
+    if owns:
         dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-    return Dist(rank, world, local)
+    return Dist(rank, world, local, owns)
+
+
+def end_distributed(d: Dist, ok: bool) -> None:
+    """Leave the process group that :func:`init_distributed` made. After a run that ended well,
+    wait for every rank first: a rank that exits while another is still in the group's last
+    operations can be aborted by the backend's threads at interpreter exit."""
+    if not d.owns_group:
+        return
+    import torch.distributed as dist
+
+    if ok:
+        dist.barrier()
+    dist.destroy_process_group()
 
 
 def barrier(d: Dist) -> None:
@@ -55,3 +71,27 @@ def all_reduce_sum(value: float, d: Dist, device: torch.device) -> float:
     return float(t.item())
 
 
+def any_rank(flags: list[bool], d: Dist, device: torch.device) -> list[bool]:
+    """Each flag, true when it is true on any rank: decisions that end the loop or write a
+    checkpoint (time budget, a signal) must be the same on every rank, or one rank would wait
+    forever in a collective the others never join."""
+    if d.world_size == 1:
+        return flags
+    import torch.distributed as dist
+
+    t = torch.tensor([float(f) for f in flags], dtype=torch.float32, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return [bool(v) for v in t.tolist()]
+
+
+def from_main(values: list[float | None], d: Dist, device: torch.device) -> list[float | None]:
+    """Rank 0's values on every rank (None stays None), so that scores computed on each rank
+    lead to the same decisions everywhere (best checkpoint, early stopping)."""
+    if d.world_size == 1:
+        return values
+    import torch.distributed as dist
+
+    t = torch.tensor([math.nan if v is None else v for v in values], dtype=torch.float64,
+                     device=device)
+    dist.broadcast(t, src=0)
+    return [None if math.isnan(v) else v for v in t.tolist()]

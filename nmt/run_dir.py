@@ -1,7 +1,8 @@
 """Run directories: creation rules, the resumable config, and the metrics log.
 
 ``runs/NAME/`` holds ``config.toml`` (resolved), ``tokenizer/``, ``metrics.jsonl`` (one JSON
-object a line: training lines with ``train_loss``, validation lines with ``valid_loss``),
+object a line: training lines with ``train_loss``, validation lines with ``valid_loss``; both
+are per-token cross-entropy without label smoothing, so they compare),
 ``train.log``, ``checkpoints/{last,best}.pt`` and the plots.
 """
 
@@ -40,17 +41,30 @@ def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
 
 
-def config_for_resume(run_dir: Path, overrides: list[str]) -> Config:
-    """The run's saved config with new ``--set`` overrides (only train/decode may change)."""
+def config_for_resume(run_dir: Path, overrides: list[str],
+                      config_path: Path | None = None) -> Config:
+    """The config a resumed run continues with: the run's saved config, or ``config_path``
+    when given (so a changed ``[train]`` in the file takes effect), with the ``--set``
+    overrides. Only ``[train]`` and ``[decode]`` may differ from what the run was trained with.
+    """
     saved = load_config(run_dir / "config.toml")
-    cfg = load_config(run_dir / "config.toml", overrides)
+    cfg = load_config(config_path or run_dir / "config.toml", overrides)
     for section in FROZEN_ON_RESUME:
         if getattr(cfg, section) != getattr(saved, section):
+            what = f"--config {config_path}" if config_path is not None else "--set"
             raise ConfigError(
-                f"--set: [{section}] cannot change on --resume (the checkpoint was trained with "
+                f"{what}: [{section}] cannot change on --resume (the checkpoint was trained with "
                 f"{run_dir / 'config.toml'}); start a new run instead"
             )
     return cfg
+
+
+def check_run_name(name: str) -> str:
+    """A run name is one directory name under the runs directory."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or not name.isprintable():
+        raise NmtError(f"--run-name {name!r}: expected a directory name (no '/', not '.' or "
+                       "'..'), e.g. --run-name demo-2")
+    return name
 
 
 class MetricsLog:
@@ -61,6 +75,8 @@ class MetricsLog:
         self.metrics_path = run_dir / "metrics.jsonl"
         self.log_path = run_dir / "train.log"
         self.records: list[dict[str, Any]] = []
+        if enabled:  # present from the start, even before the first line is due
+            self.metrics_path.touch()
 
     def metric(self, record: dict[str, Any]) -> None:
         self.records.append(record)

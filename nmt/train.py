@@ -35,12 +35,20 @@ from nmt.data.batching import Batch, Collator, collate, make_batches
 from nmt.data.prepare import Prepared, prepare
 from nmt.data.tokenizers import PAD_ID
 from nmt.device import autocast, resolve_device, set_threads
-from nmt.distributed import Dist, all_reduce_sum, barrier, init_distributed
+from nmt.distributed import (
+    Dist,
+    all_reduce_sum,
+    any_rank,
+    barrier,
+    end_distributed,
+    from_main,
+    init_distributed,
+)
 from nmt.errors import CheckpointError, NmtError
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
 from nmt.optim import TrainOptimizer
-from nmt.run_dir import MetricsLog, config_for_resume, start_run_dir
+from nmt.run_dir import MetricsLog, check_run_name, config_for_resume, start_run_dir
 
 
 @dataclass
@@ -55,6 +63,7 @@ class Progress:
     best_score: float = -math.inf  # best validation score (BLEU, or -loss when BLEU is off)
     best_step: int = 0
     evals_since_best: int = 0
+    last_eval_step: int = -1  # step of the latest validation (-1: none yet)
     window_loss: float = 0.0  # loss sum and tokens since the last log line
     window_tokens: int = 0
     finished: bool = False
@@ -68,9 +77,11 @@ class Progress:
 class TrainResult:
     run_dir: Path
     progress: Progress
-    train_loss: float  # per-token cross-entropy over the whole run (this invocation)
+    train_loss: float  # per-token cross-entropy (no label smoothing), this invocation, all ranks
     tokens_per_sec: float
     device: str
+    tokens: int = 0  # target tokens trained on in this invocation, all ranks
+    main: bool = True  # rank 0 (the process that reports)
     metrics: list[dict[str, Any]] = field(default_factory=list)
     signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
 
@@ -95,6 +106,29 @@ def masked_cross_entropy(
         reduction="sum",
         label_smoothing=label_smoothing,
     )
+
+
+def training_loss(
+    logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(objective, nll)``, both summed over non-pad targets: the objective is what training
+    minimises (label-smoothed when asked), ``nll`` the plain cross-entropy (detached) that is
+    reported, so train and valid loss are the same measure. With smoothing e the objective is
+    ``(1 - e) nll + e mean_v(-log p_v)``, as ``F.cross_entropy(label_smoothing=e)``."""
+    if label_smoothing == 0.0:
+        loss = masked_cross_entropy(logits, tgt_out)
+        return loss, loss.detach()
+    tgt = tgt_out.reshape(-1)
+    logp = torch.log_softmax(logits.reshape(-1, logits.size(-1)).float(), dim=-1)
+    nll = F.nll_loss(logp, tgt, ignore_index=PAD_ID, reduction="sum")
+    uniform = -(logp.mean(dim=-1) * (tgt != PAD_ID)).sum()
+    return (1.0 - label_smoothing) * nll + label_smoothing * uniform, nll.detach()
+
+
+def epoch_label(prog: Progress) -> int:
+    """The 1-based epoch a record belongs to: the current one mid-epoch, the one just completed
+    at an epoch boundary."""
+    return prog.epoch + (1 if prog.batch_in_epoch else 0)
 
 
 def lr_lambda(schedule: str, warmup: int) -> Callable[[int], float]:
@@ -192,7 +226,29 @@ def train(
 ) -> TrainResult:
     """Train ``cfg`` into ``run_dir``; see the module docstring. Returns a summary."""
     dist = init_distributed(cfg.train.device)
-    device = resolve_device(cfg.train.device)
+    ok = False
+    try:
+        result = _train(cfg, run_dir, dist, data_dir=data_dir, resume=resume, overwrite=overwrite,
+                        log=log, progress_bar=progress_bar, stop=stop)
+        ok = True
+        return result
+    finally:
+        end_distributed(dist, ok)
+
+
+def _train(
+    cfg: Config,
+    run_dir: Path,
+    dist: Dist,
+    *,
+    data_dir: Path,
+    resume: bool,
+    overwrite: bool,
+    log: Callable[[str], None],
+    progress_bar: bool,
+    stop: StopFlag | None,
+) -> TrainResult:
+    device = resolve_device(cfg.train.device, "train.device")
     if dist.world_size > 1 and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)
     set_threads(cfg.train.threads)
@@ -269,7 +325,9 @@ def train(
 
     last_save = [time.perf_counter()]
 
-    def checkpoint(name: str) -> None:
+    def checkpoint(*names: str) -> None:
+        """Write checkpoints/NAME.pt for each name (rank 0). Every rank must call it together:
+        it gathers the ranks' RNG states."""
         last_save[0] = time.perf_counter()
         prog.elapsed = elapsed0 + (time.perf_counter() - start)
         if dist.world_size > 1:
@@ -283,7 +341,7 @@ def train(
             rng = rng_state()
         if not dist.main:
             return
-        save_checkpoint(run_dir / "checkpoints" / f"{name}.pt", {
+        payload = {
             "config": cfg.to_dict(),
             "vocab": {"src": tok.src_vocab_size, "tgt": tok.tgt_vocab_size, "joint": tok.joint},
             "model": model.state_dict(),
@@ -291,7 +349,9 @@ def train(
             "scheduler": scheduler.state_dict(),
             "rng": rng,
             "progress": prog.as_dict(),
-        })
+        }
+        for name in names:
+            save_checkpoint(run_dir / "checkpoints" / f"{name}.pt", payload)
 
     def validate() -> bool:
         """Run validation; save best/last; return True when early stopping triggers."""
@@ -300,14 +360,16 @@ def train(
             vloss = validation_loss(model, valid_batches, device, t.precision)
         bleu = validation_bleu(model, prepared, cfg, device)
         model.train()
+        vloss, bleu = from_main([vloss, bleu], dist, device)  # one verdict on every rank
+        prog.last_eval_step = prog.step
         if vloss is None and bleu is None:
             # Nothing held out: keep last.pt reasonably fresh without paying for a write (and
             # fsync) every epoch of a tiny model.
-            if time.perf_counter() - last_save[0] > 60:
+            if any_rank([time.perf_counter() - last_save[0] > 60], dist, device)[0]:
                 checkpoint("last")
             return False
         score = bleu if bleu is not None else (-vloss if vloss is not None else None)
-        rec: dict[str, Any] = {"step": prog.step, "epoch": prog.epoch + 1,
+        rec: dict[str, Any] = {"step": prog.step, "epoch": epoch_label(prog),
                                "valid_loss": vloss, "valid_bleu": bleu}
         mlog.metric(rec)
         improved = score is not None and score > prog.best_score
@@ -318,38 +380,40 @@ def train(
             prog.evals_since_best += 1
         msg = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"
         mlog.text(msg + (" (best)" if improved else ""))
-        if progress_bar:
+        if progress_bar and dist.main:
             _bar_write(msg)
         stop_now = bool(t.patience and prog.evals_since_best >= t.patience)
         if stop_now:
             prog.finished, prog.stop_reason = True, (
                 f"early stopping: no better valid score in {t.patience} validations")
-        checkpoint("last")
-        if improved:
-            checkpoint("best")
+        checkpoint(*(("last", "best") if improved else ("last",)))
         return stop_now
 
     model.train()
     bar = _progress_bar(progress_bar and dist.main, prog)
     with stop.installed():
         while not prog.finished:
+            if t.max_steps and prog.step >= t.max_steps:  # e.g. a finished run resumed
+                prog.stop_reason = f"reached max_steps={t.max_steps}"
+                break
             if t.max_steps == 0 and prog.epoch >= t.epochs:
                 break
             batches = make_batches(src_len, tgt_len, batch_size=t.batch_size, by=t.batch_by,
                                    shuffle=True, seed=t.seed, epoch=prog.epoch,
                                    rank=dist.rank, world_size=dist.world_size)
             if bar is not None and prog.batch_in_epoch == 0:
-                bar.reset(total=len(batches) // t.accum_steps)
+                bar.reset(total=-(-len(batches) // t.accum_steps))
                 bar.set_description(f"epoch {prog.epoch + 1}")
             i = prog.batch_in_epoch
-            while i + t.accum_steps <= len(batches):
+            while i < len(batches):
+                # accum_steps batches a step; an epoch's last step takes what is left
                 group = batches[i: i + t.accum_steps]
-                i += t.accum_steps
-                loss_sum, n_tok = _train_step(
+                i += len(group)
+                objective, loss_sum, n_tok = _train_step(
                     step_model, train_model, optimizer, scheduler, group, collator, cfg, device,
                     dist,
                 )
-                if not math.isfinite(loss_sum):
+                if not math.isfinite(objective):
                     raise NmtError(
                         f"non-finite loss at step {prog.step + 1}: training stopped; the last "
                         f"good checkpoint is kept in {run_dir}/checkpoints (try a lower "
@@ -366,7 +430,7 @@ def train(
                     bar.update(1)
                 if prog.step % t.log_every == 0:
                     wall = time.perf_counter() - start
-                    rec = {"step": prog.step, "epoch": prog.epoch + 1,
+                    rec = {"step": prog.step, "epoch": epoch_label(prog),
                            "train_loss": prog.window_loss / max(prog.window_tokens, 1),
                            "lr": scheduler.get_last_lr()[0],
                            "tokens_per_sec": run_tokens * dist.world_size / max(wall, 1e-9)}
@@ -382,6 +446,7 @@ def train(
                 done = bool(t.max_steps and prog.step >= t.max_steps)
                 over = bool(t.max_minutes and
                             elapsed0 + time.perf_counter() - start > 60 * t.max_minutes)
+                over, stop_here = any_rank([over, stop.check(prog.step)], dist, device)
                 if over:
                     prog.finished, prog.stop_reason = True, f"time budget of {t.max_minutes} min"
                 if done:
@@ -389,7 +454,7 @@ def train(
                 if t.eval_every and prog.step % t.eval_every == 0 and not prog.finished:
                     if validate():
                         break
-                if stop.check(prog.step):
+                if stop_here:
                     stop.requested = True
                     break
                 if prog.finished:
@@ -415,20 +480,25 @@ def train(
         if not prog.stop_reason:
             prog.stop_reason = f"completed {t.epochs} epochs"
         prog.finished = True
-        if valid_batches and _last_eval_step(mlog) != prog.step:
-            validate()  # the final weights are always validated (and saved as last/best)
-        else:
+        # The final weights are always validated (and saved as last, and best when better).
+        # Every rank takes the same branches here: each holds the same progress.
+        validated = bool(valid_batches) and prog.last_eval_step != prog.step
+        if validated:
+            validate()
+        if prog.best_score == -math.inf:
+            checkpoint("last", "best")  # nothing scored: the final weights are the best we have
+        elif not validated:
             checkpoint("last")
-        if not (run_dir / "checkpoints" / "best.pt").exists():
-            checkpoint("best")  # no validation split: the final weights are the best we have
         mlog.text(f"done: {prog.stop_reason}")
     wall = time.perf_counter() - start
     run_tokens_all = all_reduce_sum(run_tokens, dist, device)
+    run_loss_all = all_reduce_sum(run_loss, dist, device)
     result = TrainResult(
         run_dir=run_dir, progress=prog,
-        train_loss=run_loss / max(run_tokens, 1),
+        train_loss=run_loss_all / max(run_tokens_all, 1),
         tokens_per_sec=run_tokens_all / max(wall, 1e-9),
         device=str(device), metrics=mlog.records, signal=stop.signum,
+        tokens=int(run_tokens_all), main=dist.main,
     )
     if dist.main and not stop.requested:
         _write_plots(run_dir)
@@ -439,15 +509,16 @@ def _train_step(
     step_model: Callable[..., torch.Tensor], train_model: nn.Module, optimizer: TrainOptimizer,
     scheduler: Any, group: list[np.ndarray], collator: Collator, cfg: Config,
     device: torch.device, dist: Dist,
-) -> tuple[float, int]:
-    """One optimizer step over ``len(group)`` accumulated batches. Returns (loss sum, tokens)."""
+) -> tuple[float, float, int]:
+    """One optimizer step over ``len(group)`` accumulated batches. Returns the sums of the
+    objective and of the cross-entropy over this rank's target tokens, and those tokens."""
     t = cfg.train
     batches = [collator(idx) for idx in group]
     n_tokens = sum(b.n_tokens for b in batches)
     # Normalise by the tokens of the whole step (all ranks), so accumulation and DDP's gradient
     # averaging give exactly the per-token mean.
     total_tokens = all_reduce_sum(float(n_tokens), dist, device) / dist.world_size
-    loss_sum = torch.zeros((), device=device)
+    sums = torch.zeros(2, device=device)  # objective, cross-entropy
     optimizer.zero_grad()
     for j, b in enumerate(batches):
         b = b.to(device)
@@ -456,12 +527,13 @@ def _train_step(
         with ctx:
             with autocast(device, t.precision):
                 logits = step_model(b.src, b.src_lengths, b.tgt_in)
-            loss = masked_cross_entropy(logits, b.tgt_out, t.label_smoothing)
-            (loss / total_tokens).backward()
-        loss_sum += loss.detach()
+            objective, nll = training_loss(logits, b.tgt_out, t.label_smoothing)
+            (objective / total_tokens).backward()
+        sums += torch.stack([objective.detach(), nll])
     optimizer.step(t.clip_norm)
     scheduler.step()
-    return float(loss_sum), n_tokens
+    objective_sum, nll_sum = sums.tolist()
+    return objective_sum, nll_sum, n_tokens
 
 
 def _map_tensors(x: Any, fn: Callable[[Any], Any], kind: type = torch.Tensor) -> Any:
@@ -482,13 +554,6 @@ def _valid_batches(prepared: Prepared, cfg: Config) -> list[Batch]:
     idx = make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=cfg.decode.batch_size,
                        by="sentences", shuffle=False, seed=0, epoch=0)
     return [collate(split, i, truncate=cfg.data.truncate) for i in idx]
-
-
-def _last_eval_step(mlog: MetricsLog) -> int:
-    for rec in reversed(mlog.records):
-        if "valid_loss" in rec:
-            return int(rec["step"])
-    return -1
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -535,12 +600,12 @@ def run_train_command(
     data_dir: Path, resume: bool, overwrite: bool, log: Callable[[str], None],
 ) -> TrainResult:
     """What ``nmt train`` does: resolve config and run directory, then :func:`train`."""
-    name = run_name or default_run_name(config_path)
+    name = check_run_name(default_run_name(config_path) if run_name is None else run_name)
     run_dir = runs_dir / name
     if resume:
         if not (run_dir / "config.toml").is_file():
             raise CheckpointError(f"--resume: {run_dir}/config.toml not found; nothing to resume")
-        cfg = config_for_resume(run_dir, overrides)
+        cfg = config_for_resume(run_dir, overrides, config_path)
     else:
         cfg = load_config(config_path, overrides)
     return train(cfg, run_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, log=log)

@@ -60,6 +60,13 @@ def test_overrides_are_typed() -> None:
         ("train.lr=-1", "train.lr: expected a value >= 0"),
         ("train.lr=nan", "train.lr: expected a finite number"),
         ("model.dropout=1.5", "model.dropout"),
+        ("train.log_every=0", "train.log_every: expected a value >= 1"),
+        ("train.beta1=1.5", "train.beta1: expected 0 <= value < 1, got 1.5"),
+        ("train.beta2=1", "train.beta2: expected 0 <= value < 1, got 1.0"),
+        ("train.eval_sentences=-2", "train.eval_sentences: expected -1 (no BLEU), 0 (all)"),
+        ("train.precision=fp16", "train.precision: expected one of fp32, bf16"),
+        ("train.device=tpu", "defaults (with --set): train.device: expected auto, cpu, cuda"),
+        ("train.device=cuda:x", "train.device: expected auto, cpu, cuda, cuda:N or mps"),
     ],
 )
 def test_bad_overrides_name_the_key(override: str, needle: str) -> None:
@@ -84,6 +91,11 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
     wrong.write_text('[model]\nd_model = "big"\n')
     with pytest.raises(ConfigError, match=r"wrong.toml: model.d_model: expected an integer"):
         load_config(wrong)
+
+
+def test_devices_that_parse() -> None:
+    for name in ("auto", "cpu", "cuda", "cuda:1", "mps"):
+        assert load_config(None, [f"train.device={name}"]).train.device == name
 
 
 def test_parse_override_falls_back_to_string() -> None:

@@ -148,6 +148,148 @@ def test_cli_train_and_config_errors(tiny_data_dir: Path, tmp_path: Path) -> Non
     frozen = runner.invoke(app, [*args, "--resume", "--set", "model.d_model=32"])
     assert frozen.exit_code == 2 and "cannot change on --resume" in frozen.output
 
+    # --config with --resume: the file's [train] takes effect; its [model] must be the run's
+    other = runner.invoke(app, [*args, "--resume", "--config", "configs/d2l-gru.toml"])
+    assert other.exit_code == 2 and "--config configs/d2l-gru.toml: [data] cannot change" in (
+        other.output), other.output
+    same = tmp_path / "same.toml"
+    same.write_text((tmp_path / "cli" / "config.toml").read_text().replace(
+        "max_steps = 5", "max_steps = 6"))
+    more = runner.invoke(app, [*args, "--resume", "--config", str(same)])
+    assert more.exit_code == 0, more.output
+    assert load_checkpoint(tmp_path / "cli" / "checkpoints" / "last.pt")["progress"]["step"] == 6
+
+    # resuming a finished run trains nothing more and says so
+    done = runner.invoke(app, [*args, "--resume"])
+    assert done.exit_code == 0 and "nothing left to train" in done.output, done.output
+    assert "tokens/sec" not in done.output
+    assert load_checkpoint(tmp_path / "cli" / "checkpoints" / "last.pt")["progress"]["step"] == 6
+
+    budget = runner.invoke(app, [*args[:-1], "budget", "--config", "configs/demo.toml",
+                                 *[x for s in TINY for x in ("--set", s)],
+                                 "--max-minutes", "0.00001"])
+    flat = " ".join(budget.output.split())  # the console wraps long lines
+    assert budget.exit_code == 0 and "time budget of 1e-05 min; step 1," in flat, flat
+
+    for name in ("../escape", "", ".", "a/b"):
+        bad_name = runner.invoke(app, [*args[:-1], name, "--config", "configs/demo.toml"])
+        assert bad_name.exit_code == 1 and "--run-name" in bad_name.output, (name, bad_name.output)
+        assert len(bad_name.output.strip().splitlines()) == 1
+    assert not (tmp_path.parent / "escape").exists()
+
+
+def test_training_loss_reports_cross_entropy_under_label_smoothing() -> None:
+    from nmt.train import training_loss
+
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 11, requires_grad=True)
+    tgt = torch.tensor([[3, 4, 5, PAD_ID, PAD_ID], [6, 7, 8, 9, 10], [2, PAD_ID] + [PAD_ID] * 3])
+    objective, nll = training_loss(logits, tgt, 0.1)
+    assert torch.allclose(objective, masked_cross_entropy(logits, tgt, 0.1), atol=1e-5)
+    assert torch.allclose(nll, masked_cross_entropy(logits, tgt), atol=1e-5)
+    assert not nll.requires_grad and objective.requires_grad
+    expected = torch.autograd.grad(masked_cross_entropy(logits, tgt, 0.1), logits)[0]
+    assert torch.allclose(torch.autograd.grad(objective, logits)[0], expected, atol=1e-6)
+    plain, plain_nll = training_loss(logits, tgt, 0.0)
+    assert torch.equal(plain, plain_nll)
+
+
+def test_gradient_accumulation_equals_one_batch_of_both(tiny_data_dir: Path) -> None:
+    """Two batches accumulated into one step train exactly as one batch holding both."""
+    import numpy as np
+
+    from nmt.data.batching import Collator
+    from nmt.data.prepare import prepare
+    from nmt.distributed import Dist
+    from nmt.models import build_model
+    from nmt.optim import TrainOptimizer
+    from nmt.train import _train_step, lr_lambda
+
+    cfg = tiny_config("transformer", "model.dropout=0.0")
+    prepared = prepare(cfg.data, tiny_data_dir, log=lambda s: None)
+    tok, split = prepared.tokenizer, prepared.splits["train"]
+    collator = Collator(split, truncate=0)
+    first, second = np.arange(0, 7), np.arange(40, 52)  # different lengths and sizes
+
+    def one_step(group: list) -> tuple[list[torch.Tensor], float, int]:
+        torch.manual_seed(0)
+        model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size,
+                            joint_vocab=tok.joint)
+        opt = TrainOptimizer(cfg.train, list(model.parameters()), flat=True)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt.optimizer, lr_lambda("constant", 0))
+        _, loss, n = _train_step(model, model, opt, sched, group, collator, cfg,
+                                 torch.device("cpu"), Dist())
+        return [p.detach().clone() for p in model.parameters()], loss, n
+
+    accumulated = one_step([first, second])
+    together = one_step([np.concatenate([first, second])])
+    assert accumulated[2] == together[2] and accumulated[1] == pytest.approx(together[1])
+    for a, b in zip(accumulated[0], together[0], strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_every_batch_is_trained_whatever_the_accumulation(tiny_data_dir: Path,
+                                                           tmp_path: Path) -> None:
+    """An epoch's batches that do not fill a whole accumulation group make a smaller last
+    step; more accumulation than an epoch has batches makes one step an epoch."""
+    steps, tokens = {}, {}
+    for accum in (1, 3, 1000):
+        result = train(tiny_config("gru", "train.epochs=2", "train.eval_every=0",
+                                   f"train.accum_steps={accum}"),
+                       tmp_path / f"a{accum}", data_dir=tiny_data_dir, log=lambda s: None,
+                       progress_bar=False)
+        steps[accum], tokens[accum] = result.progress.step, result.progress.tokens
+    per_epoch = steps[1] // 2
+    assert per_epoch % 3 != 0  # so that accumulating 3 leaves a remainder
+    assert steps[3] == 2 * -(-per_epoch // 3) and steps[1000] == 2
+    assert tokens[1] == tokens[3] == tokens[1000]
+
+
+def test_resuming_a_finished_run_adds_nothing(tiny_data_dir: Path, tmp_path: Path) -> None:
+    for extra in ("train.max_steps=12", "train.eval_every=0"):  # ends by steps, by epochs
+        run = tmp_path / extra.split("=")[0]
+        cfg = tiny_config("transformer", extra)
+        train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+        metrics = (run / "metrics.jsonl").read_text()
+        step = load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"]
+        again = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
+                      progress_bar=False)
+        assert again.tokens == 0 and again.progress.step == step
+        assert (run / "metrics.jsonl").read_text() == metrics  # no step past the end, no
+        # second validation of the same weights
+
+
+def test_validation_records_name_the_epoch_they_close(tiny_data_dir: Path,
+                                                      tmp_path: Path) -> None:
+    run = tmp_path / "epochs"
+    train(tiny_config("gru", "train.epochs=2", "train.eval_every=0", "train.log_every=1"), run,
+          data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    records = read_metrics(run)
+    assert [r["epoch"] for r in records if "valid_loss" in r] == [1, 2]
+    train_epochs = [r["epoch"] for r in records if "train_loss" in r]
+    assert train_epochs == sorted(train_epochs) and set(train_epochs) == {1, 2}
+
+
+def test_metrics_file_exists_before_its_first_line(tiny_data_dir: Path, tmp_path: Path) -> None:
+    run = tmp_path / "quiet"
+    train(tiny_config("gru", "train.max_steps=2", "train.log_every=100", "data.valid_frac=0.0"),
+          run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    assert (run / "metrics.jsonl").read_text() == ""
+
+
+def test_more_threads_than_cpus_is_refused_before_anything_is_written(
+    tiny_data_dir: Path, tmp_path: Path
+) -> None:
+    import os
+
+    from nmt.errors import ConfigError
+
+    cfg = tiny_config("gru", f"train.threads={(os.cpu_count() or 1) + 1}")
+    with pytest.raises(ConfigError, match="train.threads: expected 0 .* to"):
+        train(cfg, tmp_path / "t", data_dir=tiny_data_dir, log=lambda s: None,
+              progress_bar=False)
+    assert not (tmp_path / "t").exists()
+
 
 def test_nonfinite_loss_stops_and_keeps_last_good_checkpoint(
     tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
