@@ -22,27 +22,23 @@ from nmt.errors import CheckpointError, ConfigError, NmtError
 FROZEN_ON_RESUME = ("data", "model")
 
 
-def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> bool:
-    """Refuse to train into an existing run unless resuming (or explicitly overwriting). A
-    directory without ``checkpoints/last.pt`` is a start that failed before its first
-    checkpoint (a bad setting found by the model, say): it is replaced, as there is nothing
-    in it to continue. Returns True when it replaced one."""
+def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
+    """Refuse to train into an existing run unless resuming (or explicitly overwriting)."""
     ckpt = run_dir / "checkpoints" / "last.pt"
     if resume:
         if not ckpt.is_file():
             raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
-        return False
-    replaced = False
+        return
     if run_dir.exists() and any(run_dir.iterdir()):
-        if not overwrite and ckpt.exists():
+        if not overwrite:
             raise NmtError(
                 f"{run_dir}: run directory exists; use --resume to continue it, --run-name to "
                 "start another, or --overwrite to replace it"
             )
+
+
         shutil.rmtree(run_dir)
-        replaced = True
     run_dir.mkdir(parents=True, exist_ok=True)
-    return replaced
 
 
 def config_for_resume(run_dir: Path, overrides: list[str],

@@ -253,8 +253,8 @@ def _train(
         device = torch.device("cuda", dist.local_rank)
     set_threads(cfg.train.threads)
     seed_everything(cfg.train.seed + dist.rank)
-    if dist.main and start_run_dir(run_dir, resume, overwrite) and not overwrite:
-        log(f"{run_dir}: replacing a run directory that holds no checkpoint")
+    if dist.main:
+        start_run_dir(run_dir, resume, overwrite)
     barrier(dist)
     mlog = MetricsLog(run_dir, dist.main)
     say = log if dist.main else (lambda s: None)

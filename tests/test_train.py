@@ -116,21 +116,6 @@ def test_existing_run_is_refused_without_resume(tiny_data_dir: Path, tmp_path: P
     assert (run / "checkpoints" / "last.pt").read_bytes() == before
 
 
-def test_a_start_that_failed_before_its_first_checkpoint_is_replaced(
-    tiny_data_dir: Path, tmp_path: Path
-) -> None:
-    run = tmp_path / "r"
-    with pytest.raises(NmtError, match="model.max_positions: expected at least"):
-        train(tiny_config("transformer", "model.max_positions=3"), run, data_dir=tiny_data_dir,
-              log=lambda s: None, progress_bar=False)
-    assert (run / "config.toml").is_file() and not (run / "checkpoints" / "last.pt").exists()
-    said: list[str] = []
-    train(tiny_config("transformer", "train.max_steps=2"), run, data_dir=tiny_data_dir,
-          log=said.append, progress_bar=False)
-    assert any("replacing a run directory that holds no checkpoint" in x for x in said)
-    assert load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"] == 2
-
-
 def test_cli_train_and_config_errors(tiny_data_dir: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     args = ["train", "--runs-dir", str(tmp_path), "--data-dir", str(tiny_data_dir),
