@@ -93,8 +93,9 @@ class TrainConfig:
     patience: int = 0  # stop after N validations without a better valid BLEU (0: never)
     max_minutes: float = 0.0  # wall-clock budget for training (0: none)
     device: str = "auto"  # auto (cuda, then mps, then cpu), cpu, cuda, cuda:1, mps
-    precision: str = field(default="fp32", metadata=_choice("fp32", "bf16"))  # bf16: autocast
-    # on CUDA (plain fp32 elsewhere); fp16 is not offered, as it needs loss scaling
+    precision: str = field(default="fp32", metadata=_choice("fp32", "bf16", "fp16"))  # bf16:
+    # autocast on CUDA (plain fp32 elsewhere); fp16 loads (runs made with it) but does not train,
+    # as it needs loss scaling
     compile: bool = False  # torch.compile the model
     threads: int = 0  # CPU threads for torch (0: torch's default)
     seed: int = 1  # seeds random, numpy and torch
@@ -221,7 +222,7 @@ def _check_consistency(cfg: Config, where: str) -> None:
                           f"got {t.device!r:.60}")
 
 
-_DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+_DEVICE = re.compile(r"auto|(cpu|cuda|mps)(:\d+)?")
 
 
 def parse_override(text: str) -> tuple[str, str, Any]:

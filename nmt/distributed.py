@@ -5,7 +5,6 @@ With one process (the usual case) every helper is a no-op, so the loop has no sp
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
@@ -85,13 +84,14 @@ def any_rank(flags: list[bool], d: Dist, device: torch.device) -> list[bool]:
 
 
 def from_main(values: list[float | None], d: Dist, device: torch.device) -> list[float | None]:
-    """Rank 0's values on every rank (None stays None), so that scores computed on each rank
-    lead to the same decisions everywhere (best checkpoint, early stopping)."""
+    """Rank 0's values on every rank (None stays None, NaN stays NaN), so that scores computed
+    on each rank lead to the same decisions everywhere (best checkpoint, early stopping)."""
     if d.world_size == 1:
         return values
     import torch.distributed as dist
 
-    t = torch.tensor([math.nan if v is None else v for v in values], dtype=torch.float64,
-                     device=device)
+    flat = [x for v in values for x in ((0.0, 0.0) if v is None else (1.0, v))]
+    t = torch.tensor(flat, dtype=torch.float64, device=device)
     dist.broadcast(t, src=0)
-    return [None if math.isnan(v) else v for v in t.tolist()]
+    pairs = t.tolist()
+    return [pairs[2 * i + 1] if pairs[2 * i] else None for i in range(len(values))]

@@ -44,11 +44,17 @@ from nmt.distributed import (
     from_main,
     init_distributed,
 )
-from nmt.errors import CheckpointError, NmtError
+from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
 from nmt.optim import TrainOptimizer
-from nmt.run_dir import MetricsLog, check_run_name, config_for_resume, start_run_dir
+from nmt.run_dir import (
+    MetricsLog,
+    check_run_name,
+    config_for_resume,
+    last_valid_step,
+    start_run_dir,
+)
 
 
 @dataclass
@@ -248,6 +254,9 @@ def _train(
     progress_bar: bool,
     stop: StopFlag | None,
 ) -> TrainResult:
+    if cfg.train.precision == "fp16":
+        raise ConfigError("train.precision: fp16 does not train here (it needs loss scaling); "
+                          "expected fp32 or bf16")
     device = resolve_device(cfg.train.device, "train.device")
     if dist.world_size > 1 and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)
@@ -285,6 +294,8 @@ def _train(
             optimizer.load_state_dict(payload["optimizer"])
             scheduler.load_state_dict(payload["scheduler"])
             prog = Progress(**payload["progress"])
+            if "last_eval_step" not in payload["progress"]:  # written before the field existed
+                prog.last_eval_step = last_valid_step(run_dir, prog.step)
             rng = payload["rng"]
             set_rng_state(rng[dist.rank] if isinstance(rng, list) else rng)
         except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as e:
@@ -391,16 +402,34 @@ def _train(
 
     model.train()
     bar = _progress_bar(progress_bar and dist.main, prog)
+    # Only decisions every rank shares end the loop: a signal counts once any_rank agreed on it
+    # (the handler may set stop.requested on one rank at any moment, even after that).
+    interrupted = False
     with stop.installed():
         while not prog.finished:
-            if t.max_steps and prog.step >= t.max_steps:  # e.g. a finished run resumed
+            # A run resumed after it ended (by steps, time or early stopping) trains no more
+            # unless that limit was raised.
+            if t.max_steps and prog.step >= t.max_steps:
                 prog.stop_reason = f"reached max_steps={t.max_steps}"
+                break
+            if t.max_minutes and elapsed0 >= 60 * t.max_minutes:  # (as saved: the same on
+                # every rank, unlike each rank's clock)
+                prog.stop_reason = f"time budget of {t.max_minutes} min"
+                break
+            if t.patience and prog.evals_since_best >= t.patience:
+                prog.stop_reason = (f"early stopping: no better valid score in {t.patience} "
+                                    "validations")
                 break
             if t.max_steps == 0 and prog.epoch >= t.epochs:
                 break
             batches = make_batches(src_len, tgt_len, batch_size=t.batch_size, by=t.batch_by,
                                    shuffle=True, seed=t.seed, epoch=prog.epoch,
                                    rank=dist.rank, world_size=dist.world_size)
+            if not batches:
+                raise NmtError(
+                    f"train.batch_size={t.batch_size}: the training split makes no batch for "
+                    f"each of {dist.world_size} processes; use fewer processes or smaller batches"
+                )
             if bar is not None and prog.batch_in_epoch == 0:
                 bar.reset(total=-(-len(batches) // t.accum_steps))
                 bar.set_description(f"epoch {prog.epoch + 1}")
@@ -413,13 +442,18 @@ def _train(
                     step_model, train_model, optimizer, scheduler, group, collator, cfg, device,
                     dist,
                 )
-                if not math.isfinite(objective):
+                prog.step += 1
+                over = bool(t.max_minutes and
+                            elapsed0 + time.perf_counter() - start > 60 * t.max_minutes)
+                bad, over, stop_here = any_rank(
+                    [not math.isfinite(objective), over, stop.check(prog.step)], dist, device)
+                if bad:
                     raise NmtError(
-                        f"non-finite loss at step {prog.step + 1}: training stopped; the last "
+                        f"non-finite loss at step {prog.step}: training stopped; the last "
                         f"good checkpoint is kept in {run_dir}/checkpoints (try a lower "
                         "train.lr or train.precision=fp32)"
                     )
-                prog.step += 1
+                done = bool(t.max_steps and prog.step >= t.max_steps)
                 prog.batch_in_epoch = i
                 prog.tokens += n_tok
                 prog.window_loss += loss_sum
@@ -443,10 +477,6 @@ def _train(
                     elif bar is not None:
                         bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}",
                                         tok_s=f"{rec['tokens_per_sec']:,.0f}")
-                done = bool(t.max_steps and prog.step >= t.max_steps)
-                over = bool(t.max_minutes and
-                            elapsed0 + time.perf_counter() - start > 60 * t.max_minutes)
-                over, stop_here = any_rank([over, stop.check(prog.step)], dist, device)
                 if over:
                     prog.finished, prog.stop_reason = True, f"time budget of {t.max_minutes} min"
                 if done:
@@ -455,11 +485,11 @@ def _train(
                     if validate():
                         break
                 if stop_here:
-                    stop.requested = True
+                    interrupted = stop.requested = True
                     break
                 if prog.finished:
                     break
-            if stop.requested:
+            if interrupted:
                 prog.stop_reason = "interrupted"
                 checkpoint("last")
                 mlog.text(f"interrupted at step {prog.step}; saved last.pt")
@@ -476,7 +506,7 @@ def _train(
                     break
     if bar is not None:
         bar.close()
-    if not stop.requested:
+    if not interrupted:
         if not prog.stop_reason:
             prog.stop_reason = f"completed {t.epochs} epochs"
         prog.finished = True
@@ -497,10 +527,10 @@ def _train(
         run_dir=run_dir, progress=prog,
         train_loss=run_loss_all / max(run_tokens_all, 1),
         tokens_per_sec=run_tokens_all / max(wall, 1e-9),
-        device=str(device), metrics=mlog.records, signal=stop.signum,
+        device=str(device), metrics=mlog.records, signal=stop.signum if interrupted else 0,
         tokens=int(run_tokens_all), main=dist.main,
     )
-    if dist.main and not stop.requested:
+    if dist.main and not interrupted:
         _write_plots(run_dir)
     return result
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,19 +25,34 @@ SETS = [
 ]
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def torchrun(data_dir: Path, runs: Path, name: str, *sets: str,
              resume: bool = False) -> subprocess.CompletedProcess[str]:
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-        "--master_port", "29533", "-m", "nmt", "train", "--config", str(ROOT / "configs/demo.toml"),
+        "--master_port", str(free_port()), "-m", "nmt", "train",
+        "--config", str(ROOT / "configs/demo.toml"),
         "--runs-dir", str(runs), "--data-dir", str(data_dir), "--run-name", name,
         *(["--resume"] if resume else []), *[x for s in [*SETS, *sets] for x in ("--set", s)],
     ]
     env = {**os.environ, "NMT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
-    # A rank left waiting in a collective would hang: the timeout turns that into a failure.
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
-    return proc
+    # A rank left waiting in a collective would hang: the timeout turns that into a failure,
+    # and takes the workers down with the launcher (they share its process group).
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"torchrun {name}: no exit within 240 s\n{err[-2000:]}{out[-1000:]}")
+    assert proc.returncode == 0, err[-3000:] + out[-2000:]
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def metrics(run: Path) -> list[dict]:

@@ -116,6 +116,19 @@ def test_existing_run_is_refused_without_resume(tiny_data_dir: Path, tmp_path: P
     assert (run / "checkpoints" / "last.pt").read_bytes() == before
 
 
+def test_a_start_that_failed_is_kept_and_named_as_such(tiny_data_dir: Path,
+                                                      tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    with pytest.raises(NmtError, match="model.max_positions: expected at least"):
+        train(tiny_config("transformer", "model.max_positions=3"), run, data_dir=tiny_data_dir,
+              log=lambda s: None, progress_bar=False)
+    (run / "notes.txt").write_text("mine")
+    with pytest.raises(NmtError, match="holds no checkpoint to resume .* --overwrite"):
+        train(tiny_config("transformer"), run, data_dir=tiny_data_dir, log=lambda s: None,
+              progress_bar=False)
+    assert (run / "notes.txt").read_text() == "mine"
+
+
 def test_cli_train_and_config_errors(tiny_data_dir: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     args = ["train", "--runs-dir", str(tmp_path), "--data-dir", str(tiny_data_dir),
@@ -245,18 +258,46 @@ def test_every_batch_is_trained_whatever_the_accumulation(tiny_data_dir: Path,
     assert tokens[1] == tokens[3] == tokens[1000]
 
 
-def test_resuming_a_finished_run_adds_nothing(tiny_data_dir: Path, tmp_path: Path) -> None:
-    for extra in ("train.max_steps=12", "train.eval_every=0"):  # ends by steps, by epochs
-        run = tmp_path / extra.split("=")[0]
-        cfg = tiny_config("transformer", extra)
-        train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
-        metrics = (run / "metrics.jsonl").read_text()
-        step = load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"]
-        again = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
-                      progress_bar=False)
-        assert again.tokens == 0 and again.progress.step == step
-        assert (run / "metrics.jsonl").read_text() == metrics  # no step past the end, no
-        # second validation of the same weights
+@pytest.mark.parametrize("ends", [
+    ("train.max_steps=12",), ("train.eval_every=0",),  # by steps, by epochs
+    ("train.max_minutes=0.00001",),  # by the time budget (after its first step)
+    ("train.eval_every=1", "train.patience=1", "train.lr=0.5", "train.epochs=5"),  # early stop
+], ids=["steps", "epochs", "time", "patience"])
+def test_resuming_a_finished_run_adds_nothing(ends: tuple[str, ...], tiny_data_dir: Path,
+                                              tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    cfg = tiny_config("transformer", *ends)
+    first = train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    reason = first.progress.stop_reason
+    expected = {"train.max_steps=12": "reached", "train.eval_every=0": "completed",
+                "train.max_minutes=0.00001": "time", "train.eval_every=1": "early"}[ends[0]]
+    assert reason.startswith(expected), reason
+    metrics = (run / "metrics.jsonl").read_text()
+    step = load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"]
+    again = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
+                  progress_bar=False)
+    assert again.tokens == 0 and again.progress.step == step
+    assert (again.progress.stop_reason or reason).split()[0] == reason.split()[0]
+    # no step past the end, no second validation of the same weights
+    assert (run / "metrics.jsonl").read_text() == metrics
+
+
+def test_a_checkpoint_from_before_last_eval_step_is_not_validated_twice(
+    tiny_data_dir: Path, tmp_path: Path
+) -> None:
+    from nmt.checkpoint import save_checkpoint
+
+    run = tmp_path / "old"
+    cfg = tiny_config("transformer", "train.max_steps=12")
+    train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    path = run / "checkpoints" / "last.pt"
+    payload = load_checkpoint(path)
+    del payload["progress"]["last_eval_step"]  # as written by the earlier code
+    save_checkpoint(path, payload)
+    metrics = (run / "metrics.jsonl").read_text()
+    again = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
+                  progress_bar=False)
+    assert again.tokens == 0 and (run / "metrics.jsonl").read_text() == metrics
 
 
 def test_validation_records_name_the_epoch_they_close(tiny_data_dir: Path,
@@ -277,40 +318,18 @@ def test_metrics_file_exists_before_its_first_line(tiny_data_dir: Path, tmp_path
     assert (run / "metrics.jsonl").read_text() == ""
 
 
-def test_more_threads_than_cpus_is_refused_before_anything_is_written(
-    tiny_data_dir: Path, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize("setting", ["threads", "fp16"])
+def test_settings_refused_before_anything_is_written(setting: str, tiny_data_dir: Path,
+                                                     tmp_path: Path) -> None:
     import os
 
     from nmt.errors import ConfigError
 
-    cfg = tiny_config("gru", f"train.threads={(os.cpu_count() or 1) + 1}")
-    with pytest.raises(ConfigError, match="train.threads: expected 0 .* to"):
-        train(cfg, tmp_path / "t", data_dir=tiny_data_dir, log=lambda s: None,
-              progress_bar=False)
+    override, needle = {
+        "threads": (f"train.threads={(os.cpu_count() or 1) + 1}", "train.threads: expected 0 "),
+        "fp16": ("train.precision=fp16", "train.precision: fp16 does not train"),
+    }[setting]
+    with pytest.raises(ConfigError, match=needle):
+        train(tiny_config("gru", override), tmp_path / "t", data_dir=tiny_data_dir,
+              log=lambda s: None, progress_bar=False)
     assert not (tmp_path / "t").exists()
-
-
-def test_nonfinite_loss_stops_and_keeps_last_good_checkpoint(
-    tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import nmt.train as train_module
-
-    run = tmp_path / "nan"
-    cfg = tiny_config("transformer", "train.max_steps=15")
-    calls = {"n": 0}
-    real = train_module.masked_cross_entropy
-
-    def poisoned(logits: torch.Tensor, tgt: torch.Tensor, ls: float = 0.0) -> torch.Tensor:
-        loss = real(logits, tgt, ls)
-        if not torch.is_grad_enabled():
-            return loss  # validation
-        calls["n"] += 1
-        return loss * float("nan") if calls["n"] == 13 else loss
-
-    monkeypatch.setattr(train_module, "masked_cross_entropy", poisoned)
-    with pytest.raises(NmtError, match="non-finite loss at step 13"):
-        train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
-    kept = load_checkpoint(run / "checkpoints" / "last.pt")
-    assert kept["progress"]["step"] == 10  # the validation at step 10 saved it
-    assert all(torch.isfinite(v).all() for v in kept["model"].values() if v.is_floating_point())
