@@ -161,8 +161,9 @@ def train(
                   f"{p.best_score:.2f} at step {p.best_step}" if p.best_step else
                   f"{result.run_dir}: {p.stop_reason}; step {p.step}", highlight=False)
     if result.tokens == 0 and not result.signal:
-        typer.echo(f"{result.run_dir}: nothing left to train; raise train.max_steps or "
-                   "train.epochs (--set) to continue it")
+        typer.echo(f"{result.run_dir}: nothing left to train; to continue it, raise the limit "
+                   "that ended it with --set (train.epochs, train.max_steps, train.max_minutes "
+                   "or train.patience)")
         return
     typer.echo(f"loss {result.train_loss:.3f} (per-token CE), "
                f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}")
