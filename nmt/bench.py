@@ -237,6 +237,7 @@ def d2l_comparison(epochs: int, repeats: int, *, zip_path: Path | None,
         config = CONFIGS / f"d2l-{model}.toml"
         sides: dict[str, list[Any]] = {"ours": [], "one": [], "ours_default": [], "shipped": []}
         threads = {}
+        rss: dict[str, list[float]] = {"ours": [], "recipe": []}  # one-thread runs, MB
         for ours_key, recipe_key, extra, recipe_threads, timeout in (
                 ("ours", "one", [], 1, None),
                 ("ours_default", "shipped", ["train.threads=0"], None, shipped_timeout)):
@@ -244,23 +245,29 @@ def d2l_comparison(epochs: int, repeats: int, *, zip_path: Path | None,
                 run = measure_train(config, [f"train.epochs={epochs}", *extra], data_dir=data_dir)
                 sides[ours_key].append(run["tokens_per_sec"])
                 threads[ours_key] = run["threads"]
+                if ours_key == "ours" and "peak_rss_mb" in run:
+                    rss["ours"].append(run["peak_rss_mb"])
                 log(f"  ours {model}: {run['tokens_per_sec']:,.0f} tokens/s, "
                     f"{run['threads']} thread(s)")
                 stopped_before = any("stopped_s" in r for r in sides[recipe_key])
                 if have_baseline and not stopped_before:  # a stopped run is not tried again
                     sides[recipe_key].append(_baseline(baseline, zip_path, model, epochs,
                                                        recipe_threads, timeout, log))
+                    if recipe_key == "one":
+                        rss["recipe"].append(sides["one"][-1]["peak_rss_mb"])
         best, best_default = max(sides["ours"]), max(sides["ours_default"])
         row: dict[str, Any] = {
             "model": model, "epochs": epochs, "ours_tokens_per_sec": sides["ours"],
             "ours_best": round(best), "ours_threads": threads["ours"],
             "ours_default_threads": sides["ours_default"],
             "ours_default_best": round(best_default),
-            "ours_default_thread_count": threads["ours_default"]}
+            "ours_default_thread_count": threads["ours_default"],
+            "ours_peak_rss_mb": round(max(rss["ours"])) if rss["ours"] else None}
         if have_baseline:
             fastest = max(sides["one"], key=lambda r: r["tokens_per_sec"])
             row["recipe_1_thread"] = [round(r["tokens_per_sec"]) for r in sides["one"]]
             row["ratio_vs_recipe_1_thread"] = round(best / fastest["tokens_per_sec"], 2)
+            row["recipe_peak_rss_mb"] = round(max(rss["recipe"]))
             shipped = [r["tokens_per_sec"] for r in sides["shipped"] if "tokens_per_sec" in r]
             if shipped:
                 row["recipe_as_shipped"] = [round(x) for x in shipped]
@@ -288,7 +295,8 @@ def _baseline(script: Path, zip_path: Path | None, model: str, epochs: int,
         return {"stopped_s": round(child.seconds, 1)}
     res = child.last_json(f"{script.name} {model}")
     log(f"  {label}: {res['tokens_per_sec']:,.0f} tokens/s")
-    return {"tokens_per_sec": float(res["tokens_per_sec"]), "seconds": float(res["seconds"])}
+    return {"tokens_per_sec": float(res["tokens_per_sec"]), "seconds": float(res["seconds"]),
+            "peak_rss_mb": child.peak_rss_mb}
 
 
 def full_corpus_training(plan: Sequence[FullRun], *, data_dir: Path | None = None,
@@ -359,6 +367,10 @@ def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def _mb(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The whole result as the Markdown of bench.md and docs/BENCHMARKS.md."""
     m = result["machine"]
@@ -375,8 +387,9 @@ def markdown(result: dict[str, Any]) -> str:
                 f"{d['shipped_timeout_s']:.0f} s).", "",
                 "| model | ours, 1 thread | recipe, 1 thread | ours / recipe | ours, "
                 f"{m['torch_default_threads']} threads | recipe as shipped "
-                f"({m['torch_default_threads']} threads) | ours / shipped |",
-                "|---|---:|---:|---:|---:|---:|---:|"]
+                f"({m['torch_default_threads']} threads) | ours / shipped "
+                "| peak RSS MB, 1 thread: ours / recipe |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in d["rows"]:
             one, shipped = r.get("recipe_1_thread"), r.get("recipe_as_shipped")
             if shipped:
@@ -390,7 +403,8 @@ def markdown(result: dict[str, Any]) -> str:
             out.append(f"| {r['model']} | {r['ours_best']:,} | "
                        f"{f'{max(one):,}' if one else '-'} | "
                        f"{r.get('ratio_vs_recipe_1_thread', '-')}x | "
-                       f"{r['ours_default_best']:,} | {shipped_cells} |")
+                       f"{r['ours_default_best']:,} | {shipped_cells} | "
+                       f"{_mb(r.get('ours_peak_rss_mb'))} / {_mb(r.get('recipe_peak_rss_mb'))} |")
         out.append("")
     if "train" in result:
         out += ["### Full-corpus configs on the CPU (fp32, no validation)", "",

@@ -106,7 +106,8 @@ def test_d2l_comparison_alternates_and_keeps_each_sides_best(
     def fake_measure(config: Path, overrides: list[str], **kw: Any) -> dict[str, Any]:
         with calls.open("a") as f:
             f.write(json.dumps(["ours", config.name, overrides]) + "\n")
-        return {"tokens_per_sec": next(ours), "threads": 2 if "train.threads=0" in overrides else 1}
+        return {"tokens_per_sec": next(ours), "threads": 2 if "train.threads=0" in overrides else 1,
+                "peak_rss_mb": 123.0}
 
     monkeypatch.setattr(bench, "measure_train", fake_measure)
     result = bench.d2l_comparison(7, 2, zip_path=tiny_corpus_zip, baseline=script,
@@ -125,7 +126,9 @@ def test_d2l_comparison_alternates_and_keeps_each_sides_best(
                                  default, shipped, default, shipped]
     table = bench.markdown({"machine": bench.machine(), "command": "c", "load_start": [1.0],
                             "load_end": [2.0], "seconds": 3.0, "d2l": result})
-    assert "| gru | 400 | 100 | 4.0x | 500 | 50 | 10.0x |" in table
+    assert "| gru | 400 | 100 | 4.0x | 500 | 50 | 10.0x | 123 / " in table
+    # the recipe's peak memory is its own child's (a Python process: tens of MB at least)
+    assert gru["ours_peak_rss_mb"] == 123 and 5 < gru["recipe_peak_rss_mb"] < 1000
 
 
 def test_a_stopped_recipe_run_still_bounds_its_speed(
