@@ -237,7 +237,7 @@ def d2l_comparison(epochs: int, repeats: int, *, zip_path: Path | None,
         config = CONFIGS / f"d2l-{model}.toml"
         sides: dict[str, list[Any]] = {"ours": [], "one": [], "ours_default": [], "shipped": []}
         threads = {}
-        rss: dict[str, list[float]] = {"ours": [], "recipe": []}  # one-thread runs, MB
+        ours_rss: list[float] = []  # peak RSS of our one-thread runs, MB
         for ours_key, recipe_key, extra, recipe_threads, timeout in (
                 ("ours", "one", [], 1, None),
                 ("ours_default", "shipped", ["train.threads=0"], None, shipped_timeout)):
@@ -246,15 +246,13 @@ def d2l_comparison(epochs: int, repeats: int, *, zip_path: Path | None,
                 sides[ours_key].append(run["tokens_per_sec"])
                 threads[ours_key] = run["threads"]
                 if ours_key == "ours" and "peak_rss_mb" in run:
-                    rss["ours"].append(run["peak_rss_mb"])
+                    ours_rss.append(run["peak_rss_mb"])
                 log(f"  ours {model}: {run['tokens_per_sec']:,.0f} tokens/s, "
                     f"{run['threads']} thread(s)")
                 stopped_before = any("stopped_s" in r for r in sides[recipe_key])
                 if have_baseline and not stopped_before:  # a stopped run is not tried again
                     sides[recipe_key].append(_baseline(baseline, zip_path, model, epochs,
                                                        recipe_threads, timeout, log))
-                    if recipe_key == "one":
-                        rss["recipe"].append(sides["one"][-1]["peak_rss_mb"])
         best, best_default = max(sides["ours"]), max(sides["ours_default"])
         row: dict[str, Any] = {
             "model": model, "epochs": epochs, "ours_tokens_per_sec": sides["ours"],
@@ -262,12 +260,12 @@ def d2l_comparison(epochs: int, repeats: int, *, zip_path: Path | None,
             "ours_default_threads": sides["ours_default"],
             "ours_default_best": round(best_default),
             "ours_default_thread_count": threads["ours_default"],
-            "ours_peak_rss_mb": round(max(rss["ours"])) if rss["ours"] else None}
+            "ours_peak_rss_mb": round(max(ours_rss)) if ours_rss else None}
         if have_baseline:
             fastest = max(sides["one"], key=lambda r: r["tokens_per_sec"])
             row["recipe_1_thread"] = [round(r["tokens_per_sec"]) for r in sides["one"]]
             row["ratio_vs_recipe_1_thread"] = round(best / fastest["tokens_per_sec"], 2)
-            row["recipe_peak_rss_mb"] = round(max(rss["recipe"]))
+            row["recipe_peak_rss_mb"] = round(max(r["peak_rss_mb"] for r in sides["one"]))
             shipped = [r["tokens_per_sec"] for r in sides["shipped"] if "tokens_per_sec" in r]
             if shipped:
                 row["recipe_as_shipped"] = [round(x) for x in shipped]

@@ -30,15 +30,12 @@ def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
             raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
         return
     if run_dir.exists() and any(run_dir.iterdir()):
-        if not overwrite and not ckpt.exists():
-            raise NmtError(
-                f"{run_dir}: directory exists and holds no checkpoint to resume (a start that "
-                "failed?); use --overwrite to replace it, or --run-name to start another"
-            )
         if not overwrite:
             raise NmtError(
                 f"{run_dir}: run directory exists; use --resume to continue it, --run-name to "
-                "start another, or --overwrite to replace it"
+                "start another, or --overwrite to replace it" if ckpt.exists() else
+                f"{run_dir}: directory exists and holds no checkpoint to resume (a start that "
+                "failed?); use --overwrite to replace it, or --run-name to start another"
             )
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -65,18 +62,12 @@ def config_for_resume(run_dir: Path, overrides: list[str],
 def last_valid_step(run_dir: Path, up_to: int) -> int:
     """The step of the last validation line in ``metrics.jsonl`` at or before ``up_to`` (-1:
     none): what a checkpoint written before ``Progress.last_eval_step`` existed leaves out."""
-    path = run_dir / "metrics.jsonl"
-    last = -1
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-                step = int(rec["step"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                continue
-            if "valid_loss" in rec and step <= up_to:
-                last = max(last, step)
-    return last
+    if not (run_dir / "metrics.jsonl").is_file():
+        return -1
+    from nmt.plot import read_metrics
+
+    return max((r["step"] for r in read_metrics(run_dir)
+                if "valid_loss" in r and r["step"] <= up_to), default=-1)
 
 
 def check_run_name(name: str) -> str:

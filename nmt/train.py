@@ -30,7 +30,7 @@ from nmt.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from nmt.config import Config, load_config
+from nmt.config import Config, TrainConfig, load_config
 from nmt.data.batching import Batch, Collator, collate, make_batches
 from nmt.data.prepare import Prepared, prepare
 from nmt.data.tokenizers import PAD_ID
@@ -129,6 +129,22 @@ def training_loss(
     nll = F.nll_loss(logp, tgt, ignore_index=PAD_ID, reduction="sum")
     uniform = -(logp.mean(dim=-1) * (tgt != PAD_ID)).sum()
     return (1.0 - label_smoothing) * nll + label_smoothing * uniform, nll.detach()
+
+
+def limit_reached(t: TrainConfig, prog: Progress, out_of_time: bool) -> str:
+    """Why training ends here by one of its limits (max_steps, the time budget, patience), or
+    "" while none is reached."""
+    if t.max_steps and prog.step >= t.max_steps:
+        return f"reached max_steps={t.max_steps}"
+    if out_of_time:
+        return f"time budget of {t.max_minutes} min"
+    if t.patience and prog.evals_since_best >= t.patience:
+        return _early_stopping(t)
+    return ""
+
+
+def _early_stopping(t: TrainConfig) -> str:
+    return f"early stopping: no better valid score in {t.patience} validations"
 
 
 def epoch_label(prog: Progress) -> int:
@@ -395,8 +411,7 @@ def _train(
             _bar_write(msg)
         stop_now = bool(t.patience and prog.evals_since_best >= t.patience)
         if stop_now:
-            prog.finished, prog.stop_reason = True, (
-                f"early stopping: no better valid score in {t.patience} validations")
+            prog.finished, prog.stop_reason = True, _early_stopping(t)
         checkpoint(*(("last", "best") if improved else ("last",)))
         return stop_now
 
@@ -408,17 +423,12 @@ def _train(
     with stop.installed():
         while not prog.finished:
             # A run resumed after it ended (by steps, time or early stopping) trains no more
-            # unless that limit was raised.
-            if t.max_steps and prog.step >= t.max_steps:
-                prog.stop_reason = f"reached max_steps={t.max_steps}"
-                break
-            if t.max_minutes and elapsed0 >= 60 * t.max_minutes:  # (as saved: the same on
-                # every rank, unlike each rank's clock)
-                prog.stop_reason = f"time budget of {t.max_minutes} min"
-                break
-            if t.patience and prog.evals_since_best >= t.patience:
-                prog.stop_reason = (f"early stopping: no better valid score in {t.patience} "
-                                    "validations")
+            # unless that limit was raised. The time is as saved (elapsed0): the same on every
+            # rank, unlike each rank's clock.
+            reason = limit_reached(t, prog, bool(t.max_minutes and
+                                                 elapsed0 >= 60 * t.max_minutes))
+            if reason:
+                prog.stop_reason = reason
                 break
             if t.max_steps == 0 and prog.epoch >= t.epochs:
                 break
@@ -453,7 +463,6 @@ def _train(
                         f"good checkpoint is kept in {run_dir}/checkpoints (try a lower "
                         "train.lr or train.precision=fp32)"
                     )
-                done = bool(t.max_steps and prog.step >= t.max_steps)
                 prog.batch_in_epoch = i
                 prog.tokens += n_tok
                 prog.window_loss += loss_sum
@@ -477,10 +486,9 @@ def _train(
                     elif bar is not None:
                         bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}",
                                         tok_s=f"{rec['tokens_per_sec']:,.0f}")
-                if over:
-                    prog.finished, prog.stop_reason = True, f"time budget of {t.max_minutes} min"
-                if done:
-                    prog.finished, prog.stop_reason = True, f"reached max_steps={t.max_steps}"
+                reason = limit_reached(t, prog, over)
+                if reason:
+                    prog.finished, prog.stop_reason = True, reason
                 if t.eval_every and prog.step % t.eval_every == 0 and not prog.finished:
                     if validate():
                         break

@@ -17,6 +17,7 @@ apostrophes, guillemets and capitals. About 1,000 lines, 700 distinct English se
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import shutil
 import urllib.error
@@ -97,6 +98,13 @@ def tiny_corpus_sides() -> tuple[list[str], list[str]]:
 
     pairs = [line.split("\t") for line in tiny_corpus_lines()]
     return [normalize(en) for en, _ in pairs], [normalize(fr) for _, fr in pairs]
+
+
+def run_metrics(run: Path) -> list[dict[str, Any]]:
+    """A run's ``metrics.jsonl`` records without ``tokens_per_sec`` (timing, which differs
+    between two runs of the same training)."""
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(x).items() if k != "tokens_per_sec"} for x in lines]
 
 
 def invoke(*args: str, input: bytes | str | None = None) -> tuple[int, str, str]:

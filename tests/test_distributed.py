@@ -3,7 +3,6 @@ the end of a run, and exact resume."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_metrics
 
 from nmt.checkpoint import load_checkpoint
 
@@ -55,11 +55,6 @@ def torchrun(data_dir: Path, runs: Path, name: str, *sets: str,
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def metrics(run: Path) -> list[dict]:
-    lines = (run / "metrics.jsonl").read_text().splitlines()
-    return [{k: v for k, v in json.loads(x).items() if k != "tokens_per_sec"} for x in lines]
-
-
 @pytest.mark.slow
 def test_two_process_gloo_training(tiny_data_dir: Path, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
@@ -70,7 +65,7 @@ def test_two_process_gloo_training(tiny_data_dir: Path, tmp_path: Path) -> None:
     assert payload["progress"]["step"] == 12
     assert len(payload["rng"]) == 2  # one generator state per rank, for exact resume
     # Only rank 0 writes: one metrics line per event, not two.
-    steps = [r["step"] for r in metrics(run) if "train_loss" in r]
+    steps = [r["step"] for r in run_metrics(run) if "train_loss" in r]
     assert steps == [3, 6, 9, 12]
     assert all(torch.isfinite(v).all() for v in payload["model"].values()
                if v.is_floating_point())
@@ -78,7 +73,7 @@ def test_two_process_gloo_training(tiny_data_dir: Path, tmp_path: Path) -> None:
     # Stopped at step 6 and resumed: the same metrics as the run straight to step 12.
     torchrun(tiny_data_dir, runs, "split", "train.max_steps=6", "train.eval_every=6")
     torchrun(tiny_data_dir, runs, "split", "train.max_steps=12", resume=True)
-    assert metrics(runs / "split") == metrics(run)
+    assert run_metrics(runs / "split") == run_metrics(run)
 
 
 @pytest.mark.slow
@@ -90,4 +85,4 @@ def test_two_process_run_whose_first_validation_is_the_last(tiny_data_dir: Path,
     torchrun(tiny_data_dir, runs, "late", "train.max_steps=5", "train.eval_every=0")
     run = runs / "late"
     assert (run / "checkpoints" / "best.pt").is_file()
-    assert [r["step"] for r in metrics(run) if "valid_loss" in r] == [5]
+    assert [r["step"] for r in run_metrics(run) if "valid_loss" in r] == [5]

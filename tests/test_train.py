@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_metrics
 from typer.testing import CliRunner
 
 from nmt.checkpoint import load_checkpoint, load_run
@@ -28,9 +29,6 @@ def tiny_config(arch: str = "transformer", *extra: str) -> Config:
     return load_config(None, [*TINY, f"model.arch={arch}", *extra])
 
 
-def read_metrics(run: Path) -> list[dict]:
-    lines = (run / "metrics.jsonl").read_text().splitlines()
-    return [{k: v for k, v in json.loads(x).items() if k != "tokens_per_sec"} for x in lines]
 
 
 def test_masked_cross_entropy_ignores_padding() -> None:
@@ -91,7 +89,7 @@ def test_resume_continues_exactly(tiny_data_dir: Path, tmp_path: Path) -> None:
     assert first.progress.step == 17 and first.signal == 0  # stopped by check(), not a signal
     train(cfg, broken, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
           progress_bar=False)
-    a, b = read_metrics(straight), read_metrics(broken)
+    a, b = run_metrics(straight), run_metrics(broken)
     assert len(a) == len(b) and len(a) > 6
     for ra, rb in zip(a, b, strict=True):
         assert ra.keys() == rb.keys()
@@ -305,7 +303,7 @@ def test_validation_records_name_the_epoch_they_close(tiny_data_dir: Path,
     run = tmp_path / "epochs"
     train(tiny_config("gru", "train.epochs=2", "train.eval_every=0", "train.log_every=1"), run,
           data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
-    records = read_metrics(run)
+    records = run_metrics(run)
     assert [r["epoch"] for r in records if "valid_loss" in r] == [1, 2]
     train_epochs = [r["epoch"] for r in records if "train_loss" in r]
     assert train_epochs == sorted(train_epochs) and set(train_epochs) == {1, 2}
