@@ -41,7 +41,7 @@ train: install ## train CONFIG (default configs/demo.toml) into runs/
 	$(NMT) train --config $(CONFIG)
 
 translate: install ## translate a sentence with the latest run (RUN=runs/NAME to pick one)
-	$(NMT) translate $(if $(RUN),--run $(RUN)) "i'm home ." "he's calm ." "go ." "i lost ."
+	$(NMT) translate $(if $(RUN),--run $(RUN)) "I'm home." "He's calm." "Go." "I lost."
 
 bleu: install ## BLEU and chrF of the latest run (RUN=runs/NAME) on its test split
 	$(NMT) bleu $(if $(RUN),--run $(RUN))
@@ -61,10 +61,10 @@ bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints t
 	$(BIN)/python -m nmt.bench --out bench/out \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)
 
-demo: install ## download, train the small CPU demo model (<= 10 min), translate and score it
+demo: install ## download, train the small CPU demo model (~10 min), translate and score it
 	$(NMT) data download
 	$(NMT) train --config configs/demo.toml --run-name demo --overwrite
-	$(NMT) translate --run runs/demo "i'm home ." "he's calm ." "go ." "i lost ."
+	$(NMT) translate --run runs/demo "I'm home." "He's calm." "Go." "I lost." "i'm home ."
 	$(NMT) bleu --run runs/demo
 
 clean: ## remove caches (keeps data/ and runs/)

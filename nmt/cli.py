@@ -187,6 +187,11 @@ DecodeBatchOpt = Annotated[
     typer.Option("--batch-size", min=1, help="Sentences per batch (default: the run's [decode])."),
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
+NoEmaOpt = Annotated[
+    bool,
+    typer.Option("--no-ema", help="Use the trained weights, not their moving average (runs "
+                 "trained with train.ema_decay translate with the average by default)."),
+]
 
 
 def _warn_truncated(name: str) -> Callable[[int, int, int], None]:
@@ -216,6 +221,7 @@ def translate(
     beam: BeamOpt = None,
     batch_size: DecodeBatchOpt = None,
     device: DeviceOpt = "auto",
+    no_ema: NoEmaOpt = False,
     max_src_tokens: Annotated[
         int | None,
         typer.Option("--max-src-tokens", min=2, help="Cut longer sources, with a warning "
@@ -251,8 +257,9 @@ def translate(
                 raise DataError("nothing to translate: give sentences, --input FILE, or pipe "
                                 "text in")
             lines, name = read_lines(sys.stdin.buffer, "stdin"), "stdin"
-        translator = Translator.from_run(load_run(run, checkpoint, device), beam=beam,
-                                         batch_size=batch_size, max_src_tokens=max_src_tokens)
+        loaded = load_run(run, checkpoint, device, averaged=not no_ema)
+        translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
+                                         max_src_tokens=max_src_tokens)
         out = sys.stdout
         if output is not None:
             try:
@@ -283,6 +290,7 @@ def bleu(
     beam: BeamOpt = None,
     batch_size: DecodeBatchOpt = None,
     device: DeviceOpt = "auto",
+    no_ema: NoEmaOpt = False,
     limit: Annotated[int, typer.Option("--limit", min=0, help="Only the first N sources.")] = 0,
     examples: Annotated[
         bool,
@@ -293,6 +301,11 @@ def bleu(
         Path | None,
         typer.Option("--data-dir", help="Corpus and cache directory (default data/)."),
     ] = None,
+    textbook_input: Annotated[
+        bool,
+        typer.Option("--textbook-input", help="Give the sources lower-cased with punctuation "
+                     "split off (\"i'm home .\"), to measure robustness to such input."),
+    ] = False,
 ) -> None:
     """Corpus BLEU and chrF (sacrebleu) of a run on its test split or on --src/--ref files."""
     import json
@@ -301,7 +314,7 @@ def bleu(
     from nmt.evaluate import evaluate_run, run_examples
     from nmt.translate import Translator
 
-    loaded = load_run(run, checkpoint, device)
+    loaded = load_run(run, checkpoint, device, averaged=not no_ema)
     translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size)
     if examples:
         rows = run_examples(translator)
@@ -311,7 +324,7 @@ def bleu(
             typer.echo(f"{r['src']} => {r['hyp']}, bleu {r['bleu']:.3f} (reference: {r['ref']})")
         return
     report = evaluate_run(loaded, translator, split=split, data_dir=data_dir, src=src,
-                          refs=list(ref or []), limit=limit,
+                          refs=list(ref or []), limit=limit, textbook_input=textbook_input,
                           log=lambda s: console.print(s, highlight=False, markup=False))
     if json_:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
@@ -321,7 +334,8 @@ def bleu(
                f"{report.sentences} sentences, {search}, {report.sentences_per_second:.1f} "
                "sentences/s")
     for label, s in (("multi-ref", report.multi), ("single-ref", report.single)):
-        typer.echo(f"BLEU {label:10s} {s.bleu:6.2f}  {s.bleu_signature}")
+        typer.echo(f"BLEU {label:10s} {s.bleu:6.2f}  {s.bleu_signature}  "
+                   f"(case-insensitive {s.bleu_ci:.2f})")
         typer.echo(f"chrF {label:10s} {s.chrf:6.2f}  {s.chrf_signature}")
     typer.echo(f"hypotheses: {report.hypotheses}; scores: {report.scores}")
 
@@ -375,6 +389,7 @@ def attention(
     checkpoint: CheckpointOpt = "best",
     output: ImageOpt = None,
     device: DeviceOpt = "auto",
+    no_ema: NoEmaOpt = False,
 ) -> None:
     """Translate one sentence greedily and draw its attention (default runs/NAME/attention.png).
 
@@ -390,7 +405,7 @@ def attention(
 
     if output is not None:
         image_format(output)  # before loading the model
-    loaded = load_run(run, checkpoint, device)
+    loaded = load_run(run, checkpoint, device, averaged=not no_ema)
     path = output if output is not None else loaded.run_dir / ATTENTION_FILE
     picture = plot_attention(Translator.from_run(loaded), sentence, path)
     typer.echo(picture.translation)
