@@ -14,7 +14,7 @@ CONFIG ?= configs/demo.toml
 RUN ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install data train translate bleu test test-all lint bench demo clean
+.PHONY: help install data train translate bleu quality test test-all lint bench demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -45,6 +45,14 @@ translate: install ## translate a sentence with the latest run (RUN=runs/NAME to
 
 bleu: install ## BLEU and chrF of the latest run (RUN=runs/NAME) on its test split
 	$(NMT) bleu $(if $(RUN),--run $(RUN))
+
+# The figures of docs/BENCHMARKS.md's quality table: greedy and beam, with and without the
+# weights' moving average, and with the sources typed the textbook's way.
+quality: install ## BLEU/chrF of RUN (default runs/demo): greedy, beam 5, --no-ema, --textbook-input
+	$(NMT) bleu --run $(or $(RUN),runs/demo)
+	$(NMT) bleu --run $(or $(RUN),runs/demo) --beam 5
+	$(NMT) bleu --run $(or $(RUN),runs/demo) --no-ema
+	$(NMT) bleu --run $(or $(RUN),runs/demo) --textbook-input
 
 test: install ## the fast test suite (what CI runs)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow"

@@ -308,6 +308,8 @@ class LoadedRun:
     checkpoint_path: Path
     step: int
     device: torch.device
+    weights: str = "trained"  # "averaged" (the moving average), "trained" or "raw" (trained
+    # weights of a run that has an average, taken with averaged=False)
 
 
 def latest_run(runs_dir: Path = RUNS_DIR) -> Path:
@@ -377,9 +379,11 @@ def load_run(
             f"{vocab['src']}/{vocab['tgt']} vs "
             f"{tokenizer.src_vocab_size}/{tokenizer.tgt_vocab_size})"
         )
-    weights = payload["model"]
-    if averaged and isinstance(payload.get("ema"), dict) and "weights" in payload["ema"]:
-        weights = payload["ema"]["weights"]
+    weights, kind = payload["model"], "trained"
+    if isinstance(payload.get("ema"), dict) and "weights" in payload["ema"]:
+        kind = "averaged" if averaged else "raw"
+        if averaged:
+            weights = payload["ema"]["weights"]
     model = _build_for(path, cfg, vocab, weights)
     try:
         model.load_state_dict(weights)
@@ -392,7 +396,7 @@ def load_run(
                                   "infinite values)")
     model.to(dev).eval()
     step = int(payload.get("progress", {}).get("step", 0))
-    return LoadedRun(run_dir, cfg, model, tokenizer, path, step, dev)
+    return LoadedRun(run_dir, cfg, model, tokenizer, path, step, dev, kind)
 
 
 _INITIALISERS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",

@@ -278,6 +278,8 @@ def evaluate_run(
     if limit > 0:
         sources, references = sources[:limit], references[:limit]
         name += f".first{limit}"  # never overwrite the whole split's files with a part
+    if run.weights == "raw":  # the trained weights of a run that translates with their average
+        name, data = f"{name}.raw", f"{data}, trained weights (--no-ema)"
     if textbook_input:
         from nmt.data.normalize import textbook_form
 

@@ -3,6 +3,7 @@ sacrebleu computes them by default, case augmentation, the weights' moving avera
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -195,6 +196,15 @@ def test_tiny_natural_model_translates_cased_punctuated_text(
     code, out, err = invoke("bleu", "--run", str(runs / "nat"))
     assert code == 0, err
     assert "case-insensitive" in out and "tok:13a" in out
-    # the raw weights are there too, and differ from their average
+    # the trained weights are there too, and their scores go beside the average's, as do the
+    # scores of the sources typed the textbook's way
     code, raw_out, err = invoke("bleu", "--run", str(runs / "nat"), "--no-ema")
     assert code == 0, err
+    code, textbook_out, err = invoke("bleu", "--run", str(runs / "nat"), "--textbook-input")
+    assert code == 0, err
+    scores = {name: json.loads((runs / "nat" / f"scores.{name}.json").read_text())
+              for name in ("test", "test.raw", "test.textbook")}
+    assert scores["test.raw"]["data"].endswith("(--no-ema)")
+    assert scores["test.textbook"]["data"].endswith("lower-cased and spaced")
+    hyps = {name: (runs / "nat" / f"hyp.{name}.txt").read_text() for name in scores}
+    assert hyps["test"] != hyps["test.raw"]  # 25 epochs at decay 0.9: not the same weights
