@@ -198,19 +198,34 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, tiny_corpus_zip: 
     assert load_checkpoint(last)["progress"]["step"] == final
 
 
-@pytest.mark.parametrize("damage", ["unknown progress field", "rng missing", "rng garbage"])
+PROGRESS_DAMAGE = {  # progress field -> a wrong value, and what the error says about it
+    "warp_factor": (9, "progress: warp_factor: unknown field"),
+    "epoch": ("x", "progress: epoch: expected int, got str"),
+    "elapsed": (None, "progress: elapsed: expected float, got NoneType"),
+    "batch_in_epoch": (10**9, "progress: batch_in_epoch=1000000000 is more than tokens="),
+    "step": (-5, "progress: step: expected 0 to"),
+    "best_score": ("x", "progress: best_score: expected float, got str"),
+    "finished": (1, "progress: finished: expected bool, got int"),
+    "best_step": (10**6, "progress: best_step=1000000 is more than step=2"),
+}
+
+
+@pytest.mark.parametrize("damage", [*PROGRESS_DAMAGE, "rng missing", "rng garbage"])
 def test_resume_from_a_damaged_checkpoint_is_a_one_line_error(
     tiny_data_dir: Path, tmp_path: Path, damage: str
 ) -> None:
     """A last.pt that loads but whose progress or RNG entries are wrong (edited, or from
-    another program) cannot be resumed from: a one-line CheckpointError, the file untouched."""
+    another program) cannot be resumed from: a one-line CheckpointError, the file untouched.
+    Progress fields of the wrong type or out of range are refused when the file is loaded."""
     run = tmp_path / "run"
     cfg = tiny_config("gru", "train.max_steps=2")
     train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
     last = run / "checkpoints" / "last.pt"
     payload = load_checkpoint(last)
-    if damage == "unknown progress field":
-        payload["progress"]["warp_factor"] = 9
+    needle = "cannot resume ("
+    if damage in PROGRESS_DAMAGE:
+        payload["progress"][damage], what = PROGRESS_DAMAGE[damage]
+        needle = f"incompatible checkpoint ({what}"
     elif damage == "rng missing":
         del payload["rng"]
     else:
@@ -220,7 +235,7 @@ def test_resume_from_a_damaged_checkpoint_is_a_one_line_error(
     with pytest.raises(CheckpointError) as e:
         train(tiny_config("gru", "train.max_steps=4"), run, data_dir=tiny_data_dir,
               resume=True, log=lambda s: None, progress_bar=False)
-    assert str(e.value).startswith(f"{last}: cannot resume (") and "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{last}: {needle}") and "\n" not in str(e.value), e.value
     assert last.read_bytes() == before
 
 
