@@ -266,3 +266,20 @@ def test_non_finite_loss_before_any_checkpoint_says_none_was_kept(tiny_data_dir:
     assert "non-finite loss at step" in str(e.value)
     assert "no checkpoint had been saved yet" in str(e.value)
     assert not (run / "checkpoints" / "last.pt").exists()
+
+
+def test_a_run_whose_checkpoints_folder_is_a_link_is_not_resumed(tiny_data_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    """Checkpoints would be written into the link's target: refused, the target untouched."""
+    run = tmp_path / "r"
+    train(tiny_config("gru", "train.max_steps=2"), run, data_dir=tiny_data_dir,
+          log=lambda s: None, progress_bar=False)
+    elsewhere = tmp_path / "elsewhere"
+    (run / "checkpoints").rename(elsewhere)
+    (run / "checkpoints").symlink_to(elsewhere)
+    before = {p.name: p.read_bytes() for p in elsewhere.iterdir()}
+    with pytest.raises(NmtError) as e:
+        train(tiny_config("gru", "train.max_steps=4"), run, data_dir=tiny_data_dir,
+              resume=True, log=lambda s: None, progress_bar=False)
+    assert str(e.value).startswith(f"{run}/checkpoints: is a symbolic link")
+    assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == before
