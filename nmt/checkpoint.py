@@ -13,24 +13,35 @@ so loading rebuilds the model from its own config without guessing. A run direct
 from __future__ import annotations
 
 import glob
-import os
+import math
 import pickle
 import random
-import tempfile
-import time
+import sys
 import warnings
 import zipfile
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import torch
 
 from nmt.config import Config, from_dict, load_config
-from nmt.errors import CheckpointError, ConfigError, NmtError
+from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
+from nmt.files import (  # the file helpers were first defined here: importable from here too
+    TMP_SUFFIX,
+    atomic_text_output,
+    atomic_write_bytes,
+    atomic_write_text,
+    remove_stale_files,
+)
+
+__all__ = ["atomic_text_output", "atomic_write_bytes", "atomic_write_text", "load_checkpoint",
+           "save_checkpoint", "load_run", "LoadedRun", "FORMAT", "CHECKPOINT_FIELDS",
+           "PROGRESS_FIELDS", "rng_state", "set_rng_state", "latest_run", "resolve_checkpoint",
+           "shapes_only"]
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -38,116 +49,6 @@ if TYPE_CHECKING:
 
 FORMAT = "nmt-checkpoint-1"
 RUNS_DIR = Path("runs")
-TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt"
-
-
-def atomic_write_bytes(path: Path, write: Any) -> None:
-    """Call ``write(fileobj)`` on a temporary file beside ``path``, fsync, then rename over it.
-
-    A crash at any moment leaves either the old file or the new one, never a partial file: the
-    temporary file (``.NAME.XXXX.tmp``, hidden and not ending in ``.pt``) is removed on any
-    failure, and a failure to write (disk full, read-only directory) is a one-line
-    :class:`NmtError` naming ``path``; the old file is left as it was.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
-    except OSError as e:
-        raise NmtError(f"{path}: cannot write ({_os_reason(e)})") from None
-    _mode_like_open(fd, path)
-    raw = os.fdopen(fd, "wb")
-    f = _RecordingWriter(raw)
-    try:
-        with raw:
-            write(f)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        with suppress(OSError):
-            os.unlink(tmp)
-        # torch.save turns whatever its write raised (ENOSPC, even Ctrl-C) into a RuntimeError
-        cause = e if isinstance(e, OSError) else f.error
-        if cause is not None and not isinstance(cause, Exception):
-            raise cause from None  # KeyboardInterrupt stays an interruption
-        if isinstance(e, Exception) and isinstance(cause, OSError):
-            raise NmtError(f"{path}: cannot write ({_os_reason(cause)}); the previous "
-                           "file, if any, is unchanged") from None
-        raise
-    with suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)  # the rename itself survives a power cut
-        finally:
-            os.close(dir_fd)
-
-
-class _RecordingWriter:
-    """A binary file wrapper that remembers what a write raised."""
-
-    def __init__(self, f: BinaryIO) -> None:
-        self._f = f
-        self.error: BaseException | None = None
-
-    def write(self, data: Any) -> int:
-        try:
-            return self._f.write(data)
-        except BaseException as e:
-            self.error = e
-            raise
-
-    def flush(self) -> None:
-        self._f.flush()
-
-    def fileno(self) -> int:
-        return self._f.fileno()
-
-
-def _mode_like_open(fd: int, path: Path) -> None:
-    """Give the temporary file (mkstemp makes it 0600) the permissions ``open(path, "w")``
-    would: those of the file it replaces, or 0666 less the umask."""
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    with suppress(OSError):
-        os.fchmod(fd, mode)
-
-
-def _os_reason(e: OSError) -> str:
-    return e.strerror or str(e) or type(e).__name__
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))
-
-
-@contextmanager
-def atomic_text_output(path: Path) -> Iterator[TextIO]:
-    """A UTF-8 text file to stream into, renamed over ``path`` only when the block succeeds.
-
-    A failure or interruption midway (bad input line, Ctrl-C, full disk) leaves ``path`` as it
-    was instead of half written. Paths that are not regular files (``/dev/stdout``, a named
-    pipe) are written directly. Opening raises ``OSError`` so callers can name their option.
-    """
-    if path.exists() and not path.is_file():
-        with path.open("w", encoding="utf-8", newline="\n") as f:
-            yield f
-        return
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
-    _mode_like_open(fd, path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
@@ -161,14 +62,8 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
     atomic_write_bytes(path, lambda f: torch.save(payload, f))
 
 
-_STARTED = time.time()  # temporary files older than this process are not being written by it
-
-
 def _remove_stale_temp_files(path: Path) -> None:
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*{TMP_SUFFIX}"):
-        with suppress(OSError):
-            if tmp.stat().st_mtime < _STARTED:
-                tmp.unlink()
+    remove_stale_files(path.parent, f".{glob.escape(path.name)}.*{TMP_SUFFIX}")
 
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -183,7 +78,11 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
     try:
-        with open(path, "rb") as f:
+        f = open(path, "rb")  # noqa: SIM115 - closed by the with block below
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read ({os_reason(e)})") from None
+    try:
+        with f:
             # one open file: a concurrent atomic rename cannot swap what is checked and loaded
             _check_records(path, f)
             f.seek(0)
@@ -244,32 +143,126 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+@dataclass(frozen=True)
+class Field:
+    """What one checkpoint value may be: its type (``int`` excludes ``bool``; ``float`` also
+    takes an int) and, for numbers, its range (NaN is never in one)."""
+
+    kind: type
+    least: float = -math.inf
+    most: float = math.inf
+
+    def check(self, value: Any) -> str:
+        """"" when ``value`` fits, else what was expected."""
+        if self.kind is int:
+            ok = _is_int(value)
+        elif self.kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, self.kind)
+        if not ok:
+            return f"expected {self.kind.__name__}, got {type(value).__name__}"
+        if self.kind in (int, float) and not self.least <= value <= self.most:
+            return f"expected {self.least:g} to {self.most:g}, got {value!r:.40}"
+        return ""
+
+
+COUNT = Field(int, 0, 2**62)  # steps, tokens, epochs: never negative, never absurd
+FINITE = sys.float_info.max
+
+# The top-level entries of a checkpoint; ``True``: every checkpoint must have it. Entries not
+# listed are ignored (a newer nmt may add some). Resuming also needs optimizer, scheduler, rng.
+CHECKPOINT_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "config": ((dict,), True),
+    "vocab": ((dict,), True),
+    "model": ((dict,), True),
+    "optimizer": ((dict,), False),
+    "scheduler": ((dict,), False),
+    "rng": ((dict, list), False),  # a list: one state per process of a distributed run
+    "progress": ((dict,), False),
+    "ema": ((dict,), False),  # the weights' moving average (train.ema_decay > 0)
+}
+
+# ``progress`` (the training loop's Progress): every field optional (a checkpoint from before
+# a field existed gets its default), none unknown.
+PROGRESS_FIELDS: dict[str, Field] = {
+    "step": COUNT,
+    "epoch": COUNT,
+    "batch_in_epoch": COUNT,
+    "tokens": COUNT,
+    "elapsed": Field(float, 0.0, FINITE),
+    "best_score": Field(float, -math.inf, FINITE),  # -inf: nothing scored yet
+    "best_step": COUNT,
+    "evals_since_best": COUNT,
+    "last_eval_step": Field(int, -1, 2**62),  # -1: no validation yet
+    "window_loss": Field(float, 0.0, FINITE),
+    "window_tokens": COUNT,
+    "finished": Field(bool),
+    "stop_reason": Field(str),
+}
+
+# Relations between progress fields that any real run keeps: (field, at most this field, why).
+PROGRESS_BOUNDS = (
+    ("epoch", "step", "an epoch takes at least one step"),
+    ("best_step", "step", "the best step was taken"),
+    ("last_eval_step", "step", "the last validation was of a step taken"),
+    ("batch_in_epoch", "tokens", "every batch holds a target token"),
+    ("window_tokens", "tokens", "the tokens since the last log line were trained on"),
+)
+
+
+def check_progress(progress: Any) -> str:
+    """"" when ``progress`` is a valid progress table, else what is wrong with it."""
+    if not isinstance(progress, dict):
+        return "expected a table"
+    for key, value in progress.items():
+        spec = PROGRESS_FIELDS.get(key)
+        if spec is None:
+            return f"{_plain(key)}: unknown field"
+        problem = spec.check(value)
+        if problem:
+            return f"{key}: {problem}"
+    for low, high, why in PROGRESS_BOUNDS:
+        if low in progress and progress[low] > progress.get(high, 0):
+            return f"{low}={progress[low]} is more than {high}={progress.get(high, 0)} ({why})"
+    return ""
+
+
+def _plain(key: Any) -> str:
+    return key if isinstance(key, str) and key.isidentifier() else repr(key)[:40]
+
+
 def _check_layout(path: Path, payload: dict[str, Any]) -> None:
-    """What :func:`load_run` and resuming read must have the right types (a crafted or foreign
-    file must not fail later with a traceback)."""
+    """Every entry :data:`CHECKPOINT_FIELDS` lists has the right type, ``vocab`` and ``model``
+    the right layout and ``progress`` the types and ranges of :data:`PROGRESS_FIELDS`, so a
+    crafted or foreign file fails here with one line, not later with a traceback."""
     def bad(what: str) -> CheckpointError:
         return CheckpointError(f"{path}: incompatible checkpoint ({what})")
 
-    if not isinstance(payload.get("config"), dict):
-        raise bad("config: expected a table of sections")
-    vocab = payload.get("vocab")
-    if not (isinstance(vocab, dict) and all(_is_int(vocab.get(k)) and vocab[k] >= 1
-                                            for k in ("src", "tgt"))
+    for key, (types, required) in CHECKPOINT_FIELDS.items():
+        if key not in payload:
+            if required:
+                raise bad(f"{key}: missing")
+        elif not isinstance(payload[key], types):
+            raise bad(f"{key}: expected {' or '.join(t.__name__ for t in types)}, got "
+                      f"{type(payload[key]).__name__}")
+    vocab = payload["vocab"]
+    if not (all(_is_int(vocab.get(k)) and 1 <= vocab[k] <= 2**31 for k in ("src", "tgt"))
             and isinstance(vocab.get("joint"), bool)):
         raise bad("vocab: expected {'src': int, 'tgt': int, 'joint': bool}")
-    model = payload.get("model")
-    if not (isinstance(model, dict) and model and all(
-            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in model.items())):
+    model = payload["model"]
+    if not (model and all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                          for k, v in model.items())):
         raise bad("model: expected a table of named tensors")
     ema = payload.get("ema")
     if ema is not None and not (
-            isinstance(ema, dict) and _is_int(ema.get("updates")) and ema["updates"] >= 0
+            _is_int(ema.get("updates")) and ema["updates"] >= 0
             and isinstance(ema.get("weights"), dict) and ema["weights"].keys() == model.keys()
             and all(isinstance(v, torch.Tensor) for v in ema["weights"].values())):
         raise bad("ema: expected {'updates': int, 'weights': the model's named tensors}")
-    progress = payload.get("progress", {})
-    if not (isinstance(progress, dict) and _is_int(progress.get("step", 0))):
-        raise bad("progress: expected a table with an integer step")
+    problem = check_progress(payload.get("progress", {}))
+    if problem:
+        raise bad(f"progress: {problem}")
 
 
 def rng_state() -> dict[str, Any]:
@@ -428,6 +421,17 @@ def shapes_only() -> Iterator[None]:
             setattr(torch.nn.init, name, fn)
 
 
+DERIVED_BYTES = 64 * 2**20  # computed tables (not saved) a checkpoint may ask beyond its weights
+
+
+def _unsaved_bytes(model: torch.nn.Module) -> int:
+    """Bytes of the tensors ``model`` computes rather than loads (non-persistent buffers such as
+    the sinusoidal position table), which a shape check against the file cannot bound."""
+    saved = set(model.state_dict())
+    return sum(b.numel() * b.element_size() for name, b in model.named_buffers()
+               if name not in saved)
+
+
 def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
                state: dict[str, torch.Tensor]) -> EncoderDecoder:
     """The model ``cfg`` describes, built for real only once its weight names and shapes match
@@ -439,10 +443,20 @@ def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
 
     try:
         with shapes_only():  # no memory, no initialisation
-            expected = {k: tuple(v.shape) for k, v in build().state_dict().items()}
+            shapes = build()
+            expected = {k: tuple(v.shape) for k, v in shapes.state_dict().items()}
+            derived = _unsaved_bytes(shapes)
     except (ConfigError, RuntimeError, ValueError, OverflowError) as e:
         first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"{path}: incompatible checkpoint ({first})") from None
+    saved = sum(v.numel() * v.element_size() for v in state.values())
+    if derived > saved + DERIVED_BYTES:
+        raise CheckpointError(
+            f"{path}: incompatible checkpoint (its config asks for {derived / 2**20:,.0f} MiB "
+            f"of tables that are not in the file, e.g. model.max_positions="
+            f"{cfg.model.max_positions}; at most the size of its weights plus "
+            f"{DERIVED_BYTES // 2**20} MiB is allowed)"
+        )
     found = {k: tuple(v.shape) for k, v in state.items()}
     if expected != found:
         diff = sorted(set(expected.items()) ^ set(found.items()))[0][0]

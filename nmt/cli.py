@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from nmt.errors import NmtError
+from nmt.config import INT_MAX, int_limit
+from nmt.errors import NmtError, os_reason
 
 app = typer.Typer(
     help="Neural machine translation, English to French: data, train, translate, bleu.",
@@ -43,10 +45,20 @@ def friendly(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            sys.stdout.flush()  # a full disk behind stdout is reported here, not at exit
+            return result
         except NmtError as e:
             console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
             raise typer.Exit(e.exit_code) from None
+        except BrokenPipeError:
+            raise  # the reader went away: click exits quietly
+        except OSError as e:
+            # what commands do not name themselves: writing stdout (click.echo flushes it)
+            where = e.filename if e.filename is not None else "standard output"
+            console.print(f"[red]error:[/red] {escape(str(where))}: cannot write "
+                          f"({escape(os_reason(e))})", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -180,11 +192,13 @@ CheckpointOpt = Annotated[
     str, typer.Option("--checkpoint", help="best, last, or a checkpoint file.")
 ]
 BeamOpt = Annotated[
-    int | None, typer.Option("--beam", min=1, help="Beam size (default: the run's [decode]).")
+    int | None, typer.Option("--beam", min=1, max=int_limit("decode.beam"),
+                             help="Beam size (default: the run's [decode]).")
 ]
 DecodeBatchOpt = Annotated[
     int | None,
-    typer.Option("--batch-size", min=1, help="Sentences per batch (default: the run's [decode])."),
+    typer.Option("--batch-size", min=1, max=int_limit("decode.batch_size"),
+                 help="Sentences per batch (default: the run's [decode])."),
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
 NoEmaOpt = Annotated[
@@ -224,9 +238,9 @@ def translate(
     no_ema: NoEmaOpt = False,
     max_src_tokens: Annotated[
         int | None,
-        typer.Option("--max-src-tokens", min=2, help="Cut longer sources, with a warning "
-                     "(default: the run's data.truncate when it trained on cut sources, else "
-                     "1024; never more than the model's positions)."),
+        typer.Option("--max-src-tokens", min=2, max=INT_MAX, help="Cut longer sources, with a "
+                     "warning (default: the run's data.truncate when it trained on cut sources, "
+                     "else 1024; never more than the model's positions)."),
     ] = None,
     attention: Annotated[
         Path | None,
@@ -236,11 +250,15 @@ def translate(
 ) -> None:
     """Translate English sentences to French, one output line per input line."""
     from nmt.checkpoint import atomic_text_output, load_run
-    from nmt.errors import DataError
-    from nmt.translate import Translator, read_lines
+    from nmt.errors import DataError, write_errors
+    from nmt.translate import Translator, check_output_is_not_input, read_lines
 
     if sentences and input_ is not None:
         raise DataError("--input: give sentences as arguments or --input FILE, not both")
+    if output is not None and not sentences:
+        from_file = input_ is not None and str(input_) != "-"
+        check_output_is_not_input(output, input_ if from_file else None,
+                                  None if from_file else sys.stdin.buffer)
     if attention is not None:
         _check_translate_attention(sentences, attention)
     with contextlib.ExitStack() as stack:
@@ -260,16 +278,19 @@ def translate(
         loaded = load_run(run, checkpoint, device, averaged=not no_ema)
         translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
                                          max_src_tokens=max_src_tokens)
-        out = sys.stdout
+        out, target = sys.stdout, "standard output"
         if output is not None:
+            target = f"--output {output}"
             try:
                 # renamed into place at the end: a failure midway leaves the old file intact
+                stack.enter_context(write_errors(target))  # also the final rename, on exit
                 out = stack.enter_context(atomic_text_output(output))
             except OSError as e:
-                raise DataError(f"--output {output}: cannot write ({e.strerror})") from None
-        translator.translate_stream(lines, lambda text: out.write(text + "\n"),
-                                    on_truncate=_warn_truncated(name))
-        out.flush()
+                raise DataError(f"{target}: cannot write ({e.strerror or e})") from None
+        with write_errors(target):
+            translator.translate_stream(lines, lambda text: out.write(text + "\n"),
+                                        on_truncate=_warn_truncated(name))
+            out.flush()
         if attention is not None:
             _translate_attention(translator, sentences, attention)
 
@@ -291,7 +312,8 @@ def bleu(
     batch_size: DecodeBatchOpt = None,
     device: DeviceOpt = "auto",
     no_ema: NoEmaOpt = False,
-    limit: Annotated[int, typer.Option("--limit", min=0, help="Only the first N sources.")] = 0,
+    limit: Annotated[int, typer.Option("--limit", min=0, max=INT_MAX,
+                                       help="Only the first N sources.")] = 0,
     examples: Annotated[
         bool,
         typer.Option("--examples", help="The recipe's four check sentences, per-sentence BLEU."),
@@ -430,6 +452,23 @@ def _check_translate_attention(sentences: list[str] | None, path: Path) -> None:
 
 def main() -> None:
     """Console-script entry: run the app, turning :class:`NmtError` into a one-line message."""
+    try:
+        _main()
+    finally:
+        _drop_unwritable_stdout()
+
+
+def _drop_unwritable_stdout() -> None:
+    """When stdout cannot take what is left in its buffer (a full disk, /dev/full), point it at
+    the null device, so the interpreter's own flush at exit adds no second report."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _main() -> None:
     try:
         # without standalone mode click *returns* a typer.Exit's code instead of exiting with it
         rc = app(standalone_mode=False)

@@ -143,6 +143,22 @@ SECTIONS: dict[str, type] = {
 }
 
 
+# The largest value of each integer setting; the rest go up to INT_MAX. Checked when a config
+# is parsed, so a huge number is one line naming the key rather than an overflow in torch,
+# numpy or the allocator later (the smallest values: see _check_value and _check_consistency).
+INT_MAX = 2**31 - 1
+INT_LIMITS: dict[str, int] = {
+    "data.split_seed": 2**32 - 1,  # numpy's seeds are 32-bit
+    "train.seed": 2**32 - 1,
+    "decode.beam": 1000,
+}
+
+
+def int_limit(key: str) -> int:
+    """The largest value the integer setting ``key`` (``section.name``) may take."""
+    return INT_LIMITS.get(key, INT_MAX)
+
+
 def _q(name: object) -> str:
     """A key as it may be printed on one line: plain when it is a simple name, else quoted."""
     text = str(name)
@@ -175,6 +191,8 @@ def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
                               f"got {value!r}")
     elif tp in (int, float) and value < 0:
         raise ConfigError(f"{where}: {key}: expected a value >= 0, got {value!r}")
+    if tp is int and value > int_limit(key):
+        raise ConfigError(f"{where}: {key}: expected at most {int_limit(key)}, got {value!r:.30}")
     return value
 
 

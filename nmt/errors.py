@@ -1,5 +1,10 @@
 """Errors the user can act on. The CLI prints them as one line and exits non-zero, no traceback."""
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class NmtError(Exception):
     """A failure caused by input, files or environment, with a message that says what to do."""
@@ -19,3 +24,21 @@ class DataError(NmtError):
 
 class CheckpointError(NmtError):
     """A run directory or checkpoint is missing, corrupt, untrusted or incompatible."""
+
+
+def os_reason(e: OSError) -> str:
+    """What an ``OSError`` says, without its errno number and path: "No space left on device"."""
+    return e.strerror or str(e) or type(e).__name__
+
+
+@contextmanager
+def write_errors(target: str) -> Iterator[None]:
+    """Turn an ``OSError`` raised while writing ``target`` (an option and its file, or
+    "standard output") into one line: ``TARGET: cannot write (No space left on device)``. A
+    reader that went away (EPIPE) is left to the command line, which exits quietly."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise NmtError(f"{target}: cannot write ({os_reason(e)})") from None

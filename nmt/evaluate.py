@@ -202,6 +202,9 @@ def file_references(
     return sources, per_sentence
 
 
+FILE_PREFIX = "file-"  # results of `nmt bleu --src FILE`: hyp.file-FILE.txt, scores.file-FILE.json
+
+
 def evaluate(
     translator: Translator,
     sources: Sequence[str],
@@ -215,7 +218,8 @@ def evaluate(
     """Translate ``sources``, score against ``refs``, save hypotheses and scores in ``run_dir``.
 
     Files: ``hyp.<name>.txt`` (one translation per source line) and ``scores.<name>.json``;
-    ``<name>`` gets ``.beamN`` for beam search so greedy and beam results sit side by side.
+    ``<name>`` gets ``.beamN`` for beam search so greedy and beam results sit side by side. A
+    split's name is the split's (``test``); a ``--src`` file's is ``file-`` and its file name.
     """
     import time
 
@@ -263,7 +267,9 @@ def evaluate_run(
             raise DataError("--src: expected at least one --ref file with the references")
         sources, references = file_references(
             src, refs, run.config.data.lowercase, run.config.data.normalization)
-        name, data = Path(src).name, f"--src {src}"
+        # "file-" keeps the scores of a user's file (even one named "test") apart from those of
+        # the run's splits (hyp.test.txt, scores.test*.json), which `nmt runs` reports
+        name, data = f"{FILE_PREFIX}{Path(src).name}", f"--src {src}"
     else:
         if refs:
             raise DataError("--ref: expected --src with it (the source sentences to translate)")

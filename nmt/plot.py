@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nmt.errors import CheckpointError, ConfigError, DataError
+from nmt.errors import CheckpointError, ConfigError, DataError, NmtError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -60,14 +60,21 @@ def image_format(path: Path, option: str = "--output") -> str:
 
 
 def save_figure(fig: Figure, path: Path, option: str = "--output") -> Path:
-    """Write ``fig`` to ``path`` in the format its extension names (parent folders created)."""
+    """Write ``fig`` to ``path`` in the format its extension names (parent folders created).
+
+    Written to a temporary file renamed over ``path`` (:func:`atomic_write_bytes`): a full disk
+    leaves the previous picture (or none), never an empty or half file, and a symbolic link at
+    ``path`` is replaced, never written through.
+    """
+    from nmt.files import atomic_write_bytes
+
     path = Path(path)
     fmt = image_format(path, option)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, format=fmt, dpi=DPI, metadata=_metadata(fmt))
-    except OSError as e:
-        raise DataError(f"{option} {path}: cannot write ({e.strerror or e})") from None
+        atomic_write_bytes(path, lambda f: fig.savefig(f, format=fmt, dpi=DPI,
+                                                       metadata=_metadata(fmt)))
+    except NmtError as e:
+        raise DataError(f"{option} {e}") from None
     return path
 
 

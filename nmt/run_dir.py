@@ -9,14 +9,19 @@ are per-token cross-entropy without label smoothing, so they compare),
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from nmt.checkpoint import atomic_write_text
-from nmt.config import Config, load_config
+from nmt.checkpoint import load_checkpoint
+from nmt.config import Config, from_dict, load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError
+from nmt.files import append_text, atomic_write_bytes, atomic_write_text, make_dirs
 
 # Sections whose change would make a checkpoint meaningless; the rest may change on --resume.
 FROZEN_ON_RESUME = ("data", "model")
@@ -28,6 +33,10 @@ def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
     if resume:
         if not ckpt.is_file():
             raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
+        for name in ("checkpoints", "tokenizer"):
+            if (run_dir / name).is_symlink():
+                raise CheckpointError(f"{run_dir / name}: is a symbolic link; a run directory "
+                                      "writes only into its own folders (remove the link)")
         return
     if run_dir.exists() and any(run_dir.iterdir()):
         if not overwrite:
@@ -37,26 +46,89 @@ def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
                 f"{run_dir}: directory exists and holds no checkpoint to resume (a start that "
                 "failed?); use --overwrite to replace it, or --run-name to start another"
             )
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            shutil.rmtree(run_dir)
+        except OSError as e:
+            raise NmtError(f"--overwrite: cannot remove {run_dir} ({e.strerror or e})") from None
+    make_dirs(run_dir)
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold ``run_dir`` for one training process: a second writer is refused, naming the
+    holder's PID. The lock is ``.NAME.lock`` beside the run directory (so ``--overwrite``, which
+    removes the directory, cannot drop it) and is an ``flock``, which the operating system
+    releases when the process ends, however it ends: a killed run leaves no stale lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        yield
+        return
+    make_dirs(run_dir.parent)
+    path = run_dir.parent / f".{run_dir.name}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as e:
+        raise NmtError(f"{path}: cannot create the run's lock file ({e.strerror or e})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise NmtError(
+                f"{run_dir}: another nmt train (PID {holder}) is writing this run; wait for it "
+                "to finish or stop it, or use --run-name to start another"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def config_for_resume(run_dir: Path, overrides: list[str],
                       config_path: Path | None = None) -> Config:
     """The config a resumed run continues with: the run's saved config, or ``config_path``
     when given (so a changed ``[train]`` in the file takes effect), with the ``--set``
-    overrides. Only ``[train]`` and ``[decode]`` may differ from what the run was trained with.
+    overrides. Only ``[train]`` and ``[decode]`` may differ from what the checkpoint was
+    trained with (its own config, not ``config.toml``, which may have been edited).
     """
-    saved = load_config(run_dir / "config.toml")
     cfg = load_config(config_path or run_dir / "config.toml", overrides)
-    for section in FROZEN_ON_RESUME:
-        if getattr(cfg, section) != getattr(saved, section):
-            what = f"--config {config_path}" if config_path is not None else "--set"
-            raise ConfigError(
-                f"{what}: [{section}] cannot change on --resume (the checkpoint was trained with "
-                f"{run_dir / 'config.toml'}); start a new run instead"
-            )
+    trained = checkpoint_config(run_dir / "checkpoints" / "last.pt")
+    change = frozen_change(cfg, trained)
+    if change is not None:
+        key = change.split("(", 1)[1].split(" ", 1)[0]
+        if any(o.split("=", 1)[0].strip() == key for o in overrides):
+            what = "--set"
+        elif config_path is not None:
+            what = f"--config {config_path}"
+        else:
+            what = str(run_dir / "config.toml")
+        raise ConfigError(f"{what}: {change}")
     return cfg
+
+
+def checkpoint_config(path: Path) -> Config:
+    """The config a checkpoint was trained with (a one-line error when it has none valid)."""
+    payload = load_checkpoint(path)
+    try:
+        return from_dict(payload["config"], where=f"{path} config")
+    except ConfigError as e:
+        raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
+
+
+def frozen_change(cfg: Config, trained: Config) -> str | None:
+    """What differs in a section that cannot change on resume, as part of a message; None when
+    nothing does."""
+    for section in FROZEN_ON_RESUME:
+        new, old = getattr(cfg, section), getattr(trained, section)
+        if new != old:
+            key = next(f.name for f in fields(new) if getattr(new, f.name) != getattr(old, f.name))
+            return (f"[{section}] cannot change on --resume ({section}.{key} is "
+                    f"{getattr(new, key)!r:.40}, but the checkpoint was trained with "
+                    f"{getattr(old, key)!r:.40}); start a new run instead")
+    return None
 
 
 def last_valid_step(run_dir: Path, up_to: int) -> int:
@@ -87,18 +159,17 @@ class MetricsLog:
         self.log_path = run_dir / "train.log"
         self.records: list[dict[str, Any]] = []
         if enabled:  # present from the start, even before the first line is due
-            self.metrics_path.touch()
+            append_text(self.metrics_path, "")
 
+    # Appends never follow a symbolic link and fail as one line (disk full): see append_text.
     def metric(self, record: dict[str, Any]) -> None:
         self.records.append(record)
         if self.enabled:
-            with self.metrics_path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
+            append_text(self.metrics_path, json.dumps(record) + "\n")
 
     def text(self, line: str) -> None:
         if self.enabled:
-            with self.log_path.open("a", encoding="utf-8") as f:
-                f.write(time.strftime("%Y-%m-%d %H:%M:%S ") + line + "\n")
+            append_text(self.log_path, time.strftime("%Y-%m-%d %H:%M:%S ") + line + "\n")
 
     def truncate_after(self, step: int) -> None:
         """On resume, drop metric lines written after the checkpoint (they will be redone)."""
@@ -115,3 +186,20 @@ class MetricsLog:
         atomic_write_text(self.metrics_path, "".join(k + "\n" for k in keep))
 
 
+
+
+def adopt_newer_best(run_dir: Path) -> None:
+    """Make ``best.pt`` and ``last.pt`` agree again after a kill between their two writes.
+
+    A validation that improves writes one save to ``best.pt`` and then to ``last.pt`` (in that
+    order), so a process killed between the two renames leaves ``best.pt`` one save ahead of
+    ``last.pt``. That save is exactly what ``last.pt`` was about to become: it is copied over
+    ``last.pt`` (atomically), after which ``last.pt`` names ``best.pt``'s step as its best.
+    """
+    best, last = run_dir / "checkpoints" / "best.pt", run_dir / "checkpoints" / "last.pt"
+    if not (best.is_file() and last.is_file()):
+        return
+    ahead = load_checkpoint(best).get("progress", {}).get("step", 0)
+    if ahead > load_checkpoint(last).get("progress", {}).get("step", 0):
+        data = best.read_bytes()
+        atomic_write_bytes(last, lambda f: f.write(data))

@@ -30,7 +30,7 @@ from nmt.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from nmt.config import Config, TrainConfig, load_config
+from nmt.config import Config, TrainConfig, from_dict, load_config
 from nmt.data.batching import Batch, Collator, collate, make_batches
 from nmt.data.prepare import Prepared, prepare
 from nmt.data.tokenizers import PAD_ID
@@ -51,9 +51,12 @@ from nmt.models.base import EncoderDecoder
 from nmt.optim import TrainOptimizer
 from nmt.run_dir import (
     MetricsLog,
+    adopt_newer_best,
     check_run_name,
     config_for_resume,
+    frozen_change,
     last_valid_step,
+    run_lock,
     start_run_dir,
 )
 
@@ -252,8 +255,10 @@ def train(
     dist = init_distributed(cfg.train.device)
     ok = False
     try:
-        result = _train(cfg, run_dir, dist, data_dir=data_dir, resume=resume, overwrite=overwrite,
-                        log=log, progress_bar=progress_bar, stop=stop)
+        # rank 0 holds the run directory for as long as it trains: one writer per run
+        with run_lock(run_dir) if dist.main else nullcontext():
+            result = _train(cfg, run_dir, dist, data_dir=data_dir, resume=resume,
+                            overwrite=overwrite, log=log, progress_bar=progress_bar, stop=stop)
         ok = True
         return result
     finally:
@@ -282,7 +287,15 @@ def _train(
     seed_everything(cfg.train.seed + dist.rank)
     if dist.main:
         start_run_dir(run_dir, resume, overwrite)
+        if resume:
+            adopt_newer_best(run_dir)
     barrier(dist)
+    payload: dict[str, Any] = {}
+    if resume:  # before the data is prepared: its config must be the checkpoint's
+        payload = load_checkpoint(run_dir / "checkpoints" / "last.pt", map_location="cpu")
+        change = frozen_change(cfg, from_dict(payload["config"], where=f"{run_dir} checkpoint"))
+        if change is not None:
+            raise ConfigError(f"{run_dir}/checkpoints/last.pt: {change}")
     mlog = MetricsLog(run_dir, dist.main)
     say = log if dist.main else (lambda s: None)
 
@@ -308,7 +321,6 @@ def _train(
     )
     prog = Progress()
     if resume:
-        payload = load_checkpoint(run_dir / "checkpoints" / "last.pt", map_location="cpu")
         try:
             model.load_state_dict(payload["model"])
             optimizer.load_state_dict(payload["optimizer"])
@@ -424,7 +436,9 @@ def _train(
         stop_now = bool(t.patience and prog.evals_since_best >= t.patience)
         if stop_now:
             prog.finished, prog.stop_reason = True, _early_stopping(t)
-        checkpoint(*(("last", "best") if improved else ("last",)))
+        # best first: a kill between the two writes leaves best.pt one save ahead, which a
+        # resume adopts as last.pt (run_dir.adopt_newer_best); the other order would lose it
+        checkpoint(*(("best", "last") if improved else ("last",)))
         return stop_now
 
     model.train()
@@ -472,11 +486,11 @@ def _train(
                 bad, over, stop_here = any_rank(
                     [not math.isfinite(objective), over, stop.check(prog.step)], dist, device)
                 if bad:
-                    raise NmtError(
-                        f"non-finite loss at step {prog.step}: training stopped; the last "
-                        f"good checkpoint is kept in {run_dir}/checkpoints (try a lower "
-                        "train.lr or train.precision=fp32)"
-                    )
+                    kept = (f"the last good checkpoint is kept in {run_dir}/checkpoints"
+                            if (run_dir / "checkpoints" / "last.pt").is_file() else
+                            "no checkpoint had been saved yet")
+                    raise NmtError(f"non-finite loss at step {prog.step}: training stopped; "
+                                   f"{kept} (try a lower train.lr or train.precision=fp32)")
                 prog.batch_in_epoch = i
                 prog.tokens += n_tok
                 prog.window_loss += loss_sum
@@ -538,7 +552,7 @@ def _train(
         if validated:
             validate()
         if prog.best_score == -math.inf:
-            checkpoint("last", "best")  # nothing scored: the final weights are the best we have
+            checkpoint("best", "last")  # nothing scored: the final weights are the best we have
         elif not validated:
             checkpoint("last")
         mlog.text(f"done: {prog.stop_reason}")

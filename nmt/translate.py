@@ -12,8 +12,12 @@ of any length runs in bounded memory.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from nmt.config import DecodeConfig
@@ -236,3 +240,24 @@ def translate_with_attention(
     pieces = tokenizer.src_tokens(normalized)
     src_tokens = pieces[: len(ids) - 1] + ["<eos>"] if ids[-1] == EOS_ID else pieces[: len(ids)]
     return tokens, src_tokens, {k: v.float().cpu() for k, v in weights.items()}
+
+
+def check_output_is_not_input(output: Path, input_: Path | None, stdin: BinaryIO | None) -> None:
+    """Refuse ``--output`` naming the file the sentences are read from (``--input``, or stdin
+    redirected from it), however it is named: the same path, a symbolic or a hard link. The
+    translation would replace its own input."""
+    try:
+        out = os.stat(output)
+    except OSError:
+        return  # not there yet: it cannot be the input
+    same = False
+    if input_ is not None:
+        with suppress(OSError):
+            same = os.path.samestat(out, os.stat(input_))
+    elif stdin is not None:
+        with suppress(OSError, ValueError, AttributeError):  # stdin may have no file behind it
+            same = os.path.samestat(out, os.fstat(stdin.fileno())) and stat.S_ISREG(out.st_mode)
+    if same:
+        source = f"--input {input_}" if input_ is not None else "stdin"
+        raise DataError(f"--output {output}: is the same file as {source}; writing the "
+                        "translation there would replace its input (choose another --output)")

@@ -130,7 +130,7 @@ def test_bleu_human_output_and_beam(run_dir: Path, tmp_path: Path) -> None:
     assert "2 sentences, beam 3" in lines[0]
     assert lines[1].startswith("BLEU multi-ref") and "nrefs:1|case:mixed" in lines[1]
     assert lines[2].startswith("chrF multi-ref") and "nc:6" in lines[2]
-    assert (run_dir / "hyp.t.en.beam3.txt").is_file()
+    assert (run_dir / "hyp.file-t.en.beam3.txt").is_file()
 
 
 @pytest.mark.parametrize(
@@ -201,5 +201,5 @@ def test_bleu_limit_keeps_the_first_sources_in_separate_files(
     code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref),
                           "--limit", "2", "--json")
     assert code == 0 and json.loads(out)["sentences"] == 2
-    hyps = (run_dir / "hyp.l.en.first2.txt").read_text(encoding="utf-8")
+    hyps = (run_dir / "hyp.file-l.en.first2.txt").read_text(encoding="utf-8")
     assert hyps.count("\n") == 2

@@ -29,6 +29,7 @@ from conftest import invoke
 from test_decode import make_run
 
 import nmt.checkpoint as ckpt
+import nmt.files as files
 from nmt.checkpoint import atomic_write_bytes, load_checkpoint, save_checkpoint
 from nmt.errors import CheckpointError, NmtError
 
@@ -193,7 +194,17 @@ def _mutate(payload: dict[str, Any], change: str) -> Any:
     elif change == "weight missing":
         p["model"].pop(next(iter(model)))
     elif change == "huge model in config":
-        p["config"]["model"]["d_ff"] = 2**40  # would allocate terabytes
+        p["config"]["model"]["d_ff"] = 2**20  # would allocate 256 GB
+        p["config"]["model"]["n_layers"] = 1000
+    elif change.startswith("max_positions"):  # a computed table, not in the file
+        p["config"]["model"]["max_positions"] = int(float(change.split()[1]))
+    elif change == "d_ff beyond its range":
+        p["config"]["model"]["d_ff"] = 2**40
+    elif change.startswith("progress "):  # "progress FIELD VALUE"
+        _, key, value = change.split(" ", 2)
+        p["progress"][key] = eval(value)  # noqa: S307 - the test's own literals
+    elif change == "optimizer is a list":
+        p["optimizer"] = [1, 2]
     elif change == "NaN weights":
         name = next(k for k, v in model.items() if v.is_floating_point())
         p["model"][name] = model[name].clone().fill_(float("nan"))
@@ -213,6 +224,16 @@ CRAFTED = [  # what is changed in a good payload, and what the error says
     ("weights cut", "do not match its config"),
     ("weight missing", "do not match its config"),
     ("huge model in config", "do not match its config"),
+    ("max_positions 2e6", "tables that are not in the file, e.g. model.max_positions=2000000"),
+    ("max_positions 1e9", "tables that are not in the file, e.g. model.max_positions="),
+    ("d_ff beyond its range", "model.d_ff: expected at most 2147483647"),
+    ("progress epoch 'x'", "incompatible checkpoint (progress: epoch: expected int, got str)"),
+    ("progress elapsed None", "(progress: elapsed: expected float, got NoneType)"),
+    ("progress step -5", "(progress: step: expected 0 to"),
+    ("progress best_score 'x'", "(progress: best_score: expected float, got str)"),
+    ("progress batch_in_epoch 10**9", "(progress: batch_in_epoch=1000000000 is more than tokens"),
+    ("progress best_score float('nan')", "(progress: best_score: expected -inf to"),
+    ("optimizer is a list", "incompatible checkpoint (optimizer: expected dict, got list)"),
     ("NaN weights", "holds NaN or infinite values"),
 ]
 
@@ -226,6 +247,21 @@ def test_crafted_checkpoint_layouts_are_one_line_errors(
     code, _, err = translate_with(run_dir, crafted)
     line = one_line_error(code, err)
     assert f"{crafted}: " in line and needle in line
+
+
+def test_unreadable_checkpoint_is_not_called_corrupt(run_dir: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint the user may not read is reported as such, not as a damaged file (which
+    would send them looking for corruption)."""
+    last = run_dir / "checkpoints" / "last.pt"
+
+    def refuse(path: Any, *args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(ckpt, "open", refuse, raising=False)
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(last)
+    assert str(e.value) == f"{last}: cannot read (Permission denied)"
 
 
 def test_the_unchanged_payload_loads(run_dir: Path, good_payload: dict[str, Any],
@@ -303,10 +339,10 @@ def test_unwritable_run_directory_is_a_one_line_error_for_bleu(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
-    monkeypatch.setattr(ckpt.tempfile, "mkstemp", refuse)  # as in a read-only directory
+    monkeypatch.setattr(files.tempfile, "mkstemp", refuse)  # as in a read-only directory
     code, _, err = invoke("bleu", "--run", str(run), "--src", str(src), "--ref", str(ref))
     line = one_line_error(code, err)
-    assert f"{run}/hyp.t.en.txt: cannot write (Permission denied)" in line
+    assert f"{run}/hyp.file-t.en.txt: cannot write (Permission denied)" in line
 
 
 def test_generic_atomic_write_reports_os_errors_and_cleans_up(tmp_path: Path) -> None:
@@ -334,10 +370,10 @@ def test_stale_temporary_files_of_a_killed_writer_are_removed(tmp_path: Path) ->
     last.parent.mkdir()
     stale = last.parent / ".last.pt.k1ll3d.tmp"  # what a SIGKILL during a write leaves
     stale.write_bytes(b"PK\x03\x04 half a checkpoint")
-    os.utime(stale, (ckpt._STARTED - 60, ckpt._STARTED - 60))
+    os.utime(stale, (files._STARTED - 60, files._STARTED - 60))
     other = last.parent / ".best.pt.x.tmp"  # another file's: not ours to remove
     other.write_bytes(b"")
-    os.utime(other, (ckpt._STARTED - 60, ckpt._STARTED - 60))
+    os.utime(other, (files._STARTED - 60, files._STARTED - 60))
     save_checkpoint(last, {"config": {}, "vocab": {"src": 1, "tgt": 1, "joint": True},
                            "model": {"w": torch.ones(2)}})
     assert _files(last.parent) == [".best.pt.x.tmp", "last.pt"]

@@ -138,14 +138,24 @@ def load_config_text(text: str) -> Config:
        vocab=st.integers(1, 10**30))
 def test_valid_values_survive_config_toml(device: str, lr: float, beam: int, vocab: int) -> None:
     """Big integers and floats written to config.toml read back unchanged; a device name that
-    is not one is refused when set (unprintable text with its own message)."""
+    is not one is refused when set (unprintable text with its own message), and an integer
+    beyond its range names the key and its limit."""
+    from nmt.config import int_limit
+
     overrides = [f"train.device={json.dumps(device, ensure_ascii=False)}", f"train.lr={lr!r}",
                  f"decode.beam={beam}", f"data.vocab_size={vocab}"]
     try:
         cfg = load_config(None, overrides)
     except ConfigError as e:
-        expected = ("train.device: expected printable text" if not device.isprintable()
-                    else "train.device: expected auto, cpu, cuda, cuda:N or mps")
+        # values are checked in the order given, the device name (a consistency rule) last
+        if not device.isprintable():
+            expected = "train.device: expected printable text"
+        elif beam > int_limit("decode.beam"):
+            expected = f"decode.beam: expected at most {int_limit('decode.beam')}"
+        elif vocab > int_limit("data.vocab_size"):
+            expected = f"data.vocab_size: expected at most {int_limit('data.vocab_size')}"
+        else:
+            expected = "train.device: expected auto, cpu, cuda, cuda:N or mps"
         assert expected in str(e) and _is_one_line(str(e)), str(e)
         return
     assert cfg.train.device == device and cfg.train.lr == lr and cfg.decode.beam == beam

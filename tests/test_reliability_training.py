@@ -147,6 +147,29 @@ def test_readers_see_whole_checkpoints_while_training_writes(
     assert len(loads["steps"]) >= 2, loads
 
 
+def test_overwrite_while_training_runs_is_refused(
+    live: tuple[subprocess.Popen[str], Path, dict[str, str]],
+) -> None:
+    """`nmt train --overwrite` (or --resume) of a run another `nmt train` is writing is refused,
+    naming that process; the run goes on untouched (before: the directory was replaced under
+    the running training, leaving a mix of both)."""
+    proc, run, env = live
+    config = (run / "config.toml").read_bytes()
+    sets = [x for s in LIVE for x in ("--set", s)]
+    for how in (["--overwrite", "--config", str(ROOT / "configs" / "demo.toml"), *sets],
+                ["--resume"]):
+        second = subprocess.run(
+            [sys.executable, "-m", "nmt", "train", *how, "--runs-dir", str(run.parent),
+             "--run-name", run.name, "--data-dir", env["NMT_DATA_DIR"]],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 1, second.stderr
+        assert second.stderr == (f"error: {run}: another nmt train (PID {proc.pid}) is writing "
+                                 "this run; wait for it to finish or stop it, or use --run-name "
+                                 "to start another\n")
+    assert proc.poll() is None and (run / "config.toml").read_bytes() == config
+    load_checkpoint(run / "checkpoints" / "last.pt")
+
+
 def test_sigterm_saves_last_checkpoint_and_exits_143(
     live: tuple[subprocess.Popen[str], Path, dict[str, str]],
 ) -> None:
@@ -166,17 +189,36 @@ def test_sigterm_saves_last_checkpoint_and_exits_143(
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.pt", "last.pt"]
 
 
+def _pair(run: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The progress tables of last.pt and best.pt (None: no best.pt yet); both must load."""
+    last = load_checkpoint(run / "checkpoints" / "last.pt")["progress"]
+    best_path = run / "checkpoints" / "best.pt"
+    return last, load_checkpoint(best_path)["progress"] if best_path.is_file() else None
+
+
+def _agree(last: dict[str, Any], best: dict[str, Any] | None) -> bool:
+    """best.pt holds the save last.pt names as its best: same step, same score."""
+    if best is None:
+        return last["best_step"] == 0  # nothing improved yet, so nothing to hold
+    return best["step"] == last["best_step"] and best["best_score"] == last["best_score"]
+
+
 @pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume(tmp_path: Path, tiny_corpus_zip: Path) -> None:
-    """`nmt train` is SIGKILLed five times, at a random moment after it has saved at least
-    once, resuming after each: every time last.pt loads and holds a newer step than before,
-    and a last resume finishes."""
+    """`nmt train` (validating and saving every step, so best.pt and last.pt are written all
+    the time) is SIGKILLed ten times at random moments, resuming after each. After every kill
+    both files load and either agree, or best.pt is exactly one improving save ahead of last.pt
+    (killed between the two renames), which the resume adopts: after it they agree. The step
+    grows every time and a last resume finishes."""
+    from nmt.run_dir import adopt_newer_best
+
     data, digest = _data_dir(tmp_path, tiny_corpus_zip)
     runs = tmp_path / "runs"
-    last = runs / "live" / "checkpoints" / "last.pt"
+    run = runs / "live"
+    last = run / "checkpoints" / "last.pt"
     rng = random.Random(7)
-    step = 0
-    for i in range(5):
+    step, ahead = 0, 0
+    for i in range(10):
         before = _mtime(last)
         proc = _start_training(runs, data, digest, resume=i > 0)
         try:
@@ -185,9 +227,16 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, tiny_corpus_zip: 
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.communicate(timeout=30)
-        payload = load_checkpoint(last)
-        assert payload["progress"]["step"] > step
-        step = payload["progress"]["step"]
+        last_p, best_p = _pair(run)
+        if not _agree(last_p, best_p):
+            assert best_p is not None and best_p["step"] > last_p["step"], (last_p, best_p)
+            assert best_p["best_step"] == best_p["step"]  # an improving save, whole
+            ahead += 1
+            adopt_newer_best(run)  # what --resume does first
+            last_p, best_p = _pair(run)
+        assert _agree(last_p, best_p), (last_p, best_p)
+        assert last_p["step"] > step
+        step = last_p["step"]
         names = [p.name for p in last.parent.iterdir()]
         assert all(n in ("last.pt", "best.pt") or (n.startswith(".") and n.endswith(".tmp"))
                    for n in names), names
@@ -195,22 +244,39 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, tiny_corpus_zip: 
     proc = _start_training(runs, data, digest, f"train.max_steps={final}", resume=True)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
+    assert _agree(*_pair(run))
     assert load_checkpoint(last)["progress"]["step"] == final
+    print(f"{ahead} of 10 kills landed between the best.pt and last.pt writes")
 
 
-@pytest.mark.parametrize("damage", ["unknown progress field", "rng missing", "rng garbage"])
+PROGRESS_DAMAGE = {  # progress field -> a wrong value, and what the error says about it
+    "warp_factor": (9, "progress: warp_factor: unknown field"),
+    "epoch": ("x", "progress: epoch: expected int, got str"),
+    "elapsed": (None, "progress: elapsed: expected float, got NoneType"),
+    "batch_in_epoch": (10**9, "progress: batch_in_epoch=1000000000 is more than tokens="),
+    "step": (-5, "progress: step: expected 0 to"),
+    "best_score": ("x", "progress: best_score: expected float, got str"),
+    "finished": (1, "progress: finished: expected bool, got int"),
+    "best_step": (10**6, "progress: best_step=1000000 is more than step=2"),
+}
+
+
+@pytest.mark.parametrize("damage", [*PROGRESS_DAMAGE, "rng missing", "rng garbage"])
 def test_resume_from_a_damaged_checkpoint_is_a_one_line_error(
     tiny_data_dir: Path, tmp_path: Path, damage: str
 ) -> None:
     """A last.pt that loads but whose progress or RNG entries are wrong (edited, or from
-    another program) cannot be resumed from: a one-line CheckpointError, the file untouched."""
+    another program) cannot be resumed from: a one-line CheckpointError, the file untouched.
+    Progress fields of the wrong type or out of range are refused when the file is loaded."""
     run = tmp_path / "run"
     cfg = tiny_config("gru", "train.max_steps=2")
     train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
     last = run / "checkpoints" / "last.pt"
     payload = load_checkpoint(last)
-    if damage == "unknown progress field":
-        payload["progress"]["warp_factor"] = 9
+    needle = "cannot resume ("
+    if damage in PROGRESS_DAMAGE:
+        payload["progress"][damage], what = PROGRESS_DAMAGE[damage]
+        needle = f"incompatible checkpoint ({what}"
     elif damage == "rng missing":
         del payload["rng"]
     else:
@@ -220,7 +286,7 @@ def test_resume_from_a_damaged_checkpoint_is_a_one_line_error(
     with pytest.raises(CheckpointError) as e:
         train(tiny_config("gru", "train.max_steps=4"), run, data_dir=tiny_data_dir,
               resume=True, log=lambda s: None, progress_bar=False)
-    assert str(e.value).startswith(f"{last}: cannot resume (") and "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{last}: {needle}") and "\n" not in str(e.value), e.value
     assert last.read_bytes() == before
 
 

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from nmt.errors import DataError
+from nmt.errors import DataError, os_reason
+from nmt.files import make_dirs, remove_stale_files, umask_mode
 
 CORPUS_URL = "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
 CORPUS_SHA256 = "0bb85dbaa1c896844649094d7eaf2e34bee34e84fe362b26ce7e8f2e12aae104"  # fra.txt
@@ -56,9 +57,12 @@ def corpus_path(data_dir: Path) -> Path:
 
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
-            h.update(chunk)
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(_CHUNK), b""):
+                h.update(chunk)
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({os_reason(e)})") from None
     return h.hexdigest()
 
 
@@ -86,7 +90,7 @@ def ensure_corpus(
         log(f"{target}: sha256 {found[:12]}... is not the expected {digest[:12]}...; "
             "fetching again")
     where = resolve_source(source)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(data_dir, "--data-dir")
     if where.startswith(("http://", "https://")):
         with tempfile.TemporaryDirectory(dir=data_dir, prefix=".download-") as tmp:
             archive = Path(tmp) / ZIP_NAME
@@ -163,12 +167,19 @@ def _copy_limited(src: IO[bytes], dst: IO[bytes], name: str, label: str) -> str:
     return h.hexdigest()
 
 
+PART_PREFIX = ".part-"  # entries being extracted
+
+
 def extract_corpus(archive: Path, data_dir: Path, digest: str, label: str | None = None) -> Path:
     """Check every entry of ``archive``, then write ``fra-eng/fra.txt`` (and ``_about.txt``)
     under ``data_dir`` atomically, the text only when its SHA-256 is ``digest``."""
     label = label or str(archive)
     if not archive.is_file():
         raise DataError(f"{label}: file not found")
+    try:  # is_zipfile says False for a file it cannot open
+        archive.open("rb").close()
+    except OSError as e:
+        raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
     if not zipfile.is_zipfile(archive):
         raise DataError(f"{label}: not a zip archive (expected {ZIP_NAME})")
     try:
@@ -180,13 +191,15 @@ def extract_corpus(archive: Path, data_dir: Path, digest: str, label: str | None
             if TEXT_ENTRY not in by_name:
                 raise DataError(f"{label}: wrong content: no {TEXT_ENTRY} in the archive")
             out_dir = Path(data_dir) / "fra-eng"
-            out_dir.mkdir(parents=True, exist_ok=True)
+            make_dirs(out_dir)
+            remove_stale_files(out_dir, f"{PART_PREFIX}*")  # left by a killed extraction
             staged: list[tuple[Path, Path]] = []
             try:
                 for name in (ABOUT_ENTRY, TEXT_ENTRY):  # the text last: its presence means done
                     if name not in by_name:
                         continue
-                    fd, tmp_name = tempfile.mkstemp(dir=out_dir, prefix=".part-")
+                    fd, tmp_name = tempfile.mkstemp(dir=out_dir, prefix=PART_PREFIX)
+                    os.fchmod(fd, umask_mode(0o666))  # as any extracted file, not mkstemp's 0600
                     tmp = Path(tmp_name)
                     staged.append((tmp, out_dir / Path(name).name))
                     with os.fdopen(fd, "wb") as dst, z.open(by_name[name]) as src:

@@ -48,7 +48,8 @@ from nmt.data.tokenizers import (
     WordTokenizer,
     load_tokenizer,
 )
-from nmt.errors import DataError
+from nmt.errors import DataError, os_reason, write_errors
+from nmt.files import make_dirs, umask_mode
 
 CACHE_VERSION = 2  # bump when the cache layout or the preparation changes meaning
 SPLITS = ("train", "valid", "test")
@@ -157,6 +158,8 @@ def read_pairs(
         lines = Path(corpus).read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError as e:
         raise DataError(f"{corpus}: not UTF-8 text ({e})") from None
+    except OSError as e:
+        raise DataError(f"{corpus}: cannot read ({os_reason(e)})") from None
     if lines and lines[-1] == "":
         lines.pop()
     if cfg.max_pairs:
@@ -278,9 +281,18 @@ def build_cache(
 
 def _write_atomically(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
                       meta: dict[str, Any]) -> None:
-    cache_dir.parent.mkdir(parents=True, exist_ok=True)
+    """Write the cache into a temporary directory, then rename it into place. A failure (disk
+    full) is one line and leaves no partial cache; directories follow the umask like files."""
+    make_dirs(cache_dir.parent)
+    with write_errors(str(cache_dir)):
+        _write_cache(cache_dir, tok, splits, meta)
+
+
+def _write_cache(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
+                 meta: dict[str, Any]) -> None:
     tmp = Path(tempfile.mkdtemp(dir=cache_dir.parent, prefix=f".{cache_dir.name}-"))
     try:
+        os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes it 0700: a shared data dir would break
         tok.save(tmp)
         for k, sp in splits.items():
             np.savez(tmp / f"{k}.npz", src_ids=sp.src_ids, src_offsets=sp.src_offsets,

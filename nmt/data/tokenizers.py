@@ -273,9 +273,17 @@ class SentencePieceTokenizer(Tokenizer):
 
     @classmethod
     def load(cls, directory: Path, meta: dict[str, Any]) -> SentencePieceTokenizer:
-        if meta.get("joint"):
-            return cls((directory / "spm.model").read_bytes())
-        return cls((directory / "src.model").read_bytes(), (directory / "tgt.model").read_bytes())
+        paths = [directory / name for name in (
+            ("spm.model",) if meta.get("joint") else ("src.model", "tgt.model"))]
+        blobs = [path.read_bytes() for path in paths]
+        for path, blob in zip(paths, blobs, strict=True):
+            if not blob:
+                raise DataError(f"{path}: damaged SentencePiece model (an empty file)")
+        try:
+            return cls(*blobs)
+        except RuntimeError as e:
+            raise DataError(f"{' or '.join(map(str, paths))}: damaged SentencePiece model "
+                            f"({e})") from None
 
 
 def load_tokenizer(directory: Path) -> Tokenizer:

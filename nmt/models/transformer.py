@@ -36,8 +36,12 @@ def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
 
     Works for odd ``d_model`` too (one more sine column than cosine columns). Computed on the
     CPU whatever the default device (a model built on the meta device for its shapes alone
-    would otherwise run these through torch's slow-to-import Python reference kernels).
+    would otherwise run these through torch's slow-to-import Python reference kernels). On
+    the meta device itself (a model built for its shapes alone) only the shape is made, so a
+    checkpoint's size can be checked before any table is computed.
     """
+    if torch.empty(0).is_meta:
+        return torch.empty(n_positions, d_model)
     cpu = torch.device("cpu")
     pos = torch.arange(n_positions, dtype=torch.float32, device=cpu)[:, None]
     steps = torch.arange(0, d_model, 2, dtype=torch.float32, device=cpu)

@@ -1,0 +1,180 @@
+"""Writing files safely: whole or untouched, never through a planted link, one-line errors.
+
+Every file nmt writes goes through these helpers: run files, checkpoints, hypotheses, scores,
+pictures, translations, the extracted corpus. A failure (disk full, no permission, a file in
+the way) is a one-line :class:`NmtError` naming the path.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+from nmt.errors import NmtError, os_reason
+
+TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt"
+_STARTED = time.time()  # temporary files older than this process are not being written by it
+
+
+def atomic_write_bytes(path: Path, write: Any) -> None:
+    """Call ``write(fileobj)`` on a temporary file beside ``path``, fsync, then rename over it.
+
+    A crash at any moment leaves either the old file or the new one, never a partial file: the
+    temporary file (``.NAME.XXXX.tmp``, hidden and not ending in ``.pt``) is removed on any
+    failure, and a failure to write (disk full, read-only directory) is a one-line
+    :class:`NmtError` naming ``path``; the old file is left as it was.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    except OSError as e:
+        raise NmtError(f"{path}: cannot write ({os_reason(e)})") from None
+    _mode_like_open(fd, path)
+    raw = os.fdopen(fd, "wb")
+    f = _RecordingWriter(raw)
+    try:
+        with raw:
+            write(f)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        with suppress(OSError):
+            os.unlink(tmp)
+        # torch.save turns whatever its write raised (ENOSPC, even Ctrl-C) into a RuntimeError
+        cause = e if isinstance(e, OSError) else f.error
+        if cause is not None and not isinstance(cause, Exception):
+            raise cause from None  # KeyboardInterrupt stays an interruption
+        if isinstance(e, Exception) and isinstance(cause, OSError):
+            raise NmtError(f"{path}: cannot write ({os_reason(cause)}); the previous "
+                           "file, if any, is unchanged") from None
+        raise
+    with suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # the rename itself survives a power cut
+        finally:
+            os.close(dir_fd)
+
+
+class _RecordingWriter:
+    """A binary file wrapper that remembers what a write raised."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+        self.error: BaseException | None = None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self._f.write(data)
+        except BaseException as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def __getattr__(self, name: str) -> Any:  # seek, tell...: what writers check a file has
+        return getattr(self._f, name)
+
+
+def _mode_like_open(fd: int, path: Path) -> None:
+    """Give the temporary file (mkstemp makes it 0600) the permissions ``open(path, "w")``
+    would: those of the file it replaces, or 0666 less the umask."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = umask_mode(0o666)
+    with suppress(OSError):
+        os.fchmod(fd, mode)
+
+
+def umask_mode(mode: int) -> int:
+    """``mode`` less the process's umask: what ``open`` (0o666) or ``mkdir`` (0o777) would give,
+    for the files and directories ``mkstemp``/``mkdtemp`` make private (0600, 0700)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return mode & ~umask
+
+
+def make_dirs(path: Path, option: str = "") -> None:
+    """``mkdir -p`` whose failure (a file in the way, no permission) is one line naming
+    ``path`` (after ``option``, the command-line option it came from, when given)."""
+    where = f"{option} {path}" if option else str(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise NmtError(f"{where}: expected a directory, but a file of that name is in the "
+                       "way") from None
+    except OSError as e:
+        raise NmtError(f"{where}: cannot create the directory ({os_reason(e)})") from None
+
+
+def remove_stale_files(directory: Path, pattern: str) -> None:
+    """Remove files matching ``pattern`` in ``directory`` that are older than this process:
+    temporary files a killed writer could not clean up (a running one never leaves any)."""
+    for tmp in directory.glob(pattern):
+        with suppress(OSError):
+            if tmp.stat().st_mtime < _STARTED:
+                tmp.unlink()
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` (UTF-8) to ``path``, creating it (0666 less the umask) when missing.
+
+    A symbolic link at ``path`` is refused rather than followed (a link planted in a run
+    directory must not get another file appended to), and any failure (disk full, read-only
+    directory) is a one-line :class:`NmtError` naming ``path``.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP or path.is_symlink():
+            raise NmtError(f"{path}: is a symbolic link; refusing to write through it "
+                           "(remove the link)") from None
+        raise NmtError(f"{path}: cannot write ({os_reason(e)})") from None
+    try:
+        with os.fdopen(fd, "ab") as f:
+            f.write(text.encode("utf-8"))
+    except OSError as e:
+        raise NmtError(f"{path}: cannot write ({os_reason(e)})") from None
+
+
+@contextmanager
+def atomic_text_output(path: Path) -> Iterator[TextIO]:
+    """A UTF-8 text file to stream into, renamed over ``path`` only when the block succeeds.
+
+    A failure or interruption midway (bad input line, Ctrl-C, full disk) leaves ``path`` as it
+    was instead of half written. Paths that are not regular files (``/dev/stdout``, a named
+    pipe) are written directly. Opening raises ``OSError`` so callers can name their option.
+    """
+    if path.exists() and not path.is_file():
+        with path.open("w", encoding="utf-8", newline="\n") as f:
+            yield f
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    _mode_like_open(fd, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
