@@ -162,8 +162,14 @@ class Field:
             ok = isinstance(value, self.kind)
         if not ok:
             return f"expected {self.kind.__name__}, got {type(value).__name__}"
-        if self.kind in (int, float) and not self.least <= value <= self.most:
-            return f"expected {self.least:g} to {self.most:g}, got {value!r:.40}"
+        if self.kind not in (int, float):
+            return ""
+        if not math.isfinite(value) and not value == self.least == -math.inf:
+            return f"expected a finite number, got {value!r}"
+        if value < self.least:
+            return f"expected at least {self.least}, got {value!r:.40}"
+        if value > self.most:
+            return f"expected at most {self.most}, got {value!r:.40}"
         return ""
 
 

@@ -54,10 +54,11 @@ def friendly(fn: F) -> F:
         except BrokenPipeError:
             raise  # the reader went away: click exits quietly
         except OSError as e:
-            # what commands do not name themselves: writing stdout (click.echo flushes it)
-            where = e.filename if e.filename is not None else "standard output"
-            console.print(f"[red]error:[/red] {escape(str(where))}: cannot write "
-                          f"({escape(os_reason(e))})", highlight=False, soft_wrap=True)
+            # what commands do not report themselves: mostly writing stdout (click.echo flushes
+            # it), which names no file
+            what = (f"{e.filename}: {os_reason(e)}" if e.filename is not None else
+                    f"standard output: cannot write ({os_reason(e)})")
+            console.print(f"[red]error:[/red] {escape(what)}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]

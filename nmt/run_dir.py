@@ -3,7 +3,8 @@
 ``runs/NAME/`` holds ``config.toml`` (resolved), ``tokenizer/``, ``metrics.jsonl`` (one JSON
 object a line: training lines with ``train_loss``, validation lines with ``valid_loss``; both
 are per-token cross-entropy without label smoothing, so they compare),
-``train.log``, ``checkpoints/{last,best}.pt`` and the plots.
+``train.log``, ``checkpoints/{last,best}.pt`` and the plots. While ``nmt train`` writes it,
+it holds ``.NAME.lock`` beside it (:func:`run_lock`).
 """
 
 from __future__ import annotations
@@ -98,14 +99,14 @@ def config_for_resume(run_dir: Path, overrides: list[str],
     trained = checkpoint_config(run_dir / "checkpoints" / "last.pt")
     change = frozen_change(cfg, trained)
     if change is not None:
-        key = change.split("(", 1)[1].split(" ", 1)[0]
+        key, message = change
         if any(o.split("=", 1)[0].strip() == key for o in overrides):
             what = "--set"
         elif config_path is not None:
             what = f"--config {config_path}"
         else:
-            what = str(run_dir / "config.toml")
-        raise ConfigError(f"{what}: {change}")
+            what = str(run_dir / "config.toml")  # edited by hand
+        raise ConfigError(f"{what}: {message}")
     return cfg
 
 
@@ -118,16 +119,17 @@ def checkpoint_config(path: Path) -> Config:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
 
 
-def frozen_change(cfg: Config, trained: Config) -> str | None:
-    """What differs in a section that cannot change on resume, as part of a message; None when
-    nothing does."""
+def frozen_change(cfg: Config, trained: Config) -> tuple[str, str] | None:
+    """The first key (``section.name``) of a section that cannot change on resume whose value in
+    ``cfg`` differs from ``trained``'s, and a message saying so; None when none differs."""
     for section in FROZEN_ON_RESUME:
         new, old = getattr(cfg, section), getattr(trained, section)
         if new != old:
             key = next(f.name for f in fields(new) if getattr(new, f.name) != getattr(old, f.name))
-            return (f"[{section}] cannot change on --resume ({section}.{key} is "
-                    f"{getattr(new, key)!r:.40}, but the checkpoint was trained with "
-                    f"{getattr(old, key)!r:.40}); start a new run instead")
+            return f"{section}.{key}", (
+                f"[{section}] cannot change on --resume ({section}.{key} is "
+                f"{getattr(new, key)!r:.40}, but the checkpoint was trained with "
+                f"{getattr(old, key)!r:.40}); start a new run instead")
     return None
 
 
@@ -184,8 +186,6 @@ class MetricsLog:
             if rec_step <= step:
                 keep.append(line)
         atomic_write_text(self.metrics_path, "".join(k + "\n" for k in keep))
-
-
 
 
 def adopt_newer_best(run_dir: Path) -> None:

@@ -295,7 +295,7 @@ def _train(
         payload = load_checkpoint(run_dir / "checkpoints" / "last.pt", map_location="cpu")
         change = frozen_change(cfg, from_dict(payload["config"], where=f"{run_dir} checkpoint"))
         if change is not None:
-            raise ConfigError(f"{run_dir}/checkpoints/last.pt: {change}")
+            raise ConfigError(f"{run_dir}/checkpoints/last.pt: {change[1]}")
     mlog = MetricsLog(run_dir, dist.main)
     say = log if dist.main else (lambda s: None)
 

@@ -229,10 +229,11 @@ CRAFTED = [  # what is changed in a good payload, and what the error says
     ("d_ff beyond its range", "model.d_ff: expected at most 2147483647"),
     ("progress epoch 'x'", "incompatible checkpoint (progress: epoch: expected int, got str)"),
     ("progress elapsed None", "(progress: elapsed: expected float, got NoneType)"),
-    ("progress step -5", "(progress: step: expected 0 to"),
+    ("progress step -5", "(progress: step: expected at least 0, got -5)"),
     ("progress best_score 'x'", "(progress: best_score: expected float, got str)"),
     ("progress batch_in_epoch 10**9", "(progress: batch_in_epoch=1000000000 is more than tokens"),
-    ("progress best_score float('nan')", "(progress: best_score: expected -inf to"),
+    ("progress best_score float('nan')", "(progress: best_score: expected a finite number"),
+    ("progress step 2**70", "(progress: step: expected at most 4611686018427387904, got"),
     ("optimizer is a list", "incompatible checkpoint (optimizer: expected dict, got list)"),
     ("NaN weights", "holds NaN or infinite values"),
 ]

@@ -307,3 +307,20 @@ def test_huge_integer_options_are_refused_when_parsed(run_dir: Path, option: lis
     code, _, err = invoke("translate", "--run", str(run_dir), "--device", "cpu", *option, "go .")
     assert code == 2 and "Traceback" not in err
     assert f"Invalid value for '{option[0]}'" in err
+
+
+def test_replaced_files_keep_their_mode_and_new_ones_follow_the_umask(tmp_path: Path) -> None:
+    """Atomic writes go through mkstemp (0600); the result is what `open(path, "w")` gives."""
+    from nmt.files import atomic_write_text
+
+    kept = tmp_path / "kept.txt"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    atomic_write_text(kept, "new")
+    old = os.umask(0o027)
+    try:
+        atomic_write_text(tmp_path / "new.txt", "new")
+    finally:
+        os.umask(old)
+    assert kept.stat().st_mode & 0o777 == 0o640 and kept.read_text() == "new"
+    assert (tmp_path / "new.txt").stat().st_mode & 0o777 == 0o640

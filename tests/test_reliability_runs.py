@@ -283,3 +283,21 @@ def test_a_run_whose_checkpoints_folder_is_a_link_is_not_resumed(tiny_data_dir: 
               resume=True, log=lambda s: None, progress_bar=False)
     assert str(e.value).startswith(f"{run}/checkpoints: is a symbolic link")
     assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == before
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tiny_data_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    """lr=1e37: step 1 is finite and saved (validation every step), its update makes the next
+    loss infinite. Training stops with one line, and last.pt is step 1's, all weights finite."""
+    import torch
+
+    run = tmp_path / "r"
+    with pytest.raises(NmtError) as e:
+        train(tiny_config("gru", "train.lr=1e37", "train.clip_norm=0", "train.eval_every=1",
+                          "train.eval_sentences=-1"),
+              run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    assert str(e.value).startswith("non-finite loss at step 2: training stopped; the last good "
+                                   f"checkpoint is kept in {run}/checkpoints")
+    payload = load_checkpoint(run / "checkpoints" / "last.pt")
+    assert payload["progress"]["step"] == 1
+    assert all(bool(torch.isfinite(w).all()) for w in payload["model"].values())

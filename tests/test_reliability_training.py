@@ -254,7 +254,7 @@ PROGRESS_DAMAGE = {  # progress field -> a wrong value, and what the error says 
     "epoch": ("x", "progress: epoch: expected int, got str"),
     "elapsed": (None, "progress: elapsed: expected float, got NoneType"),
     "batch_in_epoch": (10**9, "progress: batch_in_epoch=1000000000 is more than tokens="),
-    "step": (-5, "progress: step: expected 0 to"),
+    "step": (-5, "progress: step: expected at least 0, got -5"),
     "best_score": ("x", "progress: best_score: expected float, got str"),
     "finished": (1, "progress: finished: expected bool, got int"),
     "best_step": (10**6, "progress: best_step=1000000 is more than step=2"),
