@@ -169,7 +169,7 @@ def test_moving_average_warm_up_follows_the_weights_early() -> None:
 
 
 def test_tiny_natural_model_translates_cased_punctuated_text(
-        tiny_data_dir: Path, tmp_path: Path) -> None:
+        tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Trained on natural text, the model writes it: capital first, the final full stop
     attached, as the corpus writes French; `nmt translate` and `nmt bleu` take it end to end."""
     runs = tmp_path / "runs"
@@ -193,9 +193,26 @@ def test_tiny_natural_model_translates_cased_punctuated_text(
     for line in lines:
         assert line[0].isupper() and line.endswith(".") and not line.endswith(" ."), line
     assert lines[0] == "Je vois le chien."
+    import nmt.evaluate
+
+    fed: list[object] = []
+    score = nmt.evaluate.score_multi_and_single
+
+    def spy(hyps: list[str], refs: list[list[str]], tokenized: bool = False) -> object:
+        fed.append((refs, tokenized))
+        return score(hyps, refs, tokenized)
+
+    monkeypatch.setattr(nmt.evaluate, "score_multi_and_single", spy)
     code, out, err = invoke("bleu", "--run", str(runs / "nat"))
     assert code == 0, err
     assert "case-insensitive" in out and "tok:13a" in out
+    from nmt.checkpoint import load_run
+
+    data = load_run(runs / "nat").config.data
+    split = prepare(data, tiny_data_dir, log=lambda s: None).splits["test"]
+    assert fed == [(split.grouped()[1], False)]  # the references as written, not forced
+    assert split.ref_text != split.tgt_text or all(r == t for r, t in zip(
+        split.ref_text, split.tgt_text, strict=True))
     # the trained weights are there too, and their scores go beside the average's, as do the
     # scores of the sources typed the textbook's way
     code, raw_out, err = invoke("bleu", "--run", str(runs / "nat"), "--no-ema")
