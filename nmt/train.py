@@ -165,6 +165,19 @@ def lr_lambda(schedule: str, warmup: int) -> Callable[[int], float]:
     return lambda s: 1.0
 
 
+def use_config_hyperparameters(optimizer: torch.optim.Optimizer, scheduler: Any,
+                               t: TrainConfig) -> None:
+    """After loading a checkpoint's optimizer and scheduler state, take the learning rate,
+    betas and weight decay from the config (``--resume --set train.lr=...``): only Adam's
+    moments and the step count carry over. Unchanged settings give the same values as saved."""
+    scheduler.base_lrs = [t.lr for _ in scheduler.base_lrs]
+    for group, base, factor in zip(optimizer.param_groups, scheduler.base_lrs,
+                                   scheduler.lr_lambdas, strict=True):
+        group.update(lr=base * factor(scheduler.last_epoch), initial_lr=base,
+                     betas=(t.beta1, t.beta2), weight_decay=t.weight_decay)
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+
 class StopFlag:
     """Ctrl-C or SIGTERM asks the loop to stop after the current step and save ``last.pt``.
 
@@ -325,6 +338,7 @@ def _train(
             model.load_state_dict(payload["model"])
             optimizer.load_state_dict(payload["optimizer"])
             scheduler.load_state_dict(payload["scheduler"])
+            use_config_hyperparameters(optimizer.optimizer, scheduler, cfg.train)
             if ema is not None:
                 if "ema" in payload:
                     ema.load_state_dict(payload["ema"])

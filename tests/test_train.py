@@ -112,6 +112,23 @@ def test_resume_continues_exactly(ema: str, tiny_data_dir: Path, tmp_path: Path)
             assert torch.allclose(wa[k], wb[k], atol=1e-6), k
 
 
+def test_resume_takes_the_learning_rate_and_betas_of_the_config(
+        tiny_data_dir: Path, tmp_path: Path) -> None:
+    """--resume --set train.lr=...: the new rate from the next step on (the saved optimizer
+    state used to bring the old one back while config.toml recorded the new one)."""
+    run = tmp_path / "run"
+    train(tiny_config("transformer"), run, data_dir=tiny_data_dir, log=lambda s: None,
+          progress_bar=False)
+    steps = load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"]
+    cfg = tiny_config("transformer", "train.epochs=2", "train.lr=0.0005", "train.beta2=0.95")
+    train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
+          progress_bar=False)
+    after = [r for r in run_metrics(run) if "lr" in r and r["step"] > steps]
+    assert after and all(r["lr"] == pytest.approx(0.0005) for r in after)
+    groups = load_checkpoint(run / "checkpoints" / "last.pt")["optimizer"]["param_groups"]
+    assert all(g["betas"] == (0.9, 0.95) and g["lr"] == pytest.approx(0.0005) for g in groups)
+
+
 def test_existing_run_is_refused_without_resume(tiny_data_dir: Path, tmp_path: Path) -> None:
     run = tmp_path / "r"
     cfg = tiny_config("gru", "train.max_steps=2")
