@@ -29,7 +29,7 @@ $(VENV)/.installed: pyproject.toml
 	else \
 	  $(BIN)/python -m pip install --quiet "$(TORCH_CPU)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)); \
 	fi
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,ctranslate2]"
 	touch $@
 
 data: install ## download, verify and prepare the corpus for CONFIG

@@ -10,6 +10,7 @@ of any length runs in bounded memory.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, BinaryIO
@@ -39,12 +40,30 @@ def source_limit(
     """Most source tokens (``<eos>`` included) the model takes: the option, else the run's
     ``data.truncate`` (when training cut its sources), else 1024; capped by the model's position
     table when it has one."""
+    max_positions = getattr(model, "max_positions", None)  # position-table models only
+    return source_limit_for(max_positions if isinstance(max_positions, int) else None,
+                            max_src_tokens, truncate)
+
+
+def source_limit_for(
+    max_positions: int | None, max_src_tokens: int | None = None, truncate: int = 0
+) -> int:
+    """:func:`source_limit` of a model whose position table (if any) has ``max_positions``
+    rows; what an engine other than the PyTorch model (an export) needs."""
     limit = DEFAULT_MAX_SRC_TOKENS if truncate <= 0 else truncate
     limit = limit if max_src_tokens is None else max_src_tokens
-    max_positions = getattr(model, "max_positions", None)  # position-table models only
-    if isinstance(max_positions, int):
+    if max_positions is not None:
         limit = min(limit, max_positions)
     return max(limit, 1)
+
+
+def output_limit(n_src: int, cfg: DecodeConfig, max_positions: int | None) -> int:
+    """Most output tokens for a source of ``n_src`` ids (``<eos>`` included): one sentence of
+    :func:`nmt.decode.max_output_lengths`, in plain Python for engines without torch."""
+    cap = cfg.max_len_cap
+    if max_positions is not None:
+        cap = min(cap, max_positions - 1)
+    return min(max(math.floor(n_src * cfg.max_len_a) + cfg.max_len_b, 1), max(cap, 1))
 
 
 def source_ids(
@@ -108,8 +127,44 @@ def translate_normalized(
     ]
 
 
+class StreamTranslator:
+    """What every engine's translator shares: :meth:`translate_stream` over its
+    :meth:`translate`."""
+
+    cfg: DecodeConfig  # the search settings (beam, batch size, length limits)
+
+    def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
+        """Raw sentences -> translations, in input order."""
+        raise NotImplementedError
+
+    def translate_stream(
+        self,
+        lines: Iterable[str],
+        write: Callable[[str], object],
+        on_truncate: TruncateHook | None = None,
+        chunk_lines: int = CHUNK_LINES,
+    ) -> int:
+        """Translate ``lines`` chunk by chunk, calling ``write(translation)`` per line in order.
+
+        ``on_truncate`` gets line indices counted from 0 over the whole stream. Returns the
+        number of lines translated.
+        """
+        done = 0
+        for chunk in _chunks(lines, chunk_lines):
+            offset = done
+
+            def hook(i: int, n: int, limit: int, offset: int = offset) -> None:
+                if on_truncate is not None:
+                    on_truncate(offset + i, n, limit)
+
+            for out in self.translate(chunk, on_truncate=hook):
+                write(out)
+            done += len(chunk)
+        return done
+
+
 @dataclass
-class Translator:
+class Translator(StreamTranslator):
     """A model with everything needed to translate raw text the way it was trained."""
 
     model: EncoderDecoder
@@ -142,31 +197,6 @@ class Translator:
         return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
                                     max_src_tokens=self.max_src_tokens, on_truncate=on_truncate,
                                     truncate=self.truncate)
-
-    def translate_stream(
-        self,
-        lines: Iterable[str],
-        write: Callable[[str], object],
-        on_truncate: TruncateHook | None = None,
-        chunk_lines: int = CHUNK_LINES,
-    ) -> int:
-        """Translate ``lines`` chunk by chunk, calling ``write(translation)`` per line in order.
-
-        ``on_truncate`` gets line indices counted from 0 over the whole stream. Returns the
-        number of lines translated.
-        """
-        done = 0
-        for chunk in _chunks(lines, chunk_lines):
-            offset = done
-
-            def hook(i: int, n: int, limit: int, offset: int = offset) -> None:
-                if on_truncate is not None:
-                    on_truncate(offset + i, n, limit)
-
-            for out in self.translate(chunk, on_truncate=hook):
-                write(out)
-            done += len(chunk)
-        return done
 
 
 def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
