@@ -208,18 +208,19 @@ def _readme(meta: dict[str, Any]) -> str:
         load = (f'src_sp = spm.SentencePieceProcessor(model_file="{src_model}")\n'
                 f'tgt_sp = spm.SentencePieceProcessor(model_file="{tgt_model}")\n')
         encode = f"[src_sp.encode({norm}, out_type=str) for s in sentences]"
-        decode = "[tgt_sp.decode(r.hypotheses[0]) for r in results]"
+        decode = "[tgt_sp.decode(r.hypotheses[0][:n]) for r, n in zip(results, limits)]"
         imports = "import ctranslate2\nimport sentencepiece as spm\n"
         tokenizer_line = (f"SentencePiece model{'' if tok['joint'] else 's'}: "
                           f"`{src_model}`" + ("" if tok["joint"] else f", `{tgt_model}`") + ".")
     else:
         load = ""
         encode = f'[{norm}.split(" ") for s in sentences]'
-        decode = '[" ".join(r.hypotheses[0]) for r in results]'
+        decode = '[" ".join(r.hypotheses[0][:n]) for r, n in zip(results, limits)]'
         imports = "import ctranslate2\n"
         tokenizer_line = ("Word-level vocabulary: split normalised text on single spaces "
                           "(`vocab.txt` or `src.vocab.txt`/`tgt.vocab.txt`).")
     dec = meta["decode"]
+    most = min(dec["max_len_cap"], meta["max_positions"] - 1)  # what the position table holds
     code = (
         f"{imports}"
         "from normalize import normalize  # the text normalisation the model was trained on\n"
@@ -228,8 +229,11 @@ def _readme(meta: dict[str, Any]) -> str:
         'translator = ctranslate2.Translator(".", device="cpu")\n'
         'sentences = ["I\'m home.", "He\'s calm."]\n'
         f"pieces = {encode}\n"
+        "# nmt's output limit: a * (source tokens + <eos>) + b, at most what positions allow\n"
+        f"limits = [min(int({dec['max_len_a']} * (len(p) + 1)) + {dec['max_len_b']}, {most}) "
+        "for p in pieces]\n"
         "results = translator.translate_batch(pieces, beam_size=1, min_decoding_length=0,\n"
-        f"                                     max_decoding_length={dec['max_len_cap']})\n"
+        "                                     max_decoding_length=max(limits))\n"
         f"print({decode})\n"
     )
     return (
@@ -245,11 +249,9 @@ def _readme(meta: dict[str, Any]) -> str:
         "Translate without `nmt` (`pip install ctranslate2 sentencepiece`), from this "
         "directory:\n\n"
         f"```python\n{code}```\n\n"
-        "`nmt` limits each output to "
-        f"`{dec['max_len_a']} x source tokens + {dec['max_len_b']}` tokens (at most "
-        f"{dec['max_len_cap']}); the lines above use one limit for the batch. With "
-        "`nmt translate --engine ctranslate2 --model DIR` the limits, batching and input "
-        "handling are `nmt`'s.\n\n"
+        "These lines decode greedily, as `nmt translate` does by default, and give the same "
+        "output. `nmt translate --engine ctranslate2 --model DIR` also batches by length, "
+        "streams files and runs beam search.\n\n"
         "Training data: the Tatoeba project (https://tatoeba.org), as packaged by "
         "ManyThings.org (https://www.manythings.org/anki/), CC-BY 2.0 (France).\n"
     )
