@@ -14,7 +14,7 @@ CONFIG ?= configs/demo.toml
 RUN ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install data train translate bleu test test-all lint bench demo clean
+.PHONY: help install data train translate bleu test test-all test-argos lint bench demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ test: install ## the fast test suite (what CI runs)
 
 test-all: install ## every test, slow ones included (reads the whole corpus)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
+
+test-argos: install ## the real Argos Translate installs and runs an export (own venv in build/)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m slow tests/test_export.py
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check nmt tests cli.py

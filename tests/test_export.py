@@ -404,3 +404,79 @@ def test_readme_python_api_lines_run(runs: dict[str, Path], tmp_path: Path,
     assert sentences is not None
     expected = CT2Translator.from_export(export).translate(eval(sentences.group(1)))
     assert done.stdout.strip() == repr(expected)
+
+
+# --- the real Argos Translate (slow: builds its own virtual environment) -------------------------
+
+ARGOS_SCRIPT = """
+import json, sys
+import spacy
+import argostranslate.package, argostranslate.translate
+argostranslate.package.install_from_path(sys.argv[1])
+[pkg] = [p for p in argostranslate.package.get_installed_packages() if p.from_code == "en"]
+# offline: a rule-based spaCy sentencizer in place of the MiniSBD model Argos would download
+spacy.blank("en").to_disk(pkg.package_path / "spacy")
+sentences = json.loads(sys.argv[2])
+print(json.dumps([argostranslate.translate.translate(s, "en", "fr") for s in sentences]))
+"""
+
+
+@pytest.mark.slow
+def test_argostranslate_installs_and_translates_the_package(runs: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    """argostranslate, in a virtual environment of its own (build/argos-venv, made on first use:
+    a few minutes; CPU torch pinned so its Stanza dependency does not pull a CUDA build),
+    installs the package with install_from_path and translates with it as CTranslate2 does
+    when called the way Argos Translate calls it (beam 4, length penalty 0.2)."""
+    import sentencepiece as spm
+
+    venv = Path(os.environ.get("NMT_ARGOS_VENV", REPO / "build" / "argos-venv"))
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pins = tmp_path / "constraints.txt"
+        pins.write_text("torch==2.13.0\n")
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "argostranslate", "spacy",
+                        "-c", str(pins)], check=True, timeout=3000)
+    package = tmp_path / "en_fr.argosmodel"
+    code, _, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--to", "argos",
+                        "--output", str(package))
+    assert code == 0
+    sentences = ["he likes the big dog .", "we want the small cake .", "they see the car ."]
+    home = tmp_path / "home"
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "HOME": str(home),
+           "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache"),
+           "XDG_CONFIG_HOME": str(home / "config"), "ARGOS_CHUNK_TYPE": "SPACY"}
+    done = subprocess.run([str(python), "-c", ARGOS_SCRIPT, str(package), json.dumps(sentences)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    with zipfile.ZipFile(package) as z:
+        z.extractall(tmp_path / "pkg")
+    [root] = (tmp_path / "pkg").iterdir()
+    sp = spm.SentencePieceProcessor(model_file=str(root / "sentencepiece.model"))
+    translator = ct2.Translator(str(root / "model"), device="cpu", intra_threads=1)
+    results = translator.translate_batch([sp.encode(s, out_type=str) for s in sentences],
+                                         beam_size=4, length_penalty=0.2, replace_unknowns=True)
+    assert got == [sp.decode(r.hypotheses[0]) for r in results]
+    assert all(got)
+
+
+def test_export_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
+    """`make bench`'s export part: a row per engine, search and thread count, sizes, and every
+    greedy difference explained."""
+    from nmt.bench_export import bench_export, markdown
+
+    run = make_run(tmp_path / "run")
+    result = bench_export(run, tmp_path / "out", threads=(1,), searches=(1, 2),
+                          data_dir=tiny_data_dir, log=lambda s: None)
+    assert json.loads((tmp_path / "out" / "export.json").read_text()) == result
+    assert [(r["beam"], r["engine"]) for r in result["rows"]] == [
+        (b, e) for b in (1, 2) for e in ("nmt", "ct2 float32", "ct2 int8")]
+    greedy = {r["engine"]: r for r in result["rows"] if r["beam"] == 1}
+    assert greedy["nmt"]["identical_share"] == 1.0 and greedy["nmt"]["speedup_vs_nmt"] == 1.0
+    assert greedy["ct2 float32"]["identical_to_nmt"] == result["sentences"] - len(
+        result["greedy_fp32_differences"])
+    assert result["sizes"]["export_int8_model_bin_mb"] < result["sizes"][
+        "export_float32_model_bin_mb"]
+    assert "| 1 | greedy | ct2 int8 |" in markdown(result)
