@@ -59,7 +59,8 @@ lint: install ## ruff and mypy
 	$(BIN)/ruff check nmt tests cli.py
 	$(BIN)/mypy
 
-# Decoding is measured on the demo model when `make demo` has trained one, else on a random one.
+# Decoding is measured on the demo model when `make demo` has trained one, else on a random one;
+# the demo model is also exported to CTranslate2 (fp32, int8) and timed against nmt's decoding.
 bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints tables
 	$(BIN)/python -m nmt.bench --out bench/out \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)

@@ -327,6 +327,18 @@ def test_bleu_engine_ctranslate2_scores_as_nmt(runs: dict[str, Path], tmp_path: 
     assert Path(theirs["hypotheses"]).read_text() == Path(ours["hypotheses"]).read_text()
 
 
+def test_runs_table_keeps_nmt_test_scores(tmp_path: Path) -> None:
+    """`nmt runs` shows the run's own test BLEU, not that of a newer scoring of an export."""
+    from nmt.runs import run_info
+
+    run = make_run(tmp_path / "run", trained=False)
+    for name, bleu, t in (("scores.test.json", 20.0, 1000), ("scores.test.ct2-int8.json", 19.0,
+                                                               2000)):
+        (run / name).write_text(json.dumps({"beam": 1, "multi": {"bleu": bleu}}))
+        os.utime(run / name, (t, t))
+    assert run_info(run).test_bleu == 20.0
+
+
 def test_missing_ctranslate2_is_one_line(runs: dict[str, Path],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ctranslate2", None)
