@@ -23,7 +23,7 @@ from conftest import invoke, tiny_corpus_sides
 from test_decode import CPU, TEXTS, TOKENIZER, make_run, src_ids, toy_pairs
 
 from nmt.checkpoint import atomic_write_text, load_run, save_checkpoint
-from nmt.config import Config, DataConfig, ModelConfig
+from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
 from nmt.decode import pad_batch
 from nmt.models import build_model
@@ -101,8 +101,20 @@ def sentencepiece_run(run_dir: Path) -> Path:
     return save_run(run_dir, Config(data=DataConfig(vocab_size=64), model=cfg), tok, model)
 
 
+def word_truncate_run(run_dir: Path) -> Path:
+    """As the d2l presets: sources cut to data.truncate tokens (<eos> and all), the recipe's
+    normalisation, a fixed output limit."""
+    from test_decode import tiny_config, trained_toy
+
+    cfg = Config(data=DataConfig(tokenizer="word", min_freq=1, truncate=4,
+                                 normalization="recipe"),
+                 model=tiny_config("transformer"),
+                 decode=DecodeConfig(max_len_a=0.0, max_len_b=10, max_len_cap=10))
+    return save_run(run_dir, cfg, TOKENIZER, trained_toy("transformer"))
+
+
 RUNS = {"word-postnorm": lambda d: make_run(d), "word-prenorm-tied": word_prenorm_run,
-        "sentencepiece": sentencepiece_run}
+        "word-truncate": word_truncate_run, "sentencepiece": sentencepiece_run}
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +224,7 @@ def test_export_readme_lines_translate_without_nmt(runs: dict[str, Path],
                                                    exports: dict[str, Path]) -> None:
     """The README's lines, run from the exported directory by a process that cannot import nmt,
     translate its two sentences as nmt does."""
-    for name in ("sentencepiece", "word-postnorm"):
+    for name in ("sentencepiece", "word-postnorm", "word-truncate"):
         export = exports[name]
         [code] = python_blocks((export / "README.md").read_text(encoding="utf-8"))
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

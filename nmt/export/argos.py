@@ -103,7 +103,7 @@ def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
     name = package_name(run)
     with tempfile.TemporaryDirectory(prefix="nmt-argos-") as tmp:
         root = Path(tmp) / name
-        export_run(run, root / "model", quantization)
+        export_run(run, root / "model", quantization, add_source_eos=True)  # Argos adds none
         shutil.copyfile(root / "model" / "spm.model", root / "sentencepiece.model")
         (root / "metadata.json").write_text(json.dumps(metadata(run), indent=1) + "\n",
                                             encoding="utf-8")

@@ -11,9 +11,11 @@ Transformer` weights (no retraining, no other toolkit in between):
   stands (``nn.Linear`` weights need no transpose); cross-attention splits into the queries and
   the fused ``k;v`` rows;
 - LayerNorm epsilon 1e-5 (torch's), not CTranslate2's default 1e-6;
-- sources end in ``<eos>`` with no ``<bos>`` (``add_source_eos``, so Argos Translate, which
-  passes bare SentencePiece pieces, feeds the model what training did), the decoder starts from
-  ``<bos>``;
+- sources end in ``<eos>`` with no ``<bos>``, the decoder starts from ``<bos>``. The model
+  appends the ``<eos>`` itself (``add_source_eos``), so Argos Translate, which passes bare
+  SentencePiece pieces, feeds it what training did; except for runs trained on sources cut to
+  ``data.truncate`` tokens (the d2l presets), whose cut sources had no ``<eos>``: there the
+  input carries it, cut as training cut it, and translation matches ``nmt`` on long inputs too;
 - ``<pad>`` and ``<bos>`` are never outputs in ``nmt`` (:func:`nmt.decode._log_probs`): the
   export gives them an output bias of -10^4, so every engine, Argos and LibreTranslate included,
   keeps that rule without an option. Their probability after the softmax is then 0 instead of
@@ -151,8 +153,10 @@ class TransformerConverter(Converter):  # type: ignore[misc]
     """CTranslate2 converter of an ``nmt`` :class:`~nmt.models.transformer.Transformer` and
     its tokenizer (``convert(output_dir, quantization=...)`` is CTranslate2's)."""
 
-    def __init__(self, model: Transformer, tokenizer: Tokenizer, cfg: ModelConfig) -> None:
+    def __init__(self, model: Transformer, tokenizer: Tokenizer, cfg: ModelConfig,
+                 add_source_eos: bool = True) -> None:
         self.model, self.tokenizer, self.cfg = model, tokenizer, cfg
+        self.add_source_eos = add_source_eos
 
     def _load(self) -> Any:
         import torch
@@ -192,7 +196,7 @@ class TransformerConverter(Converter):  # type: ignore[misc]
         cfg.unk_token, cfg.bos_token, cfg.eos_token = SPECIALS[0], SPECIALS[BOS_ID], SPECIALS[
             EOS_ID]
         cfg.decoder_start_token = SPECIALS[BOS_ID]
-        cfg.add_source_bos, cfg.add_source_eos = False, True
+        cfg.add_source_bos, cfg.add_source_eos = False, self.add_source_eos
         cfg.layer_norm_epsilon = LAYER_NORM_EPS
         return spec
 
@@ -207,20 +211,24 @@ def _readme(meta: dict[str, Any]) -> str:
             "src.model", "tgt.model")
         load = (f'src_sp = spm.SentencePieceProcessor(model_file="{src_model}")\n'
                 f'tgt_sp = spm.SentencePieceProcessor(model_file="{tgt_model}")\n')
-        encode = f"[src_sp.encode({norm}, out_type=str) for s in sentences]"
+        item = f"src_sp.encode({norm}, out_type=str)"
         decode = "[tgt_sp.decode(r.hypotheses[0][:n]) for r, n in zip(results, limits)]"
         imports = "import ctranslate2\nimport sentencepiece as spm\n"
         tokenizer_line = (f"SentencePiece model{'' if tok['joint'] else 's'}: "
                           f"`{src_model}`" + ("" if tok["joint"] else f", `{tgt_model}`") + ".")
     else:
         load = ""
-        encode = f'[{norm}.split(" ") for s in sentences]'
+        item = f'{norm}.split(" ")'
         decode = '[" ".join(r.hypotheses[0][:n]) for r, n in zip(results, limits)]'
         imports = "import ctranslate2\n"
         tokenizer_line = ("Word-level vocabulary: split normalised text on single spaces "
                           "(`vocab.txt` or `src.vocab.txt`/`tgt.vocab.txt`).")
     dec = meta["decode"]
     most = min(dec["max_len_cap"], meta["max_positions"] - 1)  # what the position table holds
+    n_src = "len(p) + 1"  # the model appends <eos>
+    if not meta.get("add_source_eos", True):  # cut as training cut its sources, <eos> and all
+        item, n_src = f'({item} + ["<eos>"])[:{data["truncate"]}]', "len(p)"
+    encode = f"[{item} for s in sentences]"
     code = (
         f"{imports}"
         "from normalize import normalize  # the text normalisation the model was trained on\n"
@@ -230,7 +238,7 @@ def _readme(meta: dict[str, Any]) -> str:
         'sentences = ["I\'m home.", "He\'s calm."]\n'
         f"pieces = {encode}\n"
         "# nmt's output limit: a * (source tokens + <eos>) + b, at most what positions allow\n"
-        f"limits = [min(int({dec['max_len_a']} * (len(p) + 1)) + {dec['max_len_b']}, {most}) "
+        f"limits = [min(int({dec['max_len_a']} * ({n_src})) + {dec['max_len_b']}, {most}) "
         "for p in pieces]\n"
         "results = translator.translate_batch(pieces, beam_size=1, min_decoding_length=0,\n"
         "                                     max_decoding_length=max(limits))\n"
@@ -263,8 +271,11 @@ def _checkpoint_stamp(path: Path) -> dict[str, int]:
 
 
 def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
-               overwrite: bool = False) -> Path:
+               overwrite: bool = False, add_source_eos: bool | None = None) -> Path:
     """Convert a loaded run into the directory ``output`` (see the module docstring).
+
+    ``add_source_eos``: the model appends ``<eos>`` to its inputs; by default unless the run
+    trained on cut sources (``data.truncate``), where the input must carry it.
 
     ``output`` must not exist unless ``overwrite``; the export is written beside it and renamed
     into place, so a failure leaves whatever was there before.
@@ -299,6 +310,8 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
                  "truncate": run.config.data.truncate},
         "decode": asdict(run.config.decode),
         "max_positions": model.max_positions,
+        "add_source_eos": add_source_eos if add_source_eos is not None else (
+            run.config.data.truncate <= 0),
     }
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -306,7 +319,8 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
     except OSError as e:
         raise NmtError(f"--output {output}: cannot write ({e.strerror})") from None
     try:
-        converter = TransformerConverter(model, run.tokenizer, run.config.model)
+        converter = TransformerConverter(model, run.tokenizer, run.config.model,
+                                         meta["add_source_eos"])
         converter.convert(str(tmp), quantization=quantization, force=True)
         run.tokenizer.save(tmp)
         shutil.copyfile(Path(normalize_module.__file__), tmp / "normalize.py")
@@ -358,6 +372,7 @@ def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
         except (OSError, ValueError):
             meta = {}
         if (meta.get("format") == FORMAT and meta.get("quantization") == "float32"
+                and meta.get("add_source_eos") == (meta.get("data", {}).get("truncate", 0) <= 0)
                 and all(meta.get(k) == v for k, v in _checkpoint_stamp(path).items())):
             return target
     run = load_run(run_dir, str(path), "cpu")
@@ -416,6 +431,7 @@ class CT2Translator(StreamTranslator):
     max_src_tokens: int | None = None
     compute_type: str = "default"
     directory: Path | None = None
+    add_source_eos: bool = True  # the model appends <eos> (else the input carries it)
 
     def __post_init__(self) -> None:
         self._src_tokens = vocabulary(self.tokenizer, "src")
@@ -449,7 +465,8 @@ class CT2Translator(StreamTranslator):
         data = meta["data"]
         return cls(translator, load_tokenizer(directory), cfg, bool(data["lowercase"]),
                    str(data["normalization"]), int(data["truncate"]),
-                   meta.get("max_positions"), max_src_tokens, compute_type, directory)
+                   meta.get("max_positions"), max_src_tokens, compute_type, directory,
+                   bool(meta.get("add_source_eos", True)))
 
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order."""
@@ -479,8 +496,9 @@ class CT2Translator(StreamTranslator):
             idx = order[start: start + self.cfg.batch_size]
             groups = [idx] if self.cfg.beam == 1 else _equal_runs(idx, limits)
             for group in groups:
-                # the model appends <eos> itself (add_source_eos), as Argos Translate needs
-                tokens = [[src_vocab[t] for t in _without_eos(src_ids[i])] for i in group]
+                tokens = [[src_vocab[t] for t in (_without_eos(src_ids[i]) if
+                                                   self.add_source_eos else src_ids[i])]
+                          for i in group]
                 out = self.translator.translate_batch(
                     tokens, beam_size=self.cfg.beam, length_penalty=self.cfg.length_penalty,
                     max_decoding_length=max(limits[i] for i in group), min_decoding_length=0,
