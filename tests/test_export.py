@@ -194,6 +194,12 @@ def test_int8_export_runs_and_is_smaller(runs: dict[str, Path], exports: dict[st
     texts = sp_inputs()
     out = CT2Translator.from_export(int8, threads=1).translate(texts)
     assert len(out) == len(texts) and all(o for o, t in zip(out, texts, strict=True) if t)
+    # the quantization worked on copies: the PyTorch model it was exported from is unchanged
+    loaded_run = load_run(run, "best")
+    before = {k: v.clone() for k, v in loaded_run.model.state_dict().items()}
+    export_run(loaded_run, tmp_path / "int8-again", quantization="int8")
+    after = loaded_run.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
     # and a float32 export converted at load time runs too
     loaded = CT2Translator.from_export(exports["sentencepiece"], compute_type="int8", threads=1)
     assert len(loaded.translate(texts[:5])) == 5

@@ -116,7 +116,10 @@ def vocabulary(tokenizer: Tokenizer, side: str) -> list[str]:
 
 
 def _array(t: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(t.detach().to("cpu").float().numpy())
+    """A float32 copy: never the tensor's own memory, which CTranslate2's quantization would
+    rewrite in place (the PyTorch model must stay as it was)."""
+    return np.array(t.detach().cpu().float().numpy(), dtype=np.float32, copy=True,
+                    order="C")
 
 
 def _linear(spec: Any, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
