@@ -31,10 +31,13 @@ Decoding matches ``nmt``'s: the same normalisation, source cut and length limit 
 CTranslate2 takes one length limit per call; greedy search runs a batch to its longest limit and
 cuts each output to its own (greedy output does not depend on the limit, so this is exact), beam
 search runs each group of equal limits as its own call (there the limit changes the result).
-Beam search is CTranslate2's: the same candidates per step as :func:`nmt.decode.beam_search`,
-but its length penalty divides by ``length ** alpha`` (GNMT's ``((5 + length) / 6) ** alpha``
-in ``nmt``) and a sentence stops at ``beam`` finished hypotheses; with ``alpha = 0`` the two
-return the same hypothesis.
+Beam search is CTranslate2's, which keeps the same candidates per step as
+:func:`nmt.decode.beam_search`; its own length penalty divides by ``length ** alpha`` where
+``nmt`` uses GNMT's ``((5 + steps) / 6) ** alpha``, so it runs without one and returns its
+``beam`` hypotheses with their raw scores, and :class:`CT2Translator` ranks them with ``nmt``'s
+penalty. With ``alpha = 0`` the result is ``nmt``'s; with ``alpha > 0`` the searches still stop
+by different rules (CTranslate2 once its best beam has finished and it holds ``beam``
+hypotheses, ``nmt`` once no live beam can beat its ``beam`` kept ones), so a rare line differs.
 """
 
 from __future__ import annotations
@@ -502,13 +505,30 @@ class CT2Translator(StreamTranslator):
                 tokens = [[src_vocab[t] for t in (_without_eos(src_ids[i]) if
                                                    self.add_source_eos else src_ids[i])]
                           for i in group]
+                most = max(limits[i] for i in group)
+                beam = self.cfg.beam
                 out = self.translator.translate_batch(
-                    tokens, beam_size=self.cfg.beam, length_penalty=self.cfg.length_penalty,
-                    max_decoding_length=max(limits[i] for i in group), min_decoding_length=0,
+                    tokens, beam_size=beam, num_hypotheses=beam, length_penalty=0.0,
+                    return_scores=beam > 1, max_decoding_length=most, min_decoding_length=0,
                     max_input_length=0, max_batch_size=0)
                 for i, r in zip(group, out, strict=True):
-                    results[i] = [tgt_index[t] for t in r.hypotheses[0][: limits[i]]]
+                    best = r.hypotheses[0] if beam == 1 else self._gnmt_best(r, most)
+                    results[i] = [tgt_index[t] for t in best[: limits[i]]]
         return results
+
+    def _gnmt_best(self, result: Any, limit: int) -> list[str]:
+        """The hypothesis of a beam search result that ``nmt`` ranks first: raw scores divided
+        by GNMT's length penalty over the decoder steps (``<eos>`` counted when produced; a
+        hypothesis as long as the limit was cut there, without one)."""
+        from nmt.decode import length_penalty
+
+        def normalized(k: int) -> float:
+            hyp = result.hypotheses[k]
+            steps = len(hyp) + int(len(hyp) < limit)
+            return float(result.scores[k]) / length_penalty(steps, self.cfg.length_penalty)
+
+        best = max(range(len(result.hypotheses)), key=normalized)
+        return list(result.hypotheses[best])
 
 
 def _without_eos(ids: Sequence[int]) -> Sequence[int]:
