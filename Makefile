@@ -14,7 +14,7 @@ CONFIG ?= configs/demo.toml
 RUN ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install data train translate bleu test test-all test-argos lint bench demo clean
+.PHONY: help install data train translate bleu quality test test-all test-argos lint bench demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -41,10 +41,18 @@ train: install ## train CONFIG (default configs/demo.toml) into runs/
 	$(NMT) train --config $(CONFIG)
 
 translate: install ## translate a sentence with the latest run (RUN=runs/NAME to pick one)
-	$(NMT) translate $(if $(RUN),--run $(RUN)) "i'm home ." "he's calm ." "go ." "i lost ."
+	$(NMT) translate $(if $(RUN),--run $(RUN)) "I'm home." "He's calm." "Go." "I lost."
 
 bleu: install ## BLEU and chrF of the latest run (RUN=runs/NAME) on its test split
 	$(NMT) bleu $(if $(RUN),--run $(RUN))
+
+# The figures of docs/BENCHMARKS.md's quality table: greedy and beam, with and without the
+# weights' moving average, and with the sources typed the textbook's way.
+quality: install ## BLEU/chrF of RUN (default runs/demo): greedy, beam 5, --no-ema, --textbook-input
+	$(NMT) bleu --run $(or $(RUN),runs/demo)
+	$(NMT) bleu --run $(or $(RUN),runs/demo) --beam 5
+	$(NMT) bleu --run $(or $(RUN),runs/demo) --no-ema
+	$(NMT) bleu --run $(or $(RUN),runs/demo) --textbook-input
 
 test: install ## the fast test suite (what CI runs)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow"
@@ -65,10 +73,10 @@ bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints t
 	$(BIN)/python -m nmt.bench --out bench/out \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)
 
-demo: install ## download, train the small CPU demo model (<= 10 min), translate and score it
+demo: install ## download, train the small CPU demo model (~10 min), translate and score it
 	$(NMT) data download
 	$(NMT) train --config configs/demo.toml --run-name demo --overwrite
-	$(NMT) translate --run runs/demo "i'm home ." "he's calm ." "go ." "i lost ."
+	$(NMT) translate --run runs/demo "I'm home." "He's calm." "Go." "I lost." "i'm home ."
 	$(NMT) bleu --run runs/demo
 
 clean: ## remove caches (keeps data/ and runs/)

@@ -261,6 +261,12 @@ def _check_layout(path: Path, payload: dict[str, Any]) -> None:
     if not (isinstance(model, dict) and model and all(
             isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in model.items())):
         raise bad("model: expected a table of named tensors")
+    ema = payload.get("ema")
+    if ema is not None and not (
+            isinstance(ema, dict) and _is_int(ema.get("updates")) and ema["updates"] >= 0
+            and isinstance(ema.get("weights"), dict) and ema["weights"].keys() == model.keys()
+            and all(isinstance(v, torch.Tensor) for v in ema["weights"].values())):
+        raise bad("ema: expected {'updates': int, 'weights': the model's named tensors}")
     progress = payload.get("progress", {})
     if not (isinstance(progress, dict) and _is_int(progress.get("step", 0))):
         raise bad("progress: expected a table with an integer step")
@@ -302,6 +308,8 @@ class LoadedRun:
     checkpoint_path: Path
     step: int
     device: torch.device
+    weights: str = "trained"  # "averaged" (the moving average), "trained" or "raw" (trained
+    # weights of a run that has an average, taken with averaged=False)
 
 
 def latest_run(runs_dir: Path = RUNS_DIR) -> Path:
@@ -335,9 +343,14 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str) -> Path:
 
 
 def load_run(
-    run_dir: Path | None = None, checkpoint: str = "best", device: str | torch.device = "cpu"
+    run_dir: Path | None = None, checkpoint: str = "best", device: str | torch.device = "cpu",
+    averaged: bool = True,
 ) -> LoadedRun:
-    """Rebuild a trained model, its config and tokenizer from a run directory for inference."""
+    """Rebuild a trained model, its config and tokenizer from a run directory for inference.
+
+    ``averaged``: a run trained with ``train.ema_decay`` translates with the weights' moving
+    average (what validation chose ``best.pt`` by); False takes the trained weights as they are.
+    """
     from nmt.data.tokenizers import load_tokenizer
     from nmt.device import resolve_device
 
@@ -366,9 +379,14 @@ def load_run(
             f"{vocab['src']}/{vocab['tgt']} vs "
             f"{tokenizer.src_vocab_size}/{tokenizer.tgt_vocab_size})"
         )
-    model = _build_for(path, cfg, vocab, payload["model"])
+    weights, kind = payload["model"], "trained"
+    if isinstance(payload.get("ema"), dict) and "weights" in payload["ema"]:
+        kind = "averaged" if averaged else "raw"
+        if averaged:
+            weights = payload["ema"]["weights"]
+    model = _build_for(path, cfg, vocab, weights)
     try:
-        model.load_state_dict(payload["model"])
+        model.load_state_dict(weights)
     except (RuntimeError, KeyError) as e:
         first = str(e).strip().splitlines()[0][:200]
         raise CheckpointError(f"{path}: incompatible checkpoint ({first})") from None
@@ -378,7 +396,7 @@ def load_run(
                                   "infinite values)")
     model.to(dev).eval()
     step = int(payload.get("progress", {}).get("step", 0))
-    return LoadedRun(run_dir, cfg, model, tokenizer, path, step, dev)
+    return LoadedRun(run_dir, cfg, model, tokenizer, path, step, dev, kind)
 
 
 _INITIALISERS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",

@@ -187,6 +187,11 @@ DecodeBatchOpt = Annotated[
     typer.Option("--batch-size", min=1, help="Sentences per batch (default: the run's [decode])."),
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
+NoEmaOpt = Annotated[
+    bool,
+    typer.Option("--no-ema", help="Use the trained weights, not their moving average (runs "
+                 "trained with train.ema_decay translate with the average by default)."),
+]
 EngineOpt = Annotated[
     str | None,
     typer.Option("--engine", help="nmt (the PyTorch model; the default) or ctranslate2 (an "
@@ -256,6 +261,7 @@ def translate(
     beam: BeamOpt = None,
     batch_size: DecodeBatchOpt = None,
     device: DeviceOpt = "auto",
+    no_ema: NoEmaOpt = False,
     max_src_tokens: Annotated[
         int | None,
         typer.Option("--max-src-tokens", min=2, help="Cut longer sources, with a warning "
@@ -298,12 +304,16 @@ def translate(
                                 "text in")
             lines, name = read_lines(sys.stdin.buffer, "stdin"), "stdin"
         translator: Any
+        if engine == "ctranslate2" and no_ema:
+            raise NmtError("--no-ema: the export holds the weights nmt translates with (their "
+                           "average when the run keeps one); --no-ema applies to --engine nmt")
         if engine == "ctranslate2":
             translator = _ct2_translator(run, checkpoint, model, device, compute_type, beam=beam,
                                          batch_size=batch_size, max_src_tokens=max_src_tokens)
         else:
-            translator = Translator.from_run(load_run(run, checkpoint, device), beam=beam,
-                                             batch_size=batch_size, max_src_tokens=max_src_tokens)
+            loaded = load_run(run, checkpoint, device, averaged=not no_ema)
+            translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
+                                             max_src_tokens=max_src_tokens)
         out = sys.stdout
         if output is not None:
             try:
@@ -334,6 +344,7 @@ def bleu(
     beam: BeamOpt = None,
     batch_size: DecodeBatchOpt = None,
     device: DeviceOpt = "auto",
+    no_ema: NoEmaOpt = False,
     limit: Annotated[int, typer.Option("--limit", min=0, help="Only the first N sources.")] = 0,
     examples: Annotated[
         bool,
@@ -344,6 +355,11 @@ def bleu(
         Path | None,
         typer.Option("--data-dir", help="Corpus and cache directory (default data/)."),
     ] = None,
+    textbook_input: Annotated[
+        bool,
+        typer.Option("--textbook-input", help="Give the sources lower-cased with punctuation "
+                     "split off (\"i'm home .\"), to measure robustness to such input."),
+    ] = False,
     engine: EngineOpt = None,
     model: ModelDirOpt = None,
     compute_type: ComputeTypeOpt = "default",
@@ -356,6 +372,9 @@ def bleu(
     from nmt.translate import Translator
 
     engine = _engine(engine, model)
+    if engine == "ctranslate2" and no_ema:
+        raise NmtError("--no-ema: the export holds the weights nmt translates with (their "
+                       "average when the run keeps one); --no-ema applies to --engine nmt")
     tag = ""
     translator: Any
     if engine == "ctranslate2":
@@ -366,7 +385,7 @@ def bleu(
         if model is not None:
             tag += f"-{model.resolve().name}"
     else:
-        loaded = load_run(run, checkpoint, device)
+        loaded = load_run(run, checkpoint, device, averaged=not no_ema)
         translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size)
     if examples:
         rows = run_examples(translator)
@@ -376,7 +395,8 @@ def bleu(
             typer.echo(f"{r['src']} => {r['hyp']}, bleu {r['bleu']:.3f} (reference: {r['ref']})")
         return
     report = evaluate_run(loaded, translator, split=split, data_dir=data_dir, src=src,
-                          refs=list(ref or []), limit=limit, tag=tag,
+                          refs=list(ref or []), limit=limit, textbook_input=textbook_input,
+                          tag=tag,
                           log=lambda s: console.print(s, highlight=False, markup=False))
     if json_:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
@@ -388,7 +408,8 @@ def bleu(
                f"{report.sentences} sentences, {search}, {report.sentences_per_second:.1f} "
                "sentences/s")
     for label, s in (("multi-ref", report.multi), ("single-ref", report.single)):
-        typer.echo(f"BLEU {label:10s} {s.bleu:6.2f}  {s.bleu_signature}")
+        typer.echo(f"BLEU {label:10s} {s.bleu:6.2f}  {s.bleu_signature}  "
+                   f"(case-insensitive {s.bleu_ci:.2f})")
         typer.echo(f"chrF {label:10s} {s.chrf:6.2f}  {s.chrf_signature}")
     typer.echo(f"hypotheses: {report.hypotheses}; scores: {report.scores}")
 
@@ -501,6 +522,7 @@ def attention(
     checkpoint: CheckpointOpt = "best",
     output: ImageOpt = None,
     device: DeviceOpt = "auto",
+    no_ema: NoEmaOpt = False,
 ) -> None:
     """Translate one sentence greedily and draw its attention (default runs/NAME/attention.png).
 
@@ -516,7 +538,7 @@ def attention(
 
     if output is not None:
         image_format(output)  # before loading the model
-    loaded = load_run(run, checkpoint, device)
+    loaded = load_run(run, checkpoint, device, averaged=not no_ema)
     path = output if output is not None else loaded.run_dir / ATTENTION_FILE
     picture = plot_attention(Translator.from_run(loaded), sentence, path)
     typer.echo(picture.translation)

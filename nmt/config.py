@@ -34,9 +34,14 @@ class DataConfig:
 
     max_pairs: int = 0  # read only the first N lines of fra.txt (0: all); the d2l recipe reads
     # 601 (it means 600, but `if i > num_examples: break` keeps line 600 too)
-    lowercase: bool = True  # lower-case both sides (the recipe does)
-    normalization: str = field(default="full", metadata=_choice("full", "recipe"))  # full: NFC,
-    # apostrophes, invisible characters and whitespace too (docs/DATA.md); recipe: only its rules
+    lowercase: bool = False  # lower-case both sides (the recipe does; the d2l presets set it)
+    normalization: str = field(default="natural", metadata=_choice("natural", "full", "recipe"))
+    # natural: text as written, only a Unicode clean-up (NFC, whitespace, invisible characters,
+    # one apostrophe); full: that plus the textbook's space before , . ! ? (runs made before
+    # natural text); recipe: only the recipe's rules (docs/DATA.md)
+    case_augment: float = 0.0  # natural text: share of training pairs added again with the
+    # source lower-cased and its punctuation split off ("i'm home ."), so a cased model also
+    # translates input typed the textbook's way (as Marian's case augmentation); 0: off
     dedup: bool = True  # drop exact duplicate (source, target) pairs
     max_words: int = 50  # drop pairs with a side longer than this many words (0: keep all)
     valid_frac: float = 0.02  # share of distinct English sentences held out for validation
@@ -74,8 +79,8 @@ class ModelConfig:
 class TrainConfig:
     """The optimisation loop."""
 
-    epochs: int = 10  # passes over the training split (stops earlier at max_steps)
-    max_steps: int = 0  # optimizer steps (0: no limit)
+    epochs: int = 10  # passes over the training split (when max_steps is 0)
+    max_steps: int = 0  # optimizer steps, whatever the epochs (0: train for `epochs`)
     batch_size: int = 64  # sentences per batch, or target tokens when batch_by = "tokens"
     batch_by: str = field(default="sentences", metadata=_choice("sentences", "tokens"))
     optimizer: str = field(default="adam", metadata=_choice("adam", "adamw"))
@@ -91,6 +96,8 @@ class TrainConfig:
     eval_every: int = 0  # validate every N optimizer steps (0: at the end of each epoch)
     eval_sentences: int = 500  # valid sentences decoded for greedy BLEU (0: all, -1: no BLEU)
     patience: int = 0  # stop after N validations without a better valid BLEU (0: never)
+    ema_decay: float = 0.0  # exponential moving average of the weights (Marian's exponential
+    # smoothing), used for validation, best.pt and translation; e.g. 0.999; 0: off
     max_minutes: float = 0.0  # wall-clock budget for training (0: none)
     device: str = "auto"  # auto (cuda, then mps, then cpu), cpu, cuda, cuda:1, mps
     precision: str = field(default="fp32", metadata=_choice("fp32", "bf16", "fp16"))  # bf16:
@@ -212,6 +219,15 @@ def _check_consistency(cfg: Config, where: str) -> None:
             raise ConfigError(f"{where}: {key}: expected a value >= 1, got {value}")
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"{where}: model.dropout: expected 0 <= dropout < 1, got {m.dropout}")
+    if not 0.0 <= d.case_augment <= 1.0:
+        raise ConfigError(f"{where}: data.case_augment: expected 0 <= value <= 1, "
+                          f"got {d.case_augment}")
+    if d.case_augment and (d.lowercase or d.normalization != "natural"):
+        raise ConfigError(f"{where}: data.case_augment: expected 0 unless the text is natural "
+                          "(data.normalization = \"natural\", data.lowercase = false)")
+    if not 0.0 <= t.ema_decay < 1.0:
+        raise ConfigError(f"{where}: train.ema_decay: expected 0 (off) or 0 < value < 1, "
+                          f"got {t.ema_decay}")
     if not 0.0 <= t.label_smoothing < 1.0:
         raise ConfigError(f"{where}: train.label_smoothing: expected 0 <= value < 1")
     for name, beta in (("train.beta1", t.beta1), ("train.beta2", t.beta2)):

@@ -1,9 +1,12 @@
 """Scores: sacrebleu corpus BLEU and chrF (single and multiple references) and the recipe's
 per-sentence BLEU for its four check sentences.
 
-Corpus scores always come from sacrebleu, with their signatures, so they are comparable with
-published figures. The recipe's BLEU (d2l) is a per-sentence teaching metric, kept only for
-``nmt bleu --examples``.
+Corpus scores always come from sacrebleu with its defaults (13a tokenizer, cased), with their
+signatures: a model trained on natural text is scored on its detokenized output against the
+references as the corpus writes them, which is how published figures are computed; a
+case-insensitive BLEU is reported beside it. Runs trained on the textbook's lower-cased, spaced
+text are scored against references normalised the same way (``tokenized=True``). The recipe's
+BLEU (d2l) is a per-sentence teaching metric, kept only for ``nmt bleu --examples``.
 """
 
 from __future__ import annotations
@@ -23,12 +26,19 @@ from nmt.translate import StreamTranslator, read_lines
 if TYPE_CHECKING:
     from nmt.checkpoint import LoadedRun
 
-# The recipe's four check sentences and their references (seed-recipe.md).
+# The recipe's four check sentences and their references (seed-recipe.md), and the same as
+# people write them, for natural-text runs.
 EXAMPLES: tuple[tuple[str, str], ...] = (
     ("go .", "va !"),
     ("i lost .", "j'ai perdu ."),
     ("he's calm .", "il est calme ."),
     ("i'm home .", "je suis chez moi ."),
+)
+NATURAL_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("Go.", "Va !"),
+    ("I lost.", "J'ai perdu."),
+    ("He's calm.", "Il est calme."),
+    ("I'm home.", "Je suis chez moi."),
 )
 
 
@@ -66,8 +76,9 @@ def recipe_bleu(hyp: str, ref: str, k: int = 2) -> float:
 class CorpusScores:
     """sacrebleu corpus BLEU and chrF of one hypothesis stream against its references."""
 
-    bleu: float  # 0-100
+    bleu: float  # 0-100, cased
     chrf: float  # 0-100
+    bleu_ci: float  # 0-100, case-insensitive (sacrebleu's lowercase=True)
     bleu_detail: str  # sacrebleu's line: "BLEU = 41.2 70.1/48.3/... (BP = ...)"
     bleu_signature: str
     chrf_signature: str
@@ -89,8 +100,15 @@ def reference_streams(refs: Sequence[Sequence[str]]) -> list[list[str | None]]:
     return [[r[j] if j < len(r) else None for r in refs] for j in range(width)]
 
 
-def corpus_scores(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> CorpusScores:
-    """Corpus BLEU and chrF of ``hyps`` (detokenized text) against ``refs[i]`` (1+ each)."""
+def corpus_scores(
+    hyps: Sequence[str], refs: Sequence[Sequence[str]], tokenized: bool = False
+) -> CorpusScores:
+    """Corpus BLEU and chrF of ``hyps`` (detokenized text) against ``refs[i]`` (1+ each).
+
+    ``tokenized``: both sides are the textbook's normalised text, with a space before
+    ``. , ! ?``; sacrebleu takes that for forgotten detokenization and warns, but its 13a
+    tokenizer splits those marks anyway and chrF ignores spaces, so the scores equal those of
+    the unspaced text and the warning is silenced (``force``)."""
     from sacrebleu.metrics import BLEU, CHRF  # imported here: it is slow to import
 
     if len(hyps) != len(refs):
@@ -98,15 +116,14 @@ def corpus_scores(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> CorpusS
     if any(len(r) == 0 for r in refs):
         raise ValueError("every sentence needs at least one reference")
     streams: Any = reference_streams(refs)
-    # force: normalised text has a space before . , ! ? (the recipe's rule), which sacrebleu
-    # takes for tokenized input and warns about; its 13a tokenizer splits those marks anyway
-    # and chrF ignores spaces, so the scores equal those of the unspaced text.
-    bleu, chrf = BLEU(force=True), CHRF()
+    bleu, chrf = BLEU(force=tokenized), CHRF()
     b = bleu.corpus_score(list(hyps), streams)
     c = chrf.corpus_score(list(hyps), streams)
+    b_ci = BLEU(force=tokenized, lowercase=True).corpus_score(list(hyps), streams)
     return CorpusScores(
         bleu=float(b.score),
         chrf=float(c.score),
+        bleu_ci=float(b_ci.score),
         bleu_detail=str(b),
         bleu_signature=str(bleu.get_signature()),
         chrf_signature=str(chrf.get_signature()),
@@ -116,12 +133,12 @@ def corpus_scores(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> CorpusS
 
 
 def score_multi_and_single(
-    hyps: Sequence[str], refs: Sequence[Sequence[str]]
+    hyps: Sequence[str], refs: Sequence[Sequence[str]], tokenized: bool = False
 ) -> dict[str, CorpusScores]:
     """``{"multi": all references, "single": the first reference of each sentence}``."""
     return {
-        "multi": corpus_scores(hyps, refs),
-        "single": corpus_scores(hyps, [r[:1] for r in refs]),
+        "multi": corpus_scores(hyps, refs, tokenized),
+        "single": corpus_scores(hyps, [r[:1] for r in refs], tokenized),
     }
 
 
@@ -161,8 +178,9 @@ def read_text_lines(path: Path, option: str) -> list[str]:
 def file_references(
     src: Path, refs: Sequence[Path], lowercase: bool, policy: str = "full"
 ) -> tuple[list[str], list[list[str]]]:
-    """``--src`` lines and, per line, its references from each ``--ref`` file (normalised like
-    the training data, so a model trained on lower-cased text is not scored on case).
+    """``--src`` lines and, per line, its references from each ``--ref`` file: as written for a
+    natural-text run (``policy="natural"``, not ``lowercase``), else normalised like the training
+    data, so a model trained on lower-cased text is not scored on case.
 
     Every ``--ref`` must have as many lines as ``--src``; empty reference lines are skipped
     when the sentence has another reference.
@@ -177,7 +195,10 @@ def file_references(
             )
     per_sentence = []
     for i in range(len(sources)):
-        r = [normalize(s[i], lowercase, policy) for s in streams]
+        if policy == "natural" and not lowercase:
+            r = [s[i].strip() for s in streams]
+        else:
+            r = [normalize(s[i], lowercase, policy) for s in streams]
         per_sentence.append([x for x in r if x] or r[:1])
     return sources, per_sentence
 
@@ -212,7 +233,7 @@ def evaluate(
     start = time.perf_counter()
     hyps = translator.translate(sources)
     seconds = time.perf_counter() - start
-    scores = score_multi_and_single(hyps, refs)
+    scores = score_multi_and_single(hyps, refs, tokenized=translator.tokenized_text)
     hyp_path, scores_path = run_dir / f"hyp.{tag}.txt", run_dir / f"scores.{tag}.json"
     atomic_write_text(hyp_path, "".join(h + "\n" for h in hyps))
     report = BleuReport(
@@ -234,11 +255,16 @@ def evaluate_run(
     refs: Sequence[Path] = (),
     limit: int = 0,
     log: Callable[[str], None] = print,
+    textbook_input: bool = False,
     tag: str = "",
 ) -> BleuReport:
     """Score a run on a split of its own data (``prepare(cfg.data, data_dir)``: all references
     of each distinct source) or on ``--src``/``--ref`` files; ``limit`` > 0 keeps the first N;
-    ``tag`` names the engine in the saved files (see :func:`evaluate`)."""
+    ``tag`` names the engine in the saved files (see :func:`evaluate`).
+
+    ``textbook_input``: the sources are given lower-cased with their punctuation split off
+    (``"i'm home ."``), as the textbook types them: how well a natural-text model copes with
+    such input (case augmentation is meant to make it as good as with the text as written)."""
     if src is not None:
         if not refs:
             raise DataError("--src: expected at least one --ref file with the references")
@@ -259,14 +285,30 @@ def evaluate_run(
     if limit > 0:
         sources, references = sources[:limit], references[:limit]
         name += f".first{limit}"  # never overwrite the whole split's files with a part
+    if run.weights == "raw":  # the trained weights of a run that translates with their average
+        name, data = f"{name}.raw", f"{data}, trained weights (--no-ema)"
+    if textbook_input:
+        from nmt.data.normalize import textbook_form
+
+        sources = [textbook_form(s) for s in sources]
+        name, data = f"{name}.textbook", f"{data}, sources lower-cased and spaced"
     return evaluate(translator, sources, references, run.run_dir, name, data,
                     run.checkpoint_path.name, run.step, tag)
 
 
 def run_examples(translator: StreamTranslator) -> list[dict[str, Any]]:
-    """The recipe's four check sentences: translation, reference and per-sentence BLEU (k=2)."""
-    hyps = translator.translate([src for src, _ in EXAMPLES])
-    return [
-        {"src": src, "hyp": hyp, "ref": ref, "bleu": round(recipe_bleu(hyp, ref, k=2), 3)}
-        for (src, ref), hyp in zip(EXAMPLES, hyps, strict=True)
-    ]
+    """The recipe's four check sentences: translation, reference and per-sentence BLEU (k=2).
+
+    A natural-text run gets them as people write them; the recipe's BLEU then compares the
+    textbook forms of translation and reference (it splits on spaces)."""
+    from nmt.data.normalize import textbook_form
+
+    natural = not translator.tokenized_text
+    examples = NATURAL_EXAMPLES if natural else EXAMPLES
+    hyps = translator.translate([src for src, _ in examples])
+    rows = []
+    for (src, ref), hyp in zip(examples, hyps, strict=True):
+        bleu = recipe_bleu(textbook_form(hyp), textbook_form(ref)) if natural else recipe_bleu(
+            hyp, ref)
+        rows.append({"src": src, "hyp": hyp, "ref": ref, "bleu": round(bleu, 3)})
+    return rows

@@ -44,6 +44,7 @@ from nmt.distributed import (
     from_main,
     init_distributed,
 )
+from nmt.ema import ExponentialMovingAverage
 from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
@@ -229,7 +230,8 @@ def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
         sources, refs = sources[:n], refs[:n]
     hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1,
                                 truncate=cfg.data.truncate)
-    return corpus_scores(hyps, refs).bleu
+    tokenized = cfg.data.lowercase or cfg.data.normalization != "natural"
+    return corpus_scores(hyps, refs, tokenized).bleu
 
 
 # --- the loop ----------------------------------------------------------------------------------
@@ -298,6 +300,8 @@ def _train(
     # Model and optimizer.
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=tok.joint)
     model.to(device)
+    # The weights' moving average, made before the optimizer lays the weights out its own way.
+    ema = ExponentialMovingAverage(model, cfg.train.ema_decay) if cfg.train.ema_decay else None
     optimizer = TrainOptimizer(cfg.train, list(model.parameters()), flat=device.type == "cpu")
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer.optimizer, lr_lambda(cfg.train.schedule, cfg.train.warmup_steps)
@@ -309,6 +313,11 @@ def _train(
             model.load_state_dict(payload["model"])
             optimizer.load_state_dict(payload["optimizer"])
             scheduler.load_state_dict(payload["scheduler"])
+            if ema is not None:
+                if "ema" in payload:
+                    ema.load_state_dict(payload["ema"])
+                else:  # a run started without an average starts one from its weights now
+                    ema = ExponentialMovingAverage(model, cfg.train.ema_decay)
             prog = Progress(**payload["progress"])
             if "last_eval_step" not in payload["progress"]:  # written before the field existed
                 prog.last_eval_step = last_valid_step(run_dir, prog.step)
@@ -377,15 +386,18 @@ def _train(
             "rng": rng,
             "progress": prog.as_dict(),
         }
+        if ema is not None:
+            payload["ema"] = ema.state_dict()
         for name in names:
             save_checkpoint(run_dir / "checkpoints" / f"{name}.pt", payload)
 
     def validate() -> bool:
         """Run validation; save best/last; return True when early stopping triggers."""
         vloss = None
+        scored = ema.model if ema is not None else model  # the average, when there is one
         if valid_batches:
-            vloss = validation_loss(model, valid_batches, device, t.precision)
-        bleu = validation_bleu(model, prepared, cfg, device)
+            vloss = validation_loss(scored, valid_batches, device, t.precision)
+        bleu = validation_bleu(scored, prepared, cfg, device)
         model.train()
         vloss, bleu = from_main([vloss, bleu], dist, device)  # one verdict on every rank
         prog.last_eval_step = prog.step
@@ -453,6 +465,8 @@ def _train(
                     dist,
                 )
                 prog.step += 1
+                if ema is not None:
+                    ema.update(model)
                 over = bool(t.max_minutes and
                             elapsed0 + time.perf_counter() - start > 60 * t.max_minutes)
                 bad, over, stop_here = any_rank(
@@ -528,6 +542,10 @@ def _train(
         elif not validated:
             checkpoint("last")
         mlog.text(f"done: {prog.stop_reason}")
+        if t.max_steps and prog.step < t.max_steps and prog.stop_reason.startswith("time"):
+            say(f"warning: the time budget ended training at step {prog.step} of "
+                f"max_steps={t.max_steps}: this machine is slower than train.max_minutes="
+                f"{t.max_minutes} allows, so the model is less trained than the config intends")
     wall = time.perf_counter() - start
     run_tokens_all = all_reduce_sum(run_tokens, dist, device)
     run_loss_all = all_reduce_sum(run_loss, dist, device)

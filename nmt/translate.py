@@ -1,7 +1,9 @@
 """Text in, text out: normalise, encode, batch, search, detokenize; and streaming for big inputs.
 
-Input gets the normalisation training used (:func:`nmt.data.normalize.normalize`), so
-``"I'm home."`` and ``"i'm home ."`` translate alike. A source is ``encode_src(text) + <eos>``
+Input gets the normalisation training used (:func:`nmt.data.normalize.normalize`): for a
+natural-text run only a Unicode clean-up (case augmentation in training teaches it ``"i'm home
+."`` as well as ``"I'm home."``); for a textbook run lower-casing and spaced punctuation, so
+``"I'm home."`` and ``"i'm home ."`` are the same input. A source is ``encode_src(text) + <eos>``
 (what training's batching feeds the encoder); a run trained on sources cut to ``data.truncate``
 tokens (the d2l presets: 10) gets its sources cut the same way, as the recipe's ``predict`` does.
 Empty lines give empty lines without decoding. Streams are read in chunks of lines, so a pipe
@@ -132,6 +134,13 @@ class StreamTranslator:
     :meth:`translate`."""
 
     cfg: DecodeConfig  # the search settings (beam, batch size, length limits)
+    lowercase: bool  # the run's data.lowercase and data.normalization: how input is normalised
+    normalization: str
+
+    @property
+    def tokenized_text(self) -> bool:
+        """The model writes the textbook's lower-cased, spaced text, not natural text."""
+        return self.lowercase or self.normalization != "natural"
 
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order."""

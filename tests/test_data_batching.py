@@ -20,7 +20,8 @@ def make_split(src: list[list[int]], tgt: list[list[int]]) -> Split:
         return ids, offsets
 
     (si, so), (ti, to) = flat(src), flat(tgt)
-    return Split("train", si, so, ti, to, ["s"] * len(src), ["t"] * len(tgt))
+    return Split("train", si, so, ti, to, ["s"] * len(src), ["t"] * len(tgt),
+                 ["t"] * len(tgt))
 
 
 SEQS = st.lists(st.integers(4, 50), max_size=12)

@@ -19,7 +19,8 @@ from nmt.data.tokenizers import UNK_ID
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 RECIPE = SHARED / "baselines" / "d2l_recipe.py"
 CORPUS_ZIP = SHARED / "data" / "fra-eng.zip"
-D2L = DataConfig(max_pairs=601, normalization="recipe", tokenizer="word", joint_vocab=False,
+D2L = DataConfig(max_pairs=601, normalization="recipe", lowercase=True, tokenizer="word",
+                 joint_vocab=False,
                  min_freq=2, dedup=False, max_words=0, valid_frac=0.0, test_frac=0.0, truncate=10)
 
 

@@ -331,7 +331,8 @@ def make_run(run_dir: Path, arch: str = "transformer", trained: bool = True) -> 
     from nmt.config import Config, DataConfig
 
     model = trained_toy(arch) if trained else random_model(arch)
-    cfg = Config(data=DataConfig(tokenizer="word", min_freq=1), model=tiny_config(arch))
+    data = DataConfig(tokenizer="word", min_freq=1, lowercase=True, normalization="full")
+    cfg = Config(data=data, model=tiny_config(arch))
     atomic_write_text(run_dir / "config.toml", cfg.to_toml())
     TOKENIZER.save(run_dir / "tokenizer")
     vocab = {"src": TOKENIZER.src_vocab_size, "tgt": TOKENIZER.tgt_vocab_size, "joint": True}

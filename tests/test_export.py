@@ -395,7 +395,9 @@ def test_argos_package(runs: dict[str, Path], tmp_path: Path) -> None:
     texts = [t for t in sp_inputs() if t]
     from nmt.data.normalize import normalize
 
-    pieces = [sp.encode(normalize(t), out_type=str) for t in texts]
+    data = load_run(runs["sentencepiece"], "best").config.data
+    pieces = [sp.encode(normalize(t, data.lowercase, data.normalization), out_type=str)
+              for t in texts]
     results = translator.translate_batch(pieces, beam_size=1, max_decoding_length=64,
                                          replace_unknowns=True)
     got = [sp.decode(r.hypotheses[0]) for r in results]

@@ -74,8 +74,9 @@ def test_training_writes_a_complete_run(arch: str, tiny_data_dir: Path, tmp_path
     assert payload["progress"]["step"] == result.progress.step
 
 
-def test_resume_continues_exactly(tiny_data_dir: Path, tmp_path: Path) -> None:
-    cfg = tiny_config("transformer", "train.epochs=2")
+@pytest.mark.parametrize("ema", ["train.ema_decay=0", "train.ema_decay=0.9"])
+def test_resume_continues_exactly(ema: str, tiny_data_dir: Path, tmp_path: Path) -> None:
+    cfg = tiny_config("transformer", "train.epochs=2", ema)
     straight = tmp_path / "straight"
     train(cfg, straight, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
 
@@ -98,10 +99,17 @@ def test_resume_continues_exactly(tiny_data_dir: Path, tmp_path: Path) -> None:
                 assert ra[k] == pytest.approx(rb[k], rel=1e-5, abs=1e-6), (k, ra, rb)
             else:
                 assert ra[k] == rb[k]
-    wa = load_checkpoint(straight / "checkpoints" / "last.pt")["model"]
-    wb = load_checkpoint(broken / "checkpoints" / "last.pt")["model"]
-    for k in wa:
-        assert torch.allclose(wa[k], wb[k], atol=1e-6), k
+    pa = load_checkpoint(straight / "checkpoints" / "last.pt")
+    pb = load_checkpoint(broken / "checkpoints" / "last.pt")
+    assert ("ema" in pa) == ("ema" in pb) == (cfg.train.ema_decay > 0)
+    weights = [(pa["model"], pb["model"])]
+    if "ema" in pa:  # the average resumes exactly too
+        assert pa["ema"]["updates"] == pb["ema"]["updates"] == pa["progress"]["step"]
+        weights.append((pa["ema"]["weights"], pb["ema"]["weights"]))
+        assert any(not torch.equal(pa["ema"]["weights"][k], pa["model"][k]) for k in pa["model"])
+    for wa, wb in weights:
+        for k in wa:
+            assert torch.allclose(wa[k], wb[k], atol=1e-6), k
 
 
 def test_existing_run_is_refused_without_resume(tiny_data_dir: Path, tmp_path: Path) -> None:

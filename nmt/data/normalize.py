@@ -2,6 +2,18 @@
 
 Callers pass the data config's choices: ``normalize(text, cfg.lowercase, cfg.normalization)``.
 
+``natural`` (the default): text as people write it, with only a Unicode clean-up that is safe for
+both languages and for scoring (sacrebleu's tokenizer treats every variant below alike):
+
+- Unicode NFC; every whitespace character is a space, runs collapse, the ends are stripped (the
+  corpus writes ``Va !`` with a plain space, U+00A0 or U+202F before ``!``: one spelling);
+- invisible characters (categories Cf, Cc, Cs) are deleted;
+- ``’`` and ``‘`` become ``'``, ``…`` becomes ``...`` (one spelling of the apostrophe and the
+  ellipsis).
+
+Case, punctuation and its spacing stay as written. ``full`` adds the textbook's tokenized style
+below; ``recipe`` is the textbook's rules only.
+
 The recipe's rules (U+202F and U+00A0 become spaces, lower-case, a space before ``, . ! ?`` when
 the previous character is not a space) plus a policy for the rest of Unicode, chosen so that the
 result is stable (``normalize(normalize(x)) == normalize(x)``), never raises, and is always valid
@@ -57,24 +69,39 @@ _OPEN_QUOTE = re.compile(r"«(?=[^ ])")
 _CLOSE_QUOTE = re.compile(r"(?<=[^ ])»")
 
 
-def normalize(text: str, lowercase: bool = True, policy: str = "full") -> str:
-    """Normalise one sentence (see the module docstring for the policy).
+POLICIES = ("natural", "full", "recipe")
 
-    ``policy="full"`` (the default, :attr:`DataConfig.normalization`) is idempotent, total on any
-    ``str`` (lone surrogates included) and free of newlines. ``policy="recipe"`` applies only the
-    recipe's rules, to reproduce its vocabulary exactly (it keeps ``’``, U+2009 and double
-    spaces); it is idempotent and total too.
+
+def normalize(text: str, lowercase: bool = True, policy: str = "full") -> str:
+    """Normalise one sentence (see the module docstring for the policies). Callers pass the
+    run's ``data.lowercase`` and ``data.normalization``; the defaults here are the textbook's.
+
+    ``policy="natural"`` (the default of :attr:`DataConfig.normalization`) only cleans Unicode:
+    the text keeps its case (unless ``lowercase``) and its punctuation as written.
+    ``policy="full"`` is that clean-up plus the recipe's punctuation rule (the textbook's
+    tokenized style). Both are idempotent, total on any ``str`` (lone surrogates included) and
+    free of newlines. ``policy="recipe"`` applies only the recipe's rules, to reproduce its
+    vocabulary exactly (it keeps ``’``, U+2009 and double spaces); it is idempotent and total too.
     """
     if policy == "recipe":
         text = text.replace("\u202f", " ").replace("\xa0", " ")
         return _PUNCT.sub(r" \1", text.lower() if lowercase else text)
-    if policy != "full":
-        raise ValueError(f"policy={policy!r}: expected 'full' or 'recipe'")
+    if policy not in POLICIES:
+        raise ValueError(f"policy={policy!r}: expected one of {', '.join(POLICIES)}")
     text = unicodedata.normalize("NFC", text.translate(_TABLE))
     if lowercase:
         # lower() can decompose (``İ`` -> ``i̇``), so compose again
         text = unicodedata.normalize("NFC", text.lower())
     text = " ".join(text.split())  # only " " is whitespace by now
+    if policy == "natural":
+        return text
     text = _OPEN_QUOTE.sub("« ", text)
     text = _CLOSE_QUOTE.sub(" »", text)
     return _PUNCT.sub(r" \1", text)
+
+
+def textbook_form(text: str) -> str:
+    """A natural sentence as the textbook writes its input: lower-cased, a space before
+    ``, . ! ?`` (``"I'm home."`` -> ``"i'm home ."``). Case augmentation trains on it so that a
+    cased model also translates input typed that way."""
+    return normalize(text, lowercase=True, policy="full")

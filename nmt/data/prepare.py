@@ -9,7 +9,13 @@ in well under a second. Layout (docs/DATA.md)::
     meta.json                     config, corpus digest, counts, build time
     tokenizer.json, *.model|*.txt  the tokenizer, trained on the train split only
     {split}.npz                   src_ids, tgt_ids (int32, flat), src_offsets, tgt_offsets (int64)
-    {split}.src.txt, .tgt.txt     normalised text, one pair per line (BLEU references)
+    {split}.src.txt, .tgt.txt     normalised text, one pair per line
+    {split}.ref.txt               the references BLEU is computed against, one per pair: the
+                                  French as the corpus writes it (natural text), or the
+                                  normalised target (the textbook's lower-cased, spaced text)
+
+With ``data.case_augment`` the train split ends with the augmented pairs: a share of its pairs
+again, the source in the textbook's form (:func:`nmt.data.normalize.textbook_form`).
 
 A cache is built in a temporary directory and renamed into place, so it is complete or absent.
 """
@@ -34,7 +40,7 @@ import numpy as np
 
 from nmt.config import DataConfig
 from nmt.data.download import ensure_corpus, expected_digest
-from nmt.data.normalize import normalize
+from nmt.data.normalize import normalize, textbook_form
 from nmt.data.split import grouped_split
 from nmt.data.tokenizers import (
     SentencePieceTokenizer,
@@ -44,7 +50,7 @@ from nmt.data.tokenizers import (
 )
 from nmt.errors import DataError
 
-CACHE_VERSION = 1  # bump when the cache layout or the preparation changes meaning
+CACHE_VERSION = 2  # bump when the cache layout or the preparation changes meaning
 SPLITS = ("train", "valid", "test")
 # DataConfig fields that do not change the cached arrays (truncation happens when batching)
 _NOT_IN_KEY = {"truncate"}
@@ -65,6 +71,7 @@ class Split:
     tgt_offsets: np.ndarray  # (n + 1,) int64
     src_text: list[str]  # (n,) normalised source sentences
     tgt_text: list[str]  # (n,) normalised target sentences
+    ref_text: list[str]  # (n,) the target as BLEU scores against (see :func:`reference_text`)
 
     def __len__(self) -> int:
         return len(self.src_offsets) - 1
@@ -83,10 +90,10 @@ class Split:
         return np.diff(self.tgt_offsets)
 
     def grouped(self) -> tuple[list[str], list[list[str]]]:
-        """Distinct sources in first-seen order, and all target references of each."""
+        """Distinct sources in first-seen order, and all references of each."""
         refs: dict[str, list[str]] = {}
-        for s, t in zip(self.src_text, self.tgt_text, strict=True):
-            refs.setdefault(s, []).append(t)
+        for s, r in zip(self.src_text, self.ref_text, strict=True):
+            refs.setdefault(s, []).append(r)
         return list(refs), list(refs.values())
 
 
@@ -133,11 +140,19 @@ def prepare(
 # --- reading and cleaning --------------------------------------------------------------------
 
 
+def reference_text(raw: str, normalized: str, cfg: DataConfig) -> str:
+    """What a translation is scored against: natural text is scored against the French as the
+    corpus writes it (sacrebleu's own tokenizer does the rest, as published scores are
+    computed); the textbook's lower-cased, spaced text against the target normalised the same
+    way, so a model trained on it is not scored on case."""
+    return raw.strip() if cfg.normalization == "natural" and not cfg.lowercase else normalized
+
+
 def read_pairs(
     corpus: Path, cfg: DataConfig
-) -> tuple[list[str], list[str], dict[str, int]]:
-    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` lines, and the
-    counts of what was read and dropped."""
+) -> tuple[list[str], list[str], dict[str, int], list[str]]:
+    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` lines, the
+    counts of what was read and dropped, and each pair's reference (:func:`reference_text`)."""
     try:
         lines = Path(corpus).read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError as e:
@@ -149,6 +164,7 @@ def read_pairs(
     counts = dict(read=len(lines), malformed=0, empty=0, too_long=0, duplicates=0, kept=0)
     src: list[str] = []
     tgt: list[str] = []
+    ref: list[str] = []
     seen: set[tuple[str, str]] = set()
     for line in lines:
         parts = line.rstrip("\r").split("\t")  # later releases add a third, attribution column
@@ -170,14 +186,37 @@ def read_pairs(
             seen.add((s, t))
         src.append(s)
         tgt.append(t)
+        ref.append(reference_text(parts[1], t, cfg))
     counts["kept"] = len(src)
     if not src:
         raise DataError(f"{corpus}: no usable 'English<TAB>French' pairs in the first "
                         f"{len(lines)} lines")
-    return src, tgt, counts
+    return src, tgt, counts, ref
 
 
-def encode_split(name: str, tok: Tokenizer, src: list[str], tgt: list[str]) -> Split:
+def case_augmented(
+    src: list[str], tgt: list[str], ref: list[str], share: float, seed: int
+) -> tuple[list[str], list[str], list[str]]:
+    """Pairs to add to the train split: a random ``share`` of them (seeded), the source in the
+    textbook's form (lower-cased, punctuation split off), the target as it is. Sources already
+    in that form are not repeated."""
+    if share <= 0 or not src:
+        return [], [], []
+    rng = np.random.default_rng(seed)
+    picked = np.sort(rng.choice(len(src), size=round(share * len(src)), replace=False))
+    out: tuple[list[str], list[str], list[str]] = ([], [], [])
+    for i in picked.tolist():
+        noisy = textbook_form(src[i])
+        if noisy != src[i]:
+            out[0].append(noisy)
+            out[1].append(tgt[i])
+            out[2].append(ref[i])
+    return out
+
+
+def encode_split(
+    name: str, tok: Tokenizer, src: list[str], tgt: list[str], ref: list[str] | None = None
+) -> Split:
     def flat(seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
         offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
@@ -188,7 +227,8 @@ def encode_split(name: str, tok: Tokenizer, src: list[str], tgt: list[str]) -> S
 
     src_ids, src_offsets = flat(tok.encode_src_batch(src))
     tgt_ids, tgt_offsets = flat(tok.encode_tgt_batch(tgt))
-    return Split(name, src_ids, src_offsets, tgt_ids, tgt_offsets, src, tgt)
+    return Split(name, src_ids, src_offsets, tgt_ids, tgt_offsets, src, tgt,
+                 list(tgt) if ref is None else ref)
 
 
 def train_tokenizer(cfg: DataConfig, src: list[str], tgt: list[str]) -> Tokenizer:
@@ -207,13 +247,21 @@ def build_cache(
     log: Callable[[str], None] = print,
 ) -> Prepared:
     t0 = time.perf_counter()
-    src, tgt, counts = read_pairs(corpus, cfg)
+    src, tgt, counts, ref = read_pairs(corpus, cfg)
     log(f"read {counts['read']:,} lines; kept {counts['kept']:,} pairs; dropped "
         f"{counts['duplicates']:,} duplicates, {counts['empty']:,} empty, "
         f"{counts['too_long']:,} over {cfg.max_words} words, {counts['malformed']:,} malformed")
     index = grouped_split(src, cfg.valid_frac, cfg.test_frac, cfg.split_seed)
-    texts = {k: ([src[i] for i in idx], [tgt[i] for i in idx]) for k, idx in index.items()}
-    tok = train_tokenizer(cfg, *texts["train"])
+    texts = {k: ([src[i] for i in idx], [tgt[i] for i in idx], [ref[i] for i in idx])
+             for k, idx in index.items()}
+    tok = train_tokenizer(cfg, *texts["train"][:2])  # on the text as written, not the copies
+    extra = case_augmented(*texts["train"], cfg.case_augment, cfg.split_seed)
+    if extra[0]:
+        src_t, tgt_t, ref_t = texts["train"]
+        texts["train"] = (src_t + extra[0], tgt_t + extra[1], ref_t + extra[2])
+        log(f"case augmentation: {len(extra[0]):,} training pairs added with the source "
+            "lower-cased and punctuation split off")
+    counts["case_augmented"] = len(extra[0])
     splits = {k: encode_split(k, tok, *texts[k]) for k in SPLITS}
     for k, sp in splits.items():
         log(f"{k}: {len(sp):,} pairs, {len(set(sp.src_text)):,} distinct sources")
@@ -237,9 +285,11 @@ def _write_atomically(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
         for k, sp in splits.items():
             np.savez(tmp / f"{k}.npz", src_ids=sp.src_ids, src_offsets=sp.src_offsets,
                      tgt_ids=sp.tgt_ids, tgt_offsets=sp.tgt_offsets)
-            for side, text in (("src", sp.src_text), ("tgt", sp.tgt_text)):
-                (tmp / f"{k}.{side}.txt").write_text("".join(t + "\n" for t in text),
-                                                     encoding="utf-8")
+            for side, text in (("src", sp.src_text), ("tgt", sp.tgt_text),
+                               ("ref", sp.ref_text)):
+                # newline="": references as written may hold a lone \r; it stays in its line
+                with (tmp / f"{k}.{side}.txt").open("w", encoding="utf-8", newline="") as f:
+                    f.write("".join(t + "\n" for t in text))
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
         if cache_dir.exists():  # a rebuild, or another process won the race: replace it
             old = cache_dir.with_name(f".{cache_dir.name}-old-{os.getpid()}")
@@ -265,10 +315,15 @@ def load_cache(cache_dir: Path) -> Prepared:
         with np.load(cache_dir / f"{k}.npz") as z:
             arrays = {name: z[name] for name in
                       ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")}
-        src, tgt = ((cache_dir / f"{k}.{side}.txt").read_text(encoding="utf-8").split("\n")[:-1]
-                    for side in ("src", "tgt"))
-        sp = Split(k, src_text=src, tgt_text=tgt, **arrays)
-        if not len(sp) == len(src) == len(tgt) == meta["pairs"][k]:
+        src, tgt, ref = (_read_lines(cache_dir / f"{k}.{side}.txt")
+                         for side in ("src", "tgt", "ref"))
+        sp = Split(k, src_text=src, tgt_text=tgt, ref_text=ref, **arrays)
+        if not len(sp) == len(src) == len(tgt) == len(ref) == meta["pairs"][k]:
             raise DataError(f"{cache_dir}: {k} split has inconsistent sizes")
         splits[k] = sp
     return Prepared(tok, splits, cache_dir, meta["corpus_sha256"], meta)
+
+
+def _read_lines(path: Path) -> list[str]:
+    with path.open(encoding="utf-8", newline="") as f:
+        return f.read().split("\n")[:-1]
