@@ -14,7 +14,7 @@ CONFIG ?= configs/demo.toml
 RUN ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install data train translate bleu quality test test-all lint bench demo clean
+.PHONY: help install data train translate bleu quality test test-all test-argos lint bench demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -29,7 +29,7 @@ $(VENV)/.installed: pyproject.toml
 	else \
 	  $(BIN)/python -m pip install --quiet "$(TORCH_CPU)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)); \
 	fi
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,ctranslate2]"
 	touch $@
 
 data: install ## download, verify and prepare the corpus for CONFIG
@@ -60,11 +60,15 @@ test: install ## the fast test suite (what CI runs)
 test-all: install ## every test, slow ones included (reads the whole corpus)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
 
+test-argos: install ## the real Argos Translate installs and runs an export (own venv in build/)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m slow tests/test_export.py
+
 lint: install ## ruff and mypy
 	$(BIN)/ruff check nmt tests cli.py
 	$(BIN)/mypy
 
-# Decoding is measured on the demo model when `make demo` has trained one, else on a random one.
+# Decoding is measured on the demo model when `make demo` has trained one, else on a random one;
+# the demo model is also exported to CTranslate2 (fp32, int8) and timed against nmt's decoding.
 bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints tables
 	$(BIN)/python -m nmt.bench --out bench/out \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)

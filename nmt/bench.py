@@ -425,6 +425,11 @@ def markdown(result: dict[str, Any]) -> str:
 
         out += ["### Greedy decoding (nmt/bench_decode.py)", "", decode_markdown(result["decode"]),
                 ""]
+    if "export" in result:
+        from nmt.bench_export import markdown as export_markdown
+
+        out += ["### nmt against CTranslate2 exports (nmt/bench_export.py)", "",
+                export_markdown(result["export"]), ""]
     if "data" in result:
         out += ["### Data preparation (`nmt data prepare`, whole corpus, default data config)", "",
                 "| step | seconds | peak RSS MB |", "|---|---:|---:|"]
@@ -434,7 +439,7 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-PARTS = ("data", "d2l", "train", "decode")
+PARTS = ("data", "d2l", "train", "decode", "export")
 
 
 def run_benchmarks(out_dir: Path, *, parts: Sequence[str] = PARTS, d2l_epochs: int = 40,
@@ -481,6 +486,14 @@ def run_benchmarks(out_dir: Path, *, parts: Sequence[str] = PARTS, d2l_epochs: i
         result["decode"] = bench_decode(run_dir=decode_run, out_dir=out_dir,
                                         sample=decode_sample, threads=decode_threads,
                                         data_dir=data_dir, log=log)
+    if "export" in parts:
+        if decode_run is None:
+            log("export: skipped (needs a trained run: --decode-run runs/NAME)")
+        else:
+            from nmt.bench_export import bench_export
+
+            log("export to CTranslate2")
+            result["export"] = bench_export(decode_run, out_dir, data_dir=data_dir, log=log)
     result["load_end"] = load_average()
     result["seconds"] = round(time.perf_counter() - start, 1)
     (out_dir / "bench.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

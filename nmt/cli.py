@@ -207,6 +207,46 @@ NoEmaOpt = Annotated[
     typer.Option("--no-ema", help="Use the trained weights, not their moving average (runs "
                  "trained with train.ema_decay translate with the average by default)."),
 ]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option("--engine", help="nmt (the PyTorch model; the default) or ctranslate2 (an "
+                 "export of the run, made on the fly under RUN/ctranslate2/, or --model DIR)."),
+]
+ModelDirOpt = Annotated[
+    Path | None,
+    typer.Option("--model", help="A directory made by `nmt export --to ctranslate2` (implies "
+                 "--engine ctranslate2)."),
+]
+ComputeTypeOpt = Annotated[
+    str,
+    typer.Option("--compute-type", help="CTranslate2 only: default (the export's weights), "
+                 "int8, int8_float32, float16, float32, ... (converted when loading)."),
+]
+
+
+def _engine(engine: str | None, model: Path | None) -> str:
+    """The engine of ``--engine``/``--model``; ctranslate2 only when it is installed."""
+    if engine is None:
+        engine = "nmt" if model is None else "ctranslate2"
+    if engine not in ("nmt", "ctranslate2"):
+        raise NmtError(f"--engine {engine}: expected nmt or ctranslate2")
+    if model is not None and engine != "ctranslate2":
+        raise NmtError("--model: an exported directory is decoded by --engine ctranslate2, "
+                       "not nmt")
+    if engine == "ctranslate2":
+        from nmt.export import require_ctranslate2
+
+        require_ctranslate2()
+    return engine
+
+
+def _ct2_translator(run: Path | None, checkpoint: str, model: Path | None, device: str,
+                    compute_type: str, **kw: Any) -> Any:
+    """A CTranslate2 translator of ``--model DIR``, else of the run's on-the-fly export."""
+    from nmt.export.ct2 import CT2Translator, run_export_dir
+
+    directory = model if model is not None else run_export_dir(run, checkpoint)
+    return CT2Translator.from_export(directory, device=device, compute_type=compute_type, **kw)
 
 
 def _warn_truncated(name: str) -> Callable[[int, int, int], None]:
@@ -248,6 +288,9 @@ def translate(
         typer.Option("--attention", help="Also draw the attention of the one sentence argument "
                      "(greedy search) to this .png/.svg/.pdf; see `nmt attention`."),
     ] = None,
+    engine: EngineOpt = None,
+    model: ModelDirOpt = None,
+    compute_type: ComputeTypeOpt = "default",
 ) -> None:
     """Translate English sentences to French, one output line per input line."""
     from nmt.checkpoint import atomic_text_output, load_run
@@ -260,7 +303,10 @@ def translate(
         from_file = input_ is not None and str(input_) != "-"
         check_output_is_not_input(output, input_ if from_file else None,
                                   None if from_file else sys.stdin.buffer)
+    engine = _engine(engine, model)
     if attention is not None:
+        if engine != "nmt":
+            raise NmtError("--attention: the attention weights come from --engine nmt")
         _check_translate_attention(sentences, attention)
     with contextlib.ExitStack() as stack:
         if sentences:
@@ -276,9 +322,17 @@ def translate(
                 raise DataError("nothing to translate: give sentences, --input FILE, or pipe "
                                 "text in")
             lines, name = read_lines(sys.stdin.buffer, "stdin"), "stdin"
-        loaded = load_run(run, checkpoint, device, averaged=not no_ema)
-        translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
-                                         max_src_tokens=max_src_tokens)
+        translator: Any
+        if engine == "ctranslate2" and no_ema:
+            raise NmtError("--no-ema: the export holds the weights nmt translates with (their "
+                           "average when the run keeps one); --no-ema applies to --engine nmt")
+        if engine == "ctranslate2":
+            translator = _ct2_translator(run, checkpoint, model, device, compute_type, beam=beam,
+                                         batch_size=batch_size, max_src_tokens=max_src_tokens)
+        else:
+            loaded = load_run(run, checkpoint, device, averaged=not no_ema)
+            translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
+                                             max_src_tokens=max_src_tokens)
         out, target = sys.stdout, "standard output"
         if output is not None:
             target = f"--output {output}"
@@ -329,6 +383,9 @@ def bleu(
         typer.Option("--textbook-input", help="Give the sources lower-cased with punctuation "
                      "split off (\"i'm home .\"), to measure robustness to such input."),
     ] = False,
+    engine: EngineOpt = None,
+    model: ModelDirOpt = None,
+    compute_type: ComputeTypeOpt = "default",
 ) -> None:
     """Corpus BLEU and chrF (sacrebleu) of a run on its test split or on --src/--ref files."""
     import json
@@ -337,8 +394,22 @@ def bleu(
     from nmt.evaluate import evaluate_run, run_examples
     from nmt.translate import Translator
 
-    loaded = load_run(run, checkpoint, device, averaged=not no_ema)
-    translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size)
+    engine = _engine(engine, model)
+    if engine == "ctranslate2" and no_ema:
+        raise NmtError("--no-ema: the export holds the weights nmt translates with (their "
+                       "average when the run keeps one); --no-ema applies to --engine nmt")
+    tag = ""
+    translator: Any
+    if engine == "ctranslate2":
+        loaded = load_run(run, checkpoint, "cpu")  # the run's data and config; CTranslate2 decodes
+        translator = _ct2_translator(loaded.run_dir, checkpoint, model, device, compute_type,
+                                     beam=beam, batch_size=batch_size)
+        tag = "ct2" if compute_type == "default" else f"ct2-{compute_type}"
+        if model is not None:
+            tag += f"-{model.resolve().name}"
+    else:
+        loaded = load_run(run, checkpoint, device, averaged=not no_ema)
+        translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size)
     if examples:
         rows = run_examples(translator)
         if json_:
@@ -348,11 +419,14 @@ def bleu(
         return
     report = evaluate_run(loaded, translator, split=split, data_dir=data_dir, src=src,
                           refs=list(ref or []), limit=limit, textbook_input=textbook_input,
+                          tag=tag,
                           log=lambda s: console.print(s, highlight=False, markup=False))
     if json_:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
         return
     search = "greedy" if report.beam == 1 else f"beam {report.beam}"
+    if report.engine != "nmt":
+        search += f", {report.engine}"
     typer.echo(f"{report.run_dir} ({report.checkpoint}, step {report.step}) on {report.data}: "
                f"{report.sentences} sentences, {search}, {report.sentences_per_second:.1f} "
                "sentences/s")
@@ -361,6 +435,65 @@ def bleu(
                    f"(case-insensitive {s.bleu_ci:.2f})")
         typer.echo(f"chrF {label:10s} {s.chrf:6.2f}  {s.chrf_signature}")
     typer.echo(f"hypotheses: {report.hypotheses}; scores: {report.scores}")
+
+
+# --- nmt export -------------------------------------------------------------------------------
+
+
+@app.command()
+@friendly
+def export(
+    run: RunOpt = None,
+    checkpoint: CheckpointOpt = "best",
+    to: Annotated[
+        str, typer.Option("--to", help="ctranslate2 (a model directory) or argos (an "
+                          ".argosmodel package for Argos Translate and LibreTranslate).")
+    ] = "ctranslate2",
+    quantization: Annotated[
+        str | None,
+        typer.Option("--quantization", help="Weights: int8, int8_float32, int8_float16, "
+                     "int8_bfloat16, int16, float16, bfloat16 or float32 (default)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Directory (ctranslate2) or .argosmodel file "
+                     "(argos); default exports/NAME-ctranslate2[-Q] or exports/NAME.argosmodel."),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing --output.")
+    ] = False,
+) -> None:
+    """Export a Transformer run to CTranslate2 or as an Argos Translate package."""
+    from nmt.export import TARGETS, require_ctranslate2
+
+    if to not in TARGETS:
+        raise NmtError(f"--to {to}: expected one of {', '.join(TARGETS)}")
+    require_ctranslate2(f"--to {to}")
+    from nmt.checkpoint import latest_run, load_run
+    from nmt.export.ct2 import QUANTIZATIONS, check_exportable
+
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise NmtError(f"--quantization {quantization}: expected one of "
+                       f"{', '.join(QUANTIZATIONS)}")
+    run_dir = run if run is not None else latest_run()
+    if (run_dir / "config.toml").is_file():  # refuse a GRU before loading its weights
+        from nmt.config import load_config
+
+        check_exportable(load_config(run_dir / "config.toml"), f"--run {run_dir}")
+    loaded = load_run(run_dir, checkpoint, "cpu")
+    name = loaded.run_dir.resolve().name
+    if to == "argos":
+        from nmt.export.argos import package_run
+
+        path = package_run(loaded, output or Path("exports") / f"{name}.argosmodel",
+                           quantization, overwrite)
+    else:
+        from nmt.export.ct2 import export_run
+
+        suffix = f"-{quantization}" if quantization else ""
+        path = export_run(loaded, output or Path("exports") / f"{name}-ctranslate2{suffix}",
+                          quantization, overwrite)
+    typer.echo(str(path))
 
 
 # --- nmt plot / runs / attention --------------------------------------------------------------

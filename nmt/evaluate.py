@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.data.normalize import normalize
 from nmt.errors import DataError
-from nmt.translate import Translator, read_lines
+from nmt.translate import StreamTranslator, read_lines
 
 if TYPE_CHECKING:
     from nmt.checkpoint import LoadedRun
@@ -158,6 +158,7 @@ class BleuReport:
     scores: str  # path of this report as JSON
     seconds: float  # translation wall time
     sentences_per_second: float
+    engine: str = "nmt"  # nmt, or ct2 (CTranslate2) with its compute type and export
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -206,7 +207,7 @@ FILE_PREFIX = "file-"  # results of `nmt bleu --src FILE`: hyp.file-FILE.txt, sc
 
 
 def evaluate(
-    translator: Translator,
+    translator: StreamTranslator,
     sources: Sequence[str],
     refs: Sequence[Sequence[str]],
     run_dir: Path,
@@ -214,11 +215,13 @@ def evaluate(
     data: str,
     checkpoint: str = "",
     step: int = 0,
+    tag: str = "",
 ) -> BleuReport:
     """Translate ``sources``, score against ``refs``, save hypotheses and scores in ``run_dir``.
 
     Files: ``hyp.<name>.txt`` (one translation per source line) and ``scores.<name>.json``;
-    ``<name>`` gets ``.beamN`` for beam search so greedy and beam results sit side by side. A
+    ``<name>`` gets ``.<tag>`` for another engine than ``nmt`` (``ct2``, ``ct2-int8``) and
+    ``.beamN`` for beam search, so results of each engine and search sit side by side. A
     split's name is the split's (``test``); a ``--src`` file's is ``file-`` and its file name.
     """
     import time
@@ -228,6 +231,8 @@ def evaluate(
     if not sources:
         raise DataError(f"{data}: no sentences to translate")
     beam = translator.cfg.beam
+    engine = tag or "nmt"
+    name = f"{name}.{tag}" if tag else name
     tag = name if beam == 1 else f"{name}.beam{beam}"
     start = time.perf_counter()
     hyps = translator.translate(sources)
@@ -239,7 +244,7 @@ def evaluate(
         run_dir=str(run_dir), checkpoint=checkpoint, step=step, data=data, beam=beam,
         sentences=len(sources), multi=scores["multi"], single=scores["single"],
         hypotheses=str(hyp_path), scores=str(scores_path), seconds=round(seconds, 3),
-        sentences_per_second=round(len(sources) / max(seconds, 1e-9), 1),
+        sentences_per_second=round(len(sources) / max(seconds, 1e-9), 1), engine=engine,
     )
     atomic_write_text(scores_path, json.dumps(report.to_dict(), indent=1) + "\n")
     return report
@@ -247,7 +252,7 @@ def evaluate(
 
 def evaluate_run(
     run: LoadedRun,
-    translator: Translator,
+    translator: StreamTranslator,
     split: str = "test",
     data_dir: Path | None = None,
     src: Path | None = None,
@@ -255,9 +260,11 @@ def evaluate_run(
     limit: int = 0,
     log: Callable[[str], None] = print,
     textbook_input: bool = False,
+    tag: str = "",
 ) -> BleuReport:
     """Score a run on a split of its own data (``prepare(cfg.data, data_dir)``: all references
-    of each distinct source) or on ``--src``/``--ref`` files; ``limit`` > 0 keeps the first N.
+    of each distinct source) or on ``--src``/``--ref`` files; ``limit`` > 0 keeps the first N;
+    ``tag`` names the engine in the saved files (see :func:`evaluate`).
 
     ``textbook_input``: the sources are given lower-cased with their punctuation split off
     (``"i'm home ."``), as the textbook types them: how well a natural-text model copes with
@@ -292,10 +299,10 @@ def evaluate_run(
         sources = [textbook_form(s) for s in sources]
         name, data = f"{name}.textbook", f"{data}, sources lower-cased and spaced"
     return evaluate(translator, sources, references, run.run_dir, name, data,
-                    run.checkpoint_path.name, run.step)
+                    run.checkpoint_path.name, run.step, tag)
 
 
-def run_examples(translator: Translator) -> list[dict[str, Any]]:
+def run_examples(translator: StreamTranslator) -> list[dict[str, Any]]:
     """The recipe's four check sentences: translation, reference and per-sentence BLEU (k=2).
 
     A natural-text run gets them as people write them; the recipe's BLEU then compares the

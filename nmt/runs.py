@@ -102,7 +102,9 @@ def _best_valid_bleu(run_dir: Path) -> tuple[float | None, int | None]:
 
 def _test_bleu(run_dir: Path) -> tuple[float | None, int, str]:
     """(BLEU, beam, note) of the newest ``scores.test*.json``; (None, 1, "") when none."""
-    files = sorted(run_dir.glob("scores.test*.json"), key=lambda p: p.stat().st_mtime)
+    files = sorted((p for p in run_dir.glob("scores.test*.json")
+                    if ".ct2" not in p.name),  # scores of an export (--engine ctranslate2)
+                   key=lambda p: p.stat().st_mtime)
     if not files:
         return None, 1, ""
     try:

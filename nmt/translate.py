@@ -12,6 +12,7 @@ of any length runs in bounded memory.
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -45,12 +46,30 @@ def source_limit(
     """Most source tokens (``<eos>`` included) the model takes: the option, else the run's
     ``data.truncate`` (when training cut its sources), else 1024; capped by the model's position
     table when it has one."""
+    max_positions = getattr(model, "max_positions", None)  # position-table models only
+    return source_limit_for(max_positions if isinstance(max_positions, int) else None,
+                            max_src_tokens, truncate)
+
+
+def source_limit_for(
+    max_positions: int | None, max_src_tokens: int | None = None, truncate: int = 0
+) -> int:
+    """:func:`source_limit` of a model whose position table (if any) has ``max_positions``
+    rows; what an engine other than the PyTorch model (an export) needs."""
     limit = DEFAULT_MAX_SRC_TOKENS if truncate <= 0 else truncate
     limit = limit if max_src_tokens is None else max_src_tokens
-    max_positions = getattr(model, "max_positions", None)  # position-table models only
-    if isinstance(max_positions, int):
+    if max_positions is not None:
         limit = min(limit, max_positions)
     return max(limit, 1)
+
+
+def output_limit(n_src: int, cfg: DecodeConfig, max_positions: int | None) -> int:
+    """Most output tokens for a source of ``n_src`` ids (``<eos>`` included): one sentence of
+    :func:`nmt.decode.max_output_lengths`, in plain Python for engines without torch."""
+    cap = cfg.max_len_cap
+    if max_positions is not None:
+        cap = min(cap, max_positions - 1)
+    return min(max(math.floor(n_src * cfg.max_len_a) + cfg.max_len_b, 1), max(cap, 1))
 
 
 def source_ids(
@@ -114,45 +133,22 @@ def translate_normalized(
     ]
 
 
-@dataclass
-class Translator:
-    """A model with everything needed to translate raw text the way it was trained."""
+class StreamTranslator:
+    """What every engine's translator shares: :meth:`translate_stream` over its
+    :meth:`translate`."""
 
-    model: EncoderDecoder
-    tokenizer: Tokenizer
-    cfg: DecodeConfig
-    lowercase: bool = True
-    device: torch.device | None = None
-    max_src_tokens: int | None = None
-    normalization: str = "full"  # the run's data.normalization policy
-    truncate: int = 0  # the run's data.truncate: sources cut to this many tokens, as in training
+    cfg: DecodeConfig  # the search settings (beam, batch size, length limits)
+    lowercase: bool  # the run's data.lowercase and data.normalization: how input is normalised
+    normalization: str
 
     @property
     def tokenized_text(self) -> bool:
         """The model writes the textbook's lower-cased, spaced text, not natural text."""
         return self.lowercase or self.normalization != "natural"
 
-    @classmethod
-    def from_run(
-        cls, run: LoadedRun, beam: int | None = None, batch_size: int | None = None,
-        max_src_tokens: int | None = None,
-    ) -> Translator:
-        """Settings from the run's config; ``beam``/``batch_size`` override its [decode]."""
-        cfg = run.config.decode
-        if beam is not None:
-            cfg = replace(cfg, beam=beam)
-        if batch_size is not None:
-            cfg = replace(cfg, batch_size=batch_size)
-        data = run.config.data
-        return cls(run.model, run.tokenizer, cfg, data.lowercase, run.device, max_src_tokens,
-                   data.normalization, data.truncate)
-
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order."""
-        sources = [normalize(t, self.lowercase, self.normalization) for t in texts]
-        return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
-                                    max_src_tokens=self.max_src_tokens, on_truncate=on_truncate,
-                                    truncate=self.truncate)
+        raise NotImplementedError
 
     def translate_stream(
         self,
@@ -178,6 +174,42 @@ class Translator:
                 write(out)
             done += len(chunk)
         return done
+
+
+@dataclass
+class Translator(StreamTranslator):
+    """A model with everything needed to translate raw text the way it was trained."""
+
+    model: EncoderDecoder
+    tokenizer: Tokenizer
+    cfg: DecodeConfig
+    lowercase: bool = True
+    device: torch.device | None = None
+    max_src_tokens: int | None = None
+    normalization: str = "full"  # the run's data.normalization policy
+    truncate: int = 0  # the run's data.truncate: sources cut to this many tokens, as in training
+
+    @classmethod
+    def from_run(
+        cls, run: LoadedRun, beam: int | None = None, batch_size: int | None = None,
+        max_src_tokens: int | None = None,
+    ) -> Translator:
+        """Settings from the run's config; ``beam``/``batch_size`` override its [decode]."""
+        cfg = run.config.decode
+        if beam is not None:
+            cfg = replace(cfg, beam=beam)
+        if batch_size is not None:
+            cfg = replace(cfg, batch_size=batch_size)
+        data = run.config.data
+        return cls(run.model, run.tokenizer, cfg, data.lowercase, run.device, max_src_tokens,
+                   data.normalization, data.truncate)
+
+    def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
+        """Raw sentences -> translations, in input order."""
+        sources = [normalize(t, self.lowercase, self.normalization) for t in texts]
+        return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
+                                    max_src_tokens=self.max_src_tokens, on_truncate=on_truncate,
+                                    truncate=self.truncate)
 
 
 def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:

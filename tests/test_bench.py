@@ -190,4 +190,4 @@ def test_bad_options_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> 
         bench.main(["--only", "d2l,gpu"])
     assert e.value.code == 1
     assert capsys.readouterr().err.strip() == (
-        "error: --only d2l,gpu: expected some of data, d2l, train, decode")
+        "error: --only d2l,gpu: expected some of data, d2l, train, decode, export")

@@ -1,0 +1,118 @@
+"""Argos Translate: a run as an ``.argosmodel`` package, which ``argostranslate`` installs with
+``package.install_from_path`` and LibreTranslate serves.
+
+The package is a zip archive of one directory (Argos Translate extracts it into its package
+directory as it stands)::
+
+    nmt-en_fr-NAME/
+      metadata.json         package_version, argos_version, from/to code and name, type
+      README.md             what the model is, the data's licence (CC-BY 2.0 (France))
+      sentencepiece.model   the joint SentencePiece model: Argos encodes and decodes with it
+      model/                the CTranslate2 export of :mod:`nmt.export.ct2` (``add_source_eos``,
+                            so the bare pieces Argos passes get the <eos> training put there)
+
+Argos Translate tokenizes with one SentencePiece model for both languages, so only runs with a
+joint SentencePiece vocabulary package. It passes text as it comes (no lower-casing, no space
+before punctuation): a run trained on normalised text sees raw text there, which costs quality
+on capitals and punctuation that ``nmt translate`` would have normalised.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nmt.errors import ConfigError, NmtError
+
+if TYPE_CHECKING:
+    from nmt.checkpoint import LoadedRun
+
+ARGOS_VERSION = "1.9.0"  # the package format Argos Translate 1.9 and later read
+EXTENSION = ".argosmodel"
+
+
+def check_packageable(run: LoadedRun) -> None:
+    """A one-line error for a run Argos Translate could not tokenize."""
+    tok = run.tokenizer
+    if tok.kind != "sentencepiece" or not tok.joint:
+        what = "a word-level vocabulary" if tok.kind != "sentencepiece" else (
+            "separate source and target SentencePiece models")
+        raise ConfigError(f"--to argos: Argos Translate tokenizes both languages with one "
+                          f"SentencePiece model, but {run.run_dir} has {what}; train with "
+                          "data.tokenizer = \"sentencepiece\" and data.joint_vocab = true")
+
+
+def package_name(run: LoadedRun) -> str:
+    """The package directory's name: ``nmt-en_fr-<run name>`` in safe characters."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(run.run_dir).resolve().name) or "run"
+    return f"nmt-en_fr-{name}"
+
+
+def metadata(run: LoadedRun) -> dict[str, Any]:
+    """``metadata.json``: the fields Argos Translate reads, and where the model came from."""
+    return {
+        "package_version": "1.0", "argos_version": ARGOS_VERSION, "type": "translate",
+        "from_code": "en", "from_name": "English", "to_code": "fr", "to_name": "French",
+        "links": [],
+        "nmt": {"run": str(run.run_dir), "checkpoint": run.checkpoint_path.name,
+                "step": run.step, "arch": run.config.model.arch},
+    }
+
+
+def _readme(run: LoadedRun) -> str:
+    m = run.config.model
+    data = run.config.data
+    normalised = data.lowercase or data.normalization != "full"
+    return (
+        "# English → French (nmt)\n\n"
+        f"A {m.n_layers}-layer Transformer (d_model {m.d_model}, {m.n_heads} heads) trained with "
+        f"`nmt` (run `{Path(run.run_dir).name}`, {run.checkpoint_path.name}, step {run.step}), "
+        "decoded by CTranslate2.\n\n"
+        + ("It was trained on lower-cased text with a space before punctuation; Argos Translate "
+           "passes text as it comes, so write input that way for the best results.\n\n"
+           if normalised else "")
+        + "## Data and licence\n\n"
+        "Trained on the `fra-eng` sentence pairs of the Tatoeba project "
+        "(https://tatoeba.org), as packaged by ManyThings.org "
+        "(https://www.manythings.org/anki/), licensed CC-BY 2.0 (France) "
+        "(https://creativecommons.org/licenses/by/2.0/fr/). Attribution: tatoeba.org and "
+        "manythings.org/anki.\n"
+    )
+
+
+def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
+                overwrite: bool = False) -> Path:
+    """Write the ``.argosmodel`` package of ``run`` to ``output`` (a new file unless
+    ``overwrite``; written beside it and renamed into place)."""
+    from nmt.checkpoint import atomic_write_bytes
+    from nmt.export.ct2 import check_exportable, export_run
+
+    output = Path(output)
+    check_exportable(run.config, f"--run {run.run_dir}")
+    check_packageable(run)
+    if output.suffix != EXTENSION:
+        raise NmtError(f"--output {output}: expected a file name ending in {EXTENSION}")
+    if output.exists() and not overwrite:
+        raise NmtError(f"--output {output}: already exists; choose another name or pass "
+                       "--overwrite")
+    name = package_name(run)
+    with tempfile.TemporaryDirectory(prefix="nmt-argos-") as tmp:
+        root = Path(tmp) / name
+        export_run(run, root / "model", quantization, add_source_eos=True)  # Argos adds none
+        shutil.copyfile(root / "model" / "spm.model", root / "sentencepiece.model")
+        (root / "metadata.json").write_text(json.dumps(metadata(run), indent=1) + "\n",
+                                            encoding="utf-8")
+        (root / "README.md").write_text(_readme(run), encoding="utf-8")
+
+        archive = Path(tmp) / f"{name}{EXTENSION}"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+            for path in sorted(root.rglob("*")):
+                z.write(path, path.relative_to(tmp).as_posix())
+        with archive.open("rb") as src:
+            atomic_write_bytes(output, lambda f: shutil.copyfileobj(src, f))
+    return output

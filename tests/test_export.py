@@ -1,0 +1,514 @@
+"""Export to CTranslate2 and Argos Translate: the converted model decodes as `nmt` does.
+
+Tiny Transformers trained in the test (a few seconds each): the toy reversal task of
+test_decode.py with a word vocabulary (post-norm, separate embeddings; and pre-norm with tied
+embeddings and attention biases), and a SentencePiece run on the fake fra-eng corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import invoke, tiny_corpus_sides
+from test_decode import CPU, TEXTS, TOKENIZER, make_run, src_ids, toy_pairs
+
+from nmt.checkpoint import atomic_write_text, load_run, save_checkpoint
+from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig
+from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
+from nmt.decode import pad_batch
+from nmt.models import build_model
+from nmt.translate import Translator
+
+ct2 = pytest.importorskip("ctranslate2")
+
+from nmt.export.ct2 import CT2Translator, export_run, run_export_dir  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+INPUTS = TEXTS + ["", "a", "h g f e d c b a h g f e d c b a", "A  B\tC!"]
+
+
+def train_pairs(model: torch.nn.Module, pairs: list[tuple[list[int], list[int]]], steps: int,
+                lr: float, seed: int = 0) -> torch.nn.Module:
+    """Adam on (source ids with <eos>, target ids) pairs, 32 a batch."""
+    rng = random.Random(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(steps):
+        batch = [pairs[rng.randrange(len(pairs))] for _ in range(32)]
+        src, lengths = pad_batch([s for s, _ in batch], CPU)
+        tgt_in, _ = pad_batch([[BOS_ID] + t for _, t in batch], CPU)
+        tgt_out, _ = pad_batch([t + [EOS_ID] for _, t in batch], CPU)
+        loss = torch.nn.functional.cross_entropy(
+            model(src, lengths, tgt_in).transpose(1, 2), tgt_out, ignore_index=PAD_ID)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+def save_run(run_dir: Path, cfg: Config, tokenizer: Tokenizer, model: torch.nn.Module) -> Path:
+    """A run directory as training leaves it: config, tokenizer, checkpoint."""
+    atomic_write_text(run_dir / "config.toml", cfg.to_toml())
+    tokenizer.save(run_dir / "tokenizer")
+    vocab = {"src": tokenizer.src_vocab_size, "tgt": tokenizer.tgt_vocab_size,
+             "joint": tokenizer.joint}
+    save_checkpoint(run_dir / "checkpoints" / "best.pt",
+                    {"config": cfg.to_dict(), "vocab": vocab, "model": model.state_dict(),
+                     "progress": {"step": 300}})
+    return run_dir
+
+
+def prenorm_config(d: int, max_positions: int = 64) -> ModelConfig:
+    return ModelConfig(d_model=d, n_heads=2, d_ff=2 * d, n_layers=2, dropout=0.0,
+                       norm_first=True, tie_embeddings=True, attn_bias=True,
+                       max_positions=max_positions)
+
+
+def word_prenorm_run(run_dir: Path) -> Path:
+    """The reversal task, pre-norm, one embedding for source, target and output, biases."""
+    torch.manual_seed(1)
+    cfg = prenorm_config(16)
+    v = TOKENIZER.src_vocab_size
+    model = build_model(cfg, v, v, joint_vocab=True)
+    pairs = [(src_ids(s), TOKENIZER.encode_tgt(t)) for s, t in toy_pairs(2000, 1)]
+    train_pairs(model, pairs, 400, 0.005)
+    return save_run(run_dir, Config(data=DataConfig(tokenizer="word", min_freq=1), model=cfg),
+                    TOKENIZER, model)
+
+
+def sentencepiece_run(run_dir: Path) -> Path:
+    """English -> French on the fake corpus with a joint SentencePiece vocabulary (what the
+    demo and Argos Translate use), pre-norm and tied."""
+    en, fr = tiny_corpus_sides()
+    tok = SentencePieceTokenizer.train(en, fr, vocab_size=64, model_type="unigram", joint=True,
+                                       threads=1)
+    torch.manual_seed(2)
+    cfg = prenorm_config(32, max_positions=1024)  # as the demo's
+    model = build_model(cfg, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=True)
+    pairs = [(tok.encode_src(s) + [EOS_ID], tok.encode_tgt(t)) for s, t in zip(en, fr,
+                                                                               strict=True)]
+    train_pairs(model, pairs, 300, 0.005)
+    return save_run(run_dir, Config(data=DataConfig(vocab_size=64), model=cfg), tok, model)
+
+
+def word_truncate_run(run_dir: Path) -> Path:
+    """As the d2l presets: sources cut to data.truncate tokens (<eos> and all), the recipe's
+    normalisation, a fixed output limit."""
+    from test_decode import tiny_config, trained_toy
+
+    cfg = Config(data=DataConfig(tokenizer="word", min_freq=1, truncate=4,
+                                 normalization="recipe"),
+                 model=tiny_config("transformer"),
+                 decode=DecodeConfig(max_len_a=0.0, max_len_b=10, max_len_cap=10))
+    return save_run(run_dir, cfg, TOKENIZER, trained_toy("transformer"))
+
+
+RUNS = {"word-postnorm": lambda d: make_run(d), "word-prenorm-tied": word_prenorm_run,
+        "word-truncate": word_truncate_run, "sentencepiece": sentencepiece_run}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    torch.set_num_threads(1)
+    return {name: make(root / name) for name, make in RUNS.items()}
+
+
+@pytest.fixture(scope="module")
+def exports(runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("exports")
+    return {name: export_run(load_run(run, "best"), root / name) for name, run in runs.items()}
+
+
+def sp_inputs() -> list[str]:
+    en, _ = tiny_corpus_sides()
+    return en[:60] + ["", "He likes the big dog.", "we want the small cake ."]
+
+
+def both(run: Path, export: Path, beam: int = 1, alpha: float | None = None,
+         texts: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """The same inputs through nmt and through CTranslate2."""
+    texts = texts if texts is not None else (sp_inputs() if "sentencepiece" in str(run)
+                                             else INPUTS)
+    ours = Translator.from_run(load_run(run, "best"), beam=beam)
+    theirs = CT2Translator.from_export(export, beam=beam, threads=1)
+    if alpha is not None:
+        ours.cfg = replace(ours.cfg, length_penalty=alpha)
+        theirs.cfg = replace(theirs.cfg, length_penalty=alpha)
+    return ours.translate(texts), theirs.translate(texts)
+
+
+# --- the converted model decodes as nmt does ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_fp32_greedy_equals_nmt_greedy_on_every_line(name: str, runs: dict[str, Path],
+                                                     exports: dict[str, Path]) -> None:
+    ours, theirs = both(runs[name], exports[name])
+    assert theirs == ours
+    assert sum(bool(o) for o in ours) >= len(ours) - 2  # real output, not empty lines
+
+
+@pytest.mark.parametrize("name", ["word-postnorm", "sentencepiece"])
+@pytest.mark.parametrize("beam,alpha", [(2, 0.0), (4, 0.0), (4, 1.0)])
+def test_beam_equals_nmt_beam(name: str, beam: int, alpha: float, runs: dict[str, Path],
+                              exports: dict[str, Path]) -> None:
+    """CTranslate2's beams, ranked by nmt's GNMT length penalty: nmt's beam search result.
+    (Without a length penalty the two searches are the same algorithm; with one, they stop
+    by different rules, which can differ on rare lines: see nmt.export.ct2.)"""
+    ours, theirs = both(runs[name], exports[name], beam=beam, alpha=alpha)
+    assert theirs == ours
+
+
+def test_outputs_stop_at_nmt_limit_per_sentence(tmp_path: Path) -> None:
+    """An untrained model runs every output to its limit, a * source length + b, which differs
+    by sentence within a batch: CTranslate2's outputs stop at the same token."""
+    run = make_run(tmp_path / "random", trained=False)
+    export = export_run(load_run(run, "best"), tmp_path / "export")
+    texts = ["a", "a b c d e f", "b c", "h h h h h h h h h h h h"]
+    for beam in (1, 3):
+        ours, theirs = both(run, export, beam=beam, alpha=0.0, texts=texts)
+        assert theirs == ours
+    lengths = [len(o.split()) for o in ours]
+    assert len(set(lengths)) > 1
+
+
+def test_int8_export_runs_and_is_smaller(runs: dict[str, Path], exports: dict[str, Path],
+                                         tmp_path: Path) -> None:
+    run = runs["sentencepiece"]
+    int8 = export_run(load_run(run, "best"), tmp_path / "int8", quantization="int8")
+    meta = json.loads((int8 / "nmt-export.json").read_text())
+    assert meta["quantization"] == "int8"
+    assert (int8 / "model.bin").stat().st_size < 0.8 * (  # the position table stays float
+        exports["sentencepiece"] / "model.bin").stat().st_size
+    texts = sp_inputs()
+    out = CT2Translator.from_export(int8, threads=1).translate(texts)
+    assert len(out) == len(texts) and all(o for o, t in zip(out, texts, strict=True) if t)
+    # the quantization worked on copies: the PyTorch model it was exported from is unchanged
+    loaded_run = load_run(run, "best")
+    before = {k: v.clone() for k, v in loaded_run.model.state_dict().items()}
+    export_run(loaded_run, tmp_path / "int8-again", quantization="int8")
+    after = loaded_run.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    # and a float32 export converted at load time runs too
+    loaded = CT2Translator.from_export(exports["sentencepiece"], compute_type="int8", threads=1)
+    assert len(loaded.translate(texts[:5])) == 5
+
+
+def test_never_outputs_pad_or_bos(exports: dict[str, Path]) -> None:
+    translator = ctranslate2_translator(exports["word-postnorm"])
+    results = translator.translate_batch([["a", "b"]], beam_size=4, num_hypotheses=4,
+                                         max_decoding_length=8, min_decoding_length=0)
+    assert not {"<pad>", "<bos>"} & {t for h in results[0].hypotheses for t in h}
+
+
+def ctranslate2_translator(path: Path) -> object:
+    return ct2.Translator(str(path), device="cpu", intra_threads=1)
+
+
+# --- the exported directory stands alone ---------------------------------------------------------
+
+
+def python_blocks(markdown: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", markdown, flags=re.S)
+
+
+BLOCK_NMT = "import sys\nsys.modules['nmt'] = None  # any import of nmt now fails\n"
+
+
+def test_export_readme_lines_translate_without_nmt(runs: dict[str, Path],
+                                                   exports: dict[str, Path]) -> None:
+    """The README's lines, run from the exported directory by a process that cannot import nmt,
+    translate its two sentences as nmt does."""
+    for name in ("sentencepiece", "word-postnorm", "word-truncate"):
+        export = exports[name]
+        [code] = python_blocks((export / "README.md").read_text(encoding="utf-8"))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        done = subprocess.run([sys.executable, "-c", BLOCK_NMT + code], cwd=export, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        sentences = re.search(r"sentences = (\[.*\])", code)
+        assert sentences is not None
+        expected = Translator.from_run(load_run(runs[name], "best")).translate(
+            eval(sentences.group(1)))
+        assert done.stdout.strip() == repr(expected)
+
+
+def test_export_holds_what_a_user_needs(exports: dict[str, Path]) -> None:
+    names = {p.name for p in exports["sentencepiece"].iterdir()}
+    assert {"model.bin", "config.json", "shared_vocabulary.json", "spm.model", "normalize.py",
+            "nmt-export.json", "README.md"} <= names
+    config = json.loads((exports["sentencepiece"] / "config.json").read_text())
+    assert config["add_source_eos"] and not config["add_source_bos"]
+    assert (config["bos_token"], config["eos_token"], config["decoder_start_token"]) == (
+        "<bos>", "<eos>", "<bos>")
+    assert config["layer_norm_epsilon"] == pytest.approx(1e-5)
+    readme = (exports["sentencepiece"] / "README.md").read_text(encoding="utf-8")
+    assert "CC-BY 2.0" in readme and "tatoeba.org" in readme
+
+
+# --- the commands ------------------------------------------------------------------------------
+
+
+def test_export_command_and_its_refusals(runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, stdout, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--to",
+                             "ctranslate2", "--output", str(out))
+    assert code == 0 and stdout.strip() == str(out) and (out / "model.bin").is_file()
+    before = (out / "model.bin").read_bytes()
+    code, _, err = invoke("export", "--run", str(runs["sentencepiece"]), "--output", str(out),
+                          "--quantization", "int8")
+    assert code != 0 and "already exists" in err and "--overwrite" in err
+    assert (out / "model.bin").read_bytes() == before  # nothing written over
+    code, _, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--output", str(out),
+                        "--quantization", "int8", "--overwrite")
+    assert code == 0 and (out / "model.bin").stat().st_size < len(before)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no leftovers
+    for args, words in (
+        (["--to", "onnx"], "--to onnx: expected one of ctranslate2, argos"),
+        (["--quantization", "int3"], "--quantization int3: expected one of int8"),
+    ):
+        code, _, err = invoke("export", "--run", str(runs["sentencepiece"]), "--output",
+                              str(tmp_path / "x"), *args)
+        assert code != 0 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_gru_run_is_refused_in_one_line(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "gru", "gru", trained=False)
+    for to in ("ctranslate2", "argos"):
+        code, out, err = invoke("export", "--run", str(run), "--to", to, "--output",
+                                str(tmp_path / "out"))
+        assert code != 0 and out == ""
+        assert err.strip() == (f"error: --run {run}: a GRU model cannot be exported to "
+                               "CTranslate2, which has no recurrent decoder; only Transformer "
+                               "runs export")
+        assert not (tmp_path / "out").exists()
+    code, _, err = invoke("translate", "--run", str(run), "--engine", "ctranslate2", "a b")
+    assert code != 0 and "no recurrent decoder" in err and "Traceback" not in err
+
+
+def test_translate_engine_ctranslate2_matches_nmt(runs: dict[str, Path], tmp_path: Path) -> None:
+    run = runs["word-prenorm-tied"]
+    lines = "\n".join(INPUTS) + "\n"
+    code, ours, _ = invoke("translate", "--run", str(run), "--input", "-", input=lines)
+    assert code == 0
+    code, theirs, _ = invoke("translate", "--run", str(run), "--engine", "ctranslate2",
+                             "--input", "-", input=lines)
+    assert code == 0 and theirs == ours and len(ours.split("\n")) == len(INPUTS) + 1
+    # exported on the fly into the run directory, and reused while the checkpoint is the same
+    made = run / "ctranslate2" / "best" / "model.bin"
+    stamp = made.stat().st_mtime_ns
+    assert run_export_dir(run) == made.parent and made.stat().st_mtime_ns == stamp
+    ckpt = run / "checkpoints" / "best.pt"
+    os.utime(ckpt, ns=(ckpt.stat().st_atime_ns, ckpt.stat().st_mtime_ns + 10**9))
+    run_export_dir(run)  # a newer checkpoint: exported again
+    assert made.stat().st_mtime_ns != stamp
+    # --model DIR, with beam and an output file
+    export = export_run(load_run(run, "best"), tmp_path / "exp")
+    code, _, _ = invoke("translate", "--model", str(export), "--beam", "3", "a b c", "d e",
+                        "--output", str(tmp_path / "fr.txt"))
+    assert code == 0 and len((tmp_path / "fr.txt").read_text().splitlines()) == 2
+    code, _, err = invoke("translate", "--model", str(tmp_path), "a")
+    assert code != 0 and "not an nmt export" in err
+    code, _, err = invoke("translate", "--model", str(export), "--engine", "nmt", "a")
+    assert code != 0 and "--engine ctranslate2" in err
+    code, _, err = invoke("translate", "--run", str(run), "--engine", "marian", "a")
+    assert code != 0 and "--engine marian: expected nmt or ctranslate2" in err
+
+
+def test_bleu_engine_ctranslate2_scores_as_nmt(runs: dict[str, Path], tmp_path: Path) -> None:
+    run = runs["word-postnorm"]
+    src, ref = tmp_path / "t.en", tmp_path / "t.fr"
+    pairs = toy_pairs(30, seed=7)
+    src.write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    ref.write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
+    reports = []
+    for engine in ("nmt", "ctranslate2"):
+        code, out, _ = invoke("bleu", "--run", str(run), "--src", str(src), "--ref", str(ref),
+                              "--engine", engine, "--json")
+        assert code == 0
+        reports.append(json.loads(out))
+    ours, theirs = reports
+    assert theirs["multi"]["bleu"] == ours["multi"]["bleu"] and ours["multi"]["bleu"] > 0
+    assert (ours["engine"], theirs["engine"]) == ("nmt", "ct2")
+    assert Path(theirs["hypotheses"]).name == "hyp.t.en.ct2.txt"
+    assert Path(theirs["hypotheses"]).read_text() == Path(ours["hypotheses"]).read_text()
+
+
+def test_runs_table_keeps_nmt_test_scores(tmp_path: Path) -> None:
+    """`nmt runs` shows the run's own test BLEU, not that of a newer scoring of an export."""
+    from nmt.runs import run_info
+
+    run = make_run(tmp_path / "run", trained=False)
+    for name, bleu, t in (("scores.test.json", 20.0, 1000), ("scores.test.ct2-int8.json", 19.0,
+                                                               2000)):
+        (run / name).write_text(json.dumps({"beam": 1, "multi": {"bleu": bleu}}))
+        os.utime(run / name, (t, t))
+    assert run_info(run).test_bleu == 20.0
+
+
+def test_missing_ctranslate2_is_one_line(runs: dict[str, Path],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)
+    for args in (["translate", "--engine", "ctranslate2", "a"], ["bleu", "--engine",
+                 "ctranslate2"], ["export", "--to", "argos"]):
+        code, out, err = invoke(*args, "--run", str(runs["word-postnorm"]))
+        assert code == 1 and out == ""
+        assert "the ctranslate2 package is not installed; pip install 'nmt[ctranslate2]'" in err
+        assert len(err.strip().splitlines()) == 1
+
+
+# --- Argos Translate -----------------------------------------------------------------------------
+
+
+def test_argos_package(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The package layout Argos Translate reads, and its way of calling CTranslate2 (bare
+    SentencePiece pieces, no <eos>) translating as nmt does."""
+    import sentencepiece as spm
+
+    path = tmp_path / "en_fr.argosmodel"
+    code, out, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--to", "argos",
+                          "--output", str(path))
+    assert code == 0 and out.strip() == str(path)
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        top = {n.split("/")[0] for n in names}
+        assert top == {"nmt-en_fr-sentencepiece"}
+        z.extractall(tmp_path / "installed")
+    root = tmp_path / "installed" / "nmt-en_fr-sentencepiece"
+    meta = json.loads((root / "metadata.json").read_text())
+    assert (meta["from_code"], meta["to_code"], meta["type"]) == ("en", "fr", "translate")
+    assert meta["package_version"] and meta["argos_version"]
+    assert "CC-BY 2.0" in (root / "README.md").read_text()
+    sp = spm.SentencePieceProcessor(model_file=str(root / "sentencepiece.model"))
+    translator = ct2.Translator(str(root / "model"), device="cpu", intra_threads=1)
+    texts = [t for t in sp_inputs() if t]
+    from nmt.data.normalize import normalize
+
+    data = load_run(runs["sentencepiece"], "best").config.data
+    pieces = [sp.encode(normalize(t, data.lowercase, data.normalization), out_type=str)
+              for t in texts]
+    results = translator.translate_batch(pieces, beam_size=1, max_decoding_length=64,
+                                         replace_unknowns=True)
+    got = [sp.decode(r.hypotheses[0]) for r in results]
+    assert got == Translator.from_run(load_run(runs["sentencepiece"], "best")).translate(texts)
+    code, _, err = invoke("export", "--run", str(runs["word-postnorm"]), "--to", "argos",
+                          "--output", str(tmp_path / "w.argosmodel"))
+    assert code != 0 and "one SentencePiece model" in err
+
+
+# --- the README's Python lines -------------------------------------------------------------------
+
+
+def readme_python_api() -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    return python_blocks(section)
+
+
+def test_readme_python_api_lines_run(runs: dict[str, Path], tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's lines, exactly, in a directory where runs/demo is a small SentencePiece
+    run: from Python with nmt, then the export from a process that cannot import nmt."""
+    import shutil
+
+    shutil.copytree(runs["sentencepiece"], tmp_path / "runs" / "demo",
+                    ignore=shutil.ignore_patterns("ctranslate2"))
+    monkeypatch.chdir(tmp_path)
+    with_nmt, without_nmt = readme_python_api()
+    exec(compile(with_nmt, "README.md", "exec"), {})
+    export = tmp_path / "demo-ct2"
+    assert (export / "model.bin").is_file()
+    done = subprocess.run([sys.executable, "-c", BLOCK_NMT + without_nmt], cwd=export,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    sentences = re.search(r"sentences = (\[.*\])", without_nmt)
+    assert sentences is not None
+    expected = CT2Translator.from_export(export).translate(eval(sentences.group(1)))
+    assert done.stdout.strip() == repr(expected)
+
+
+# --- the real Argos Translate (slow: builds its own virtual environment) -------------------------
+
+ARGOS_SCRIPT = """
+import json, sys
+import spacy
+import argostranslate.package, argostranslate.translate
+argostranslate.package.install_from_path(sys.argv[1])
+[pkg] = [p for p in argostranslate.package.get_installed_packages() if p.from_code == "en"]
+# offline: a rule-based spaCy sentencizer in place of the MiniSBD model Argos would download
+spacy.blank("en").to_disk(pkg.package_path / "spacy")
+sentences = json.loads(sys.argv[2])
+print(json.dumps([argostranslate.translate.translate(s, "en", "fr") for s in sentences]))
+"""
+
+
+@pytest.mark.slow
+def test_argostranslate_installs_and_translates_the_package(runs: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    """argostranslate, in a virtual environment of its own (build/argos-venv, made on first use:
+    a few minutes; CPU torch pinned so its Stanza dependency does not pull a CUDA build),
+    installs the package with install_from_path and translates with it as CTranslate2 does
+    when called the way Argos Translate calls it (beam 4, length penalty 0.2)."""
+    import sentencepiece as spm
+
+    venv = Path(os.environ.get("NMT_ARGOS_VENV", REPO / "build" / "argos-venv"))
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pins = tmp_path / "constraints.txt"
+        pins.write_text("torch==2.13.0\n")
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "argostranslate", "spacy",
+                        "-c", str(pins)], check=True, timeout=3000)
+    package = tmp_path / "en_fr.argosmodel"
+    code, _, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--to", "argos",
+                        "--output", str(package))
+    assert code == 0
+    sentences = ["he likes the big dog .", "we want the small cake .", "they see the car ."]
+    home = tmp_path / "home"
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "HOME": str(home),
+           "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache"),
+           "XDG_CONFIG_HOME": str(home / "config"), "ARGOS_CHUNK_TYPE": "SPACY"}
+    done = subprocess.run([str(python), "-c", ARGOS_SCRIPT, str(package), json.dumps(sentences)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    with zipfile.ZipFile(package) as z:
+        z.extractall(tmp_path / "pkg")
+    [root] = (tmp_path / "pkg").iterdir()
+    sp = spm.SentencePieceProcessor(model_file=str(root / "sentencepiece.model"))
+    translator = ct2.Translator(str(root / "model"), device="cpu", intra_threads=1)
+    results = translator.translate_batch([sp.encode(s, out_type=str) for s in sentences],
+                                         beam_size=4, length_penalty=0.2, replace_unknowns=True)
+    assert got == [sp.decode(r.hypotheses[0]) for r in results]
+    assert all(got)
+
+
+def test_export_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
+    """`make bench`'s export part: a row per engine, search and thread count, sizes, and every
+    greedy difference explained."""
+    from nmt.bench_export import bench_export, markdown
+
+    run = make_run(tmp_path / "run")
+    result = bench_export(run, tmp_path / "out", threads=(1,), searches=(1, 2),
+                          data_dir=tiny_data_dir, log=lambda s: None)
+    assert json.loads((tmp_path / "out" / "export.json").read_text()) == result
+    assert [(r["beam"], r["engine"]) for r in result["rows"]] == [
+        (b, e) for b in (1, 2) for e in ("nmt", "ct2 float32", "ct2 int8")]
+    greedy = {r["engine"]: r for r in result["rows"] if r["beam"] == 1}
+    assert greedy["nmt"]["identical_share"] == 1.0 and greedy["nmt"]["speedup_vs_nmt"] == 1.0
+    assert greedy["ct2 float32"]["identical_to_nmt"] == result["sentences"] - len(
+        result["greedy_fp32_differences"])
+    assert result["sizes"]["export_int8_model_bin_mb"] < result["sizes"][
+        "export_float32_model_bin_mb"]
+    assert "| 1 | greedy | ct2 int8 |" in markdown(result)
