@@ -73,7 +73,7 @@ bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints t
 	$(BIN)/python -m nmt.bench --out bench/out \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)
 
-demo: install ## download, train the small CPU demo model (~10 min), translate and score it
+demo: install ## download, train the small CPU demo model (10-14 min), translate and score it
 	$(NMT) data download
 	$(NMT) train --config configs/demo.toml --run-name demo --overwrite
 	$(NMT) translate --run runs/demo "I'm home." "He's calm." "Go." "I lost." "i'm home ."
