@@ -341,7 +341,7 @@ def test_bleu_engine_ctranslate2_scores_as_nmt(runs: dict[str, Path], tmp_path: 
     ours, theirs = reports
     assert theirs["multi"]["bleu"] == ours["multi"]["bleu"] and ours["multi"]["bleu"] > 0
     assert (ours["engine"], theirs["engine"]) == ("nmt", "ct2")
-    assert Path(theirs["hypotheses"]).name == "hyp.t.en.ct2.txt"
+    assert Path(theirs["hypotheses"]).name == "hyp.file-t.en.ct2.txt"
     assert Path(theirs["hypotheses"]).read_text() == Path(ours["hypotheses"]).read_text()
 
 
