@@ -55,6 +55,13 @@ class DataConfig:
     truncate: int = 0  # cut encoded sentences (with <eos>) to N tokens (0: never); d2l uses 10
 
 
+    @property
+    def natural_text(self) -> bool:
+        """Text as written (not the textbook's lower-cased, spaced text): scored against the
+        corpus' references with sacrebleu's defaults."""
+        return self.normalization == "natural" and not self.lowercase
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """The network. Names follow the papers: d_model, n_heads, d_ff."""
@@ -240,7 +247,7 @@ def _check_consistency(cfg: Config, where: str) -> None:
     if not 0.0 <= d.case_augment <= 1.0:
         raise ConfigError(f"{where}: data.case_augment: expected 0 <= value <= 1, "
                           f"got {d.case_augment}")
-    if d.case_augment and (d.lowercase or d.normalization != "natural"):
+    if d.case_augment and not d.natural_text:
         raise ConfigError(f"{where}: data.case_augment: expected 0 unless the text is natural "
                           "(data.normalization = \"natural\", data.lowercase = false)")
     if not 0.0 <= t.ema_decay < 1.0:

@@ -246,8 +246,7 @@ def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
         sources, refs = sources[:n], refs[:n]
     hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1,
                                 truncate=cfg.data.truncate)
-    tokenized = cfg.data.lowercase or cfg.data.normalization != "natural"
-    return corpus_scores(hyps, refs, tokenized).bleu
+    return corpus_scores(hyps, refs, tokenized=not cfg.data.natural_text).bleu
 
 
 # --- the loop ----------------------------------------------------------------------------------

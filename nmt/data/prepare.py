@@ -146,7 +146,7 @@ def reference_text(raw: str, normalized: str, cfg: DataConfig) -> str:
     corpus writes it (sacrebleu's own tokenizer does the rest, as published scores are
     computed); the textbook's lower-cased, spaced text against the target normalised the same
     way, so a model trained on it is not scored on case."""
-    return raw.strip() if cfg.normalization == "natural" and not cfg.lowercase else normalized
+    return raw.strip() if cfg.natural_text else normalized
 
 
 def read_pairs(
