@@ -155,7 +155,7 @@ def train(
 ) -> None:
     """Train a model: GRU+Bahdanau or Transformer, as the config says."""
     from nmt.data.download import default_data_dir
-    from nmt.train import run_train_command
+    from nmt.train_command import run_train_command
 
     if config is None and not resume:
         raise NmtError("--config: expected a TOML config, e.g. --config configs/demo.toml")

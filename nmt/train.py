@@ -1,16 +1,22 @@
 """The training loop: data, model, optimisation, validation, checkpoints, exact resume.
 
-Reads top to bottom: set-up (seeds, threads, device, distributed), data, model and optimizer,
-then the loop with periodic validation and checkpointing. Works on CPU, one GPU (bf16 autocast)
-or several GPUs under ``torchrun`` (DistributedDataParallel; only rank 0 writes files).
+:func:`train` reads top to bottom. Set-up: the device, the run directory, the data, the model
+and its optimizer (or all of their state from ``last.pt`` with ``--resume``). Then one
+optimizer step after another: batch -> loss -> backward -> step -> maybe validate (which
+saves) -> maybe stop. :func:`stop_reason` holds every rule that ends a run; a run that ends
+other than by a signal is validated and saved a last time.
+
+It runs on the CPU, one GPU (bf16 autocast) or several GPUs under ``torchrun``
+(DistributedDataParallel; only rank 0 writes files, and only decisions all ranks share end
+the loop). What a terminal shows meanwhile is the caller's (:mod:`nmt.train_command`).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import random
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -22,15 +28,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.optim.lr_scheduler import LambdaLR
 
-from nmt.checkpoint import (
-    atomic_write_text,
-    load_checkpoint,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-)
-from nmt.config import Config, TrainConfig, from_dict, load_config
+from nmt.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from nmt.config import Config, TrainConfig, from_dict
 from nmt.data.batching import Batch, Collator, collate, make_batches
 from nmt.data.prepare import Prepared, prepare
 from nmt.data.tokenizers import PAD_ID
@@ -46,14 +47,13 @@ from nmt.distributed import (
 )
 from nmt.ema import ExponentialMovingAverage
 from nmt.errors import CheckpointError, ConfigError, NmtError
+from nmt.files import atomic_write_text
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
-from nmt.optim import TrainOptimizer
+from nmt.optim import build_optimizer, use_config_hyperparameters
 from nmt.run_dir import (
     MetricsLog,
     adopt_newer_best,
-    check_run_name,
-    config_for_resume,
     frozen_change,
     last_valid_step,
     run_lock,
@@ -96,13 +96,336 @@ class TrainResult:
     signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
 
 
-# --- pieces of the loop ------------------------------------------------------------------------
+class Display:
+    """What the loop shows while it runs. This one shows nothing; ``nmt train`` passes one that
+    draws a progress bar (:class:`nmt.train_command.TerminalDisplay`)."""
+
+    def step(self, epoch: int, step_in_epoch: int, steps_in_epoch: int,
+             record: dict[str, Any] | None) -> None:
+        """After every optimizer step; ``record`` is the metric line when one was written."""
+
+    def validation(self, line: str) -> None:
+        """After every validation, its one-line summary."""
+
+    def close(self) -> None:
+        """When the loop ends."""
 
 
-def seed_everything(seed: int) -> None:
+class StopFlag:
+    """Ctrl-C or SIGTERM asks the loop to stop after the current step and save ``last.pt``.
+
+    A second Ctrl-C interrupts at once.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.signum = 0  # the signal that asked to stop (0: none, or asked by check())
+
+    def check(self, step: int) -> bool:
+        """Asked after every optimizer step: should training stop here?"""
+        return self.requested
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.requested = True
+        self.signum = self.signum or signum
+
+    @contextmanager
+    def installed(self) -> Iterator[StopFlag]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        for s in old:
+            signal.signal(s, self._handler)
+        try:
+            yield self
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+
+# --- the loop ----------------------------------------------------------------------------------
+
+
+def train(
+    cfg: Config,
+    run_dir: Path,
+    *,
+    data_dir: Path,
+    resume: bool = False,
+    overwrite: bool = False,
+    log: Callable[[str], None] = print,
+    display: Display | None = None,
+    stop: StopFlag | None = None,
+) -> TrainResult:
+    """Train ``cfg`` into ``run_dir`` (see the module docstring); returns a summary."""
+    dist = init_distributed(cfg.train.device)
+    ok = False
+    try:
+        # rank 0 holds the run directory for as long as it trains: one writer per run
+        with run_lock(run_dir) if dist.main else nullcontext():
+            result = _train(cfg, run_dir, dist, data_dir, resume, overwrite,
+                            log if dist.main else (lambda s: None),
+                            display if display is not None and dist.main else Display(),
+                            stop or StopFlag())
+        ok = True
+        return result
+    finally:
+        end_distributed(dist, ok)
+
+
+def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
+           overwrite: bool, log: Callable[[str], None], display: Display,
+           stop: StopFlag) -> TrainResult:
+    t = cfg.train
+    device = training_device(t, dist)
+    saved = open_run_dir(run_dir, cfg, dist, resume, overwrite)
+    prepared = prepare_data(cfg, data_dir, dist, log)
+    model = build_model(cfg.model, prepared.tokenizer.src_vocab_size,
+                        prepared.tokenizer.tgt_vocab_size, joint_vocab=prepared.tokenizer.joint)
+    model.to(device)
+    optimizer, scheduler = build_optimizer(t, model)
+    ema = ExponentialMovingAverage(model, t.ema_decay) if t.ema_decay else None
+    state = TrainingState(model, optimizer, scheduler, ema, Progress())
+    run = Run(cfg, run_dir, dist, device, prepared, MetricsLog(run_dir, dist.main),
+              valid_batches(prepared, cfg), display, elapsed0=0.0)
+    if saved is not None:
+        restore(run, state, saved)
+        log(f"resuming {run_dir} at step {state.progress.step} (epoch "
+            f"{state.progress.epoch + 1}, batch {state.progress.batch_in_epoch})")
+    if dist.main:
+        atomic_write_text(run_dir / "config.toml", cfg.to_toml())
+        if saved is None:
+            prepared.tokenizer.save(run_dir / "tokenizer")
+    run.mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, "
+                  f"{count_parameters(model):,} parameters, device {device}, "
+                  f"{dist.world_size} process(es)")
+    forward = training_forward(model, t, dist, device)
+
+    prog = state.progress
+    collator = Collator(prepared.splits["train"], truncate=cfg.data.truncate)
+    groups = batch_groups(prepared, t, dist, prog.epoch, prog.batch_in_epoch)
+    invocation_loss, invocation_tokens = 0.0, 0  # this invocation, this rank
+    out_of_time = bool(t.max_minutes and prog.elapsed >= 60 * t.max_minutes)  # as saved
+    interrupted = False
+    run.started = run.last_save = time.perf_counter()  # tokens/s count from the first step
+    model.train()
+    with stop.installed():
+        while not (reason := stop_reason(t, prog, out_of_time, interrupted)):
+            epoch, done, n_batches, group = next(groups)
+            objective, loss, n_tokens = train_step(forward, state, group, collator, run)
+            prog.step += 1
+            if ema is not None:
+                ema.update(model)
+            bad, out_of_time, interrupted = any_rank(
+                [not math.isfinite(objective), bool(t.max_minutes and
+                                                    run.clock() > 60 * t.max_minutes),
+                 stop.check(prog.step)], dist, device)
+            if bad:
+                raise non_finite_loss(run, prog.step)
+            prog.epoch, prog.batch_in_epoch = (epoch + 1, 0) if done == n_batches else (epoch,
+                                                                                        done)
+            invocation_loss += loss
+            invocation_tokens += n_tokens
+            record = account(run, state, loss, n_tokens, invocation_tokens)
+            display.step(epoch, -(-done // t.accum_steps), -(-n_batches // t.accum_steps),
+                         record)
+            due = prog.step % t.eval_every == 0 if t.eval_every else done == n_batches
+            if due and not interrupted:
+                validate(run, state)
+    display.close()
+
+    prog.stop_reason = reason
+    if interrupted:
+        stop.requested = True
+        save(run, state, "last")
+        run.mlog.text(f"interrupted at step {prog.step}; saved last.pt")
+        log(f"interrupted: saved {run_dir}/checkpoints/last.pt at step {prog.step}; "
+            "continue with --resume")
+    else:
+        finish(run, state, log)
+    tokens = all_reduce_sum(invocation_tokens, dist, device)
+    seconds = max(run.clock() - run.elapsed0, 1e-9)
+    return TrainResult(
+        run_dir=run_dir, progress=prog,
+        train_loss=all_reduce_sum(invocation_loss, dist, device) / max(tokens, 1),
+        tokens_per_sec=tokens / seconds, device=str(device), tokens=int(tokens),
+        main=dist.main, metrics=run.mlog.records, signal=stop.signum if interrupted else 0,
+    )
+
+
+# --- what the loop works on --------------------------------------------------------------------
+
+
+@dataclass
+class TrainingState:
+    """Everything a step changes: what a checkpoint saves, besides the RNG states."""
+
+    model: EncoderDecoder
+    optimizer: torch.optim.Optimizer
+    scheduler: LambdaLR
+    ema: ExponentialMovingAverage[EncoderDecoder] | None
+    progress: Progress
+
+    @property
+    def scored(self) -> EncoderDecoder:
+        """The weights validation scores: their moving average when there is one."""
+        return self.ema.model if self.ema is not None else self.model
+
+
+@dataclass
+class Run:
+    """What the loop reads but does not change (apart from the time of the latest save)."""
+
+    cfg: Config
+    run_dir: Path
+    dist: Dist
+    device: torch.device
+    prepared: Prepared
+    mlog: MetricsLog
+    valid_batches: list[Batch]
+    display: Display
+    elapsed0: float  # training seconds before this invocation (from the checkpoint)
+    started: float = field(default_factory=time.perf_counter)
+    last_save: float = field(default_factory=time.perf_counter)
+
+    def clock(self) -> float:
+        """Training seconds so far, across resumes."""
+        return self.elapsed0 + time.perf_counter() - self.started
+
+
+# --- set-up ------------------------------------------------------------------------------------
+
+
+def training_device(t: TrainConfig, dist: Dist) -> torch.device:
+    """The device this process trains on; also sets the threads and seeds every RNG."""
+    if t.precision == "fp16":
+        raise ConfigError("train.precision: fp16 does not train here (it needs loss scaling); "
+                          "expected fp32 or bf16")
+    device = resolve_device(t.device, "train.device")
+    if dist.world_size > 1 and device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+    set_threads(t.threads)
+    seed = t.seed + dist.rank
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+    return device
+
+
+def open_run_dir(run_dir: Path, cfg: Config, dist: Dist, resume: bool,
+                 overwrite: bool) -> dict[str, Any] | None:
+    """Create (or, resuming, check) the run directory; returns ``last.pt`` when resuming.
+
+    Read before the data is prepared: its config must be the checkpoint's.
+    """
+    if dist.main:
+        start_run_dir(run_dir, resume, overwrite)
+        if resume:
+            adopt_newer_best(run_dir)
+    barrier(dist)
+    if not resume:
+        return None
+    saved = load_checkpoint(run_dir / "checkpoints" / "last.pt", map_location="cpu")
+    change = frozen_change(cfg, from_dict(saved["config"], where=f"{run_dir} checkpoint"))
+    if change is not None:
+        raise ConfigError(f"{run_dir}/checkpoints/last.pt: {change[1]}")
+    return saved
+
+
+def prepare_data(cfg: Config, data_dir: Path, dist: Dist, log: Callable[[str], None]) -> Prepared:
+    """The cached, encoded splits: rank 0 builds the cache, the others load it afterwards."""
+    if dist.main:
+        prepared = prepare(cfg.data, data_dir, log=log)
+    barrier(dist)
+    if not dist.main:
+        prepared = prepare(cfg.data, data_dir, log=lambda s: None)
+    if len(prepared.splits["train"]) == 0:
+        raise NmtError("data: the training split is empty (check data.max_pairs and the fractions)")
+    return prepared
+
+
+def restore(run: Run, state: TrainingState, saved: dict[str, Any]) -> None:
+    """Continue from ``last.pt``: weights, optimizer, schedule, average, progress, RNGs."""
+    t, where = run.cfg.train, f"{run.run_dir}/checkpoints/last.pt"
+    try:
+        state.model.load_state_dict(saved["model"])
+        state.optimizer.load_state_dict(saved["optimizer"])
+        state.scheduler.load_state_dict(saved["scheduler"])
+        use_config_hyperparameters(state.optimizer, state.scheduler, t)
+        if state.ema is not None:
+            if "ema" in saved:
+                state.ema.load_state_dict(saved["ema"])
+            else:  # a run started without an average starts one from its weights now
+                state.ema = ExponentialMovingAverage(state.model, t.ema_decay)
+        prog = state.progress = Progress(**saved["progress"])
+        if "last_eval_step" not in saved["progress"]:  # written before the field existed
+            prog.last_eval_step = last_valid_step(run.run_dir, prog.step)
+        rng = saved["rng"]
+        set_rng_state(rng[run.dist.rank] if isinstance(rng, list) else rng)
+    except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as e:
+        first = (str(e).strip().splitlines() or [""])[0][:160]  # state_dict errors: lines
+        raise CheckpointError(f"{where}: cannot resume ({type(e).__name__}: {first})") from None
+    if prog.batch_in_epoch and prog.batch_in_epoch >= len(epoch_batches(run.prepared, t,
+                                                                        run.dist, prog.epoch)):
+        prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0  # saved at an epoch's end (older)
+    prog.finished, prog.stop_reason = False, ""  # new limits (--set) may allow more steps
+    run.elapsed0 = prog.elapsed
+    run.mlog.truncate_after(prog.step)
+
+
+def training_forward(model: nn.Module, t: TrainConfig, dist: Dist,
+                     device: torch.device) -> nn.Module:
+    """The module a training step calls: the model, wrapped for several processes
+    (DistributedDataParallel) and compiled when asked."""
+    wrapped: nn.Module = model
+    if dist.world_size > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        wrapped = DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
+    return torch.compile(wrapped) if t.compile else wrapped  # type: ignore[return-value]
+
+
+def epoch_batches(prepared: Prepared, t: TrainConfig, dist: Dist,
+                  epoch: int) -> list[np.ndarray]:
+    """This rank's batches (arrays of sentence indices) of ``epoch``, in training order. The
+    order depends only on the seed and the epoch, so a resumed run sees the same batches."""
+    split = prepared.splits["train"]
+    return make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=t.batch_size,
+                        by=t.batch_by, shuffle=True, seed=t.seed, epoch=epoch,
+                        rank=dist.rank, world_size=dist.world_size)
+
+
+def batch_groups(prepared: Prepared, t: TrainConfig, dist: Dist, epoch: int,
+                 start: int) -> Iterator[tuple[int, int, int, list[np.ndarray]]]:
+    """The batches of one optimizer step after another, from batch ``start`` of ``epoch`` on:
+    ``(epoch, batches of the epoch done after this step, batches in the epoch, the step's
+    batches)``. ``accum_steps`` batches a step; an epoch's last step takes what is left."""
+    while True:
+        batches = epoch_batches(prepared, t, dist, epoch)
+        if not batches:
+            raise NmtError(
+                f"train.batch_size={t.batch_size}: the training split makes no batch for "
+                f"each of {dist.world_size} processes; use fewer processes or smaller batches")
+        for i in range(start, len(batches), t.accum_steps):
+            group = batches[i: i + t.accum_steps]
+            yield epoch, i + len(group), len(batches), group
+        epoch, start = epoch + 1, 0
+
+
+def valid_batches(prepared: Prepared, cfg: Config) -> list[Batch]:
+    split = prepared.splits.get("valid")
+    if split is None or len(split) == 0:
+        return []
+    idx = make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=cfg.decode.batch_size,
+                       by="sentences", shuffle=False, seed=0, epoch=0)
+    return [collate(split, i, truncate=cfg.data.truncate) for i in idx]
+
+
+# --- one step ----------------------------------------------------------------------------------
 
 
 def masked_cross_entropy(
@@ -135,20 +458,55 @@ def training_loss(
     return (1.0 - label_smoothing) * nll + label_smoothing * uniform, nll.detach()
 
 
-def limit_reached(t: TrainConfig, prog: Progress, out_of_time: bool) -> str:
-    """Why training ends here by one of its limits (max_steps, the time budget, patience), or
-    "" while none is reached."""
-    if t.max_steps and prog.step >= t.max_steps:
-        return f"reached max_steps={t.max_steps}"
-    if out_of_time:
-        return f"time budget of {t.max_minutes} min"
-    if t.patience and prog.evals_since_best >= t.patience:
-        return _early_stopping(t)
-    return ""
+def train_step(forward: nn.Module, state: TrainingState, group: list[np.ndarray],
+               collator: Collator, run: Run) -> tuple[float, float, int]:
+    """One optimizer step over the ``len(group)`` batches of ``group``: forward, loss, backward
+    for each, then clip the gradients' global norm and update. Returns this rank's sums of the
+    objective and of the cross-entropy, and its target tokens."""
+    t, dist, device = run.cfg.train, run.dist, run.device
+    batches = [collator(indices) for indices in group]
+    n_tokens = sum(b.n_tokens for b in batches)
+    # Normalise by the tokens of the whole step (all ranks), so accumulation and DDP's gradient
+    # averaging give exactly the per-token mean.
+    step_tokens = all_reduce_sum(float(n_tokens), dist, device) / dist.world_size
+    sums = torch.zeros(2, device=device)  # objective, cross-entropy
+    state.optimizer.zero_grad()
+    for j, batch in enumerate(batches):
+        batch = batch.to(device)
+        last = j == len(batches) - 1  # DDP averages the gradients after the last batch only
+        no_sync = forward.no_sync if dist.world_size > 1 and not last else nullcontext
+        with no_sync():  # type: ignore[operator]
+            with autocast(device, t.precision):
+                logits = forward(batch.src, batch.src_lengths, batch.tgt_in)
+            objective, nll = training_loss(logits, batch.tgt_out, t.label_smoothing)
+            (objective / step_tokens).backward()
+        sums += torch.stack([objective.detach(), nll])
+    if t.clip_norm > 0:
+        nn.utils.clip_grad_norm_(state.model.parameters(), t.clip_norm)
+    state.optimizer.step()
+    state.scheduler.step()
+    objective_sum, nll_sum = sums.tolist()
+    return objective_sum, nll_sum, n_tokens
 
 
-def _early_stopping(t: TrainConfig) -> str:
-    return f"early stopping: no better valid score in {t.patience} validations"
+def account(run: Run, state: TrainingState, loss: float, n_tokens: int,
+            invocation_tokens: int) -> dict[str, Any] | None:
+    """Count a step's tokens and loss; every ``log_every`` steps write (and return) a metric
+    line of the mean train loss since the previous one."""
+    prog, t = state.progress, run.cfg.train
+    prog.tokens += n_tokens
+    prog.window_loss += loss
+    prog.window_tokens += n_tokens
+    if prog.step % t.log_every:
+        return None
+    record = {"step": prog.step, "epoch": epoch_label(prog),
+              "train_loss": prog.window_loss / max(prog.window_tokens, 1),
+              "lr": state.scheduler.get_last_lr()[0],
+              "tokens_per_sec": invocation_tokens * run.dist.world_size
+              / max(time.perf_counter() - run.started, 1e-9)}
+    run.mlog.metric(record)
+    prog.window_loss, prog.window_tokens = 0.0, 0
+    return record
 
 
 def epoch_label(prog: Progress) -> int:
@@ -157,65 +515,37 @@ def epoch_label(prog: Progress) -> int:
     return prog.epoch + (1 if prog.batch_in_epoch else 0)
 
 
-def lr_lambda(schedule: str, warmup: int) -> Callable[[int], float]:
-    """Multiplier of the peak lr at optimizer step ``s`` (0-based)."""
-    if schedule == "inverse_sqrt":
-        w = max(warmup, 1)
-        return lambda s: min((s + 1) / w, math.sqrt(w / (s + 1)))
-    return lambda s: 1.0
+def non_finite_loss(run: Run, step: int) -> NmtError:
+    kept = (f"the last good checkpoint is kept in {run.run_dir}/checkpoints"
+            if (run.run_dir / "checkpoints" / "last.pt").is_file() else
+            "no checkpoint had been saved yet")
+    return NmtError(f"non-finite loss at step {step}: training stopped; {kept} (try a lower "
+                    "train.lr or train.precision=fp32)")
 
 
-def use_config_hyperparameters(optimizer: torch.optim.Optimizer, scheduler: Any,
-                               t: TrainConfig) -> None:
-    """After loading a checkpoint's optimizer and scheduler state, take the learning rate,
-    betas and weight decay from the config (``--resume --set train.lr=...``): only Adam's
-    moments and the step count carry over. Unchanged settings give the same values as saved."""
-    scheduler.base_lrs = [t.lr for _ in scheduler.base_lrs]
-    for group, base, factor in zip(optimizer.param_groups, scheduler.base_lrs,
-                                   scheduler.lr_lambdas, strict=True):
-        group.update(lr=base * factor(scheduler.last_epoch), initial_lr=base,
-                     betas=(t.beta1, t.beta2), weight_decay=t.weight_decay)
-    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
+# --- stopping, validation, checkpoints ---------------------------------------------------------
+
+INTERRUPTED = "interrupted"
 
 
-class StopFlag:
-    """Ctrl-C or SIGTERM asks the loop to stop after the current step and save ``last.pt``.
+def stop_reason(t: TrainConfig, prog: Progress, out_of_time: bool, interrupted: bool) -> str:
+    """Why training ends now, or "" to go on: every rule that ends a run.
 
-    A second Ctrl-C interrupts at once.
+    Asked before every step, so a resumed run that had already ended trains no more unless
+    ``--set`` raised the limit that ended it. ``train.epochs`` counts only when ``max_steps``
+    is 0. ``out_of_time`` and ``interrupted`` are decisions every rank agreed on.
     """
-
-    def __init__(self) -> None:
-        self.requested = False
-        self.signum = 0  # the signal that asked to stop (0: none, or asked by check())
-
-    def check(self, step: int) -> bool:
-        """Asked after every optimizer step: should training stop here?"""
-        return self.requested
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.requested = True
-        self.signum = self.signum or signum
-
-    @contextmanager
-    def installed(self) -> Iterator[StopFlag]:
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            yield self
-            return
-        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        for s in old:
-            signal.signal(s, self._handler)
-        try:
-            yield self
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
-
-
-# --- validation --------------------------------------------------------------------------------
+    if interrupted:
+        return INTERRUPTED
+    if t.max_steps and prog.step >= t.max_steps:
+        return f"reached max_steps={t.max_steps}"
+    if out_of_time:
+        return f"time budget of {t.max_minutes} min"
+    if t.patience and prog.evals_since_best >= t.patience:
+        return f"early stopping: no better valid score in {t.patience} validations"
+    if not t.max_steps and prog.epoch >= t.epochs:
+        return f"completed {t.epochs} epochs"
+    return ""
 
 
 @torch.no_grad()
@@ -249,374 +579,93 @@ def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
     return corpus_scores(hyps, refs, tokenized=not cfg.data.natural_text).bleu
 
 
-# --- the loop ----------------------------------------------------------------------------------
+def validate(run: Run, state: TrainingState) -> None:
+    """Score the weights on the valid split (valid loss, and greedy BLEU unless switched off),
+    then save ``last.pt``, and ``best.pt`` first when the score is the best so far."""
+    prog, t = state.progress, run.cfg.train
+    vloss = None
+    if run.valid_batches:
+        vloss = validation_loss(state.scored, run.valid_batches, run.device, t.precision)
+    bleu = validation_bleu(state.scored, run.prepared, run.cfg, run.device)
+    state.model.train()
+    vloss, bleu = from_main([vloss, bleu], run.dist, run.device)  # one verdict on every rank
+    prog.last_eval_step = prog.step
+    if vloss is None and bleu is None:
+        # Nothing held out: keep last.pt reasonably fresh without paying for a write (and
+        # fsync) every epoch of a tiny model.
+        if any_rank([time.perf_counter() - run.last_save > 60], run.dist, run.device)[0]:
+            save(run, state, "last")
+        return
+    score = bleu if bleu is not None else -(vloss or 0.0)
+    run.mlog.metric({"step": prog.step, "epoch": epoch_label(prog), "valid_loss": vloss,
+                     "valid_bleu": bleu})
+    improved = score > prog.best_score
+    if improved:
+        prog.best_score, prog.best_step, prog.evals_since_best = score, prog.step, 0
+    else:
+        prog.evals_since_best += 1
+    line = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"
+    run.mlog.text(line + (" (best)" if improved else ""))
+    run.display.validation(line)
+    # best first: a kill between the two writes leaves best.pt one save ahead, which a resume
+    # adopts as last.pt (run_dir.adopt_newer_best); the other order would lose it
+    save(run, state, *(("best", "last") if improved else ("last",)))
 
 
-def train(
-    cfg: Config,
-    run_dir: Path,
-    *,
-    data_dir: Path,
-    resume: bool = False,
-    overwrite: bool = False,
-    log: Callable[[str], None] = print,
-    progress_bar: bool = True,
-    stop: StopFlag | None = None,
-) -> TrainResult:
-    """Train ``cfg`` into ``run_dir``; see the module docstring. Returns a summary."""
-    dist = init_distributed(cfg.train.device)
-    ok = False
-    try:
-        # rank 0 holds the run directory for as long as it trains: one writer per run
-        with run_lock(run_dir) if dist.main else nullcontext():
-            result = _train(cfg, run_dir, dist, data_dir=data_dir, resume=resume,
-                            overwrite=overwrite, log=log, progress_bar=progress_bar, stop=stop)
-        ok = True
-        return result
-    finally:
-        end_distributed(dist, ok)
+def finish(run: Run, state: TrainingState, log: Callable[[str], None]) -> None:
+    """The end of a run not stopped by a signal: the final weights are always validated, then
+    saved as ``last.pt`` (and ``best.pt`` when better, or when nothing could score them)."""
+    prog, t = state.progress, run.cfg.train
+    prog.finished = True
+    # Every rank takes the same branches here: each holds the same progress.
+    validated = bool(run.valid_batches) and prog.last_eval_step != prog.step
+    if validated:
+        validate(run, state)
+    if prog.best_score == -math.inf:
+        save(run, state, "best", "last")  # nothing scored: the final weights are the best
+    elif not validated:
+        save(run, state, "last")  # records the run as finished
+    run.mlog.text(f"done: {prog.stop_reason}")
+    if t.max_steps and prog.step < t.max_steps and prog.stop_reason.startswith("time"):
+        log(f"warning: the time budget ended training at step {prog.step} of "
+            f"max_steps={t.max_steps}: this machine is slower than train.max_minutes="
+            f"{t.max_minutes} allows, so the model is less trained than the config intends")
 
 
-def _train(
-    cfg: Config,
-    run_dir: Path,
-    dist: Dist,
-    *,
-    data_dir: Path,
-    resume: bool,
-    overwrite: bool,
-    log: Callable[[str], None],
-    progress_bar: bool,
-    stop: StopFlag | None,
-) -> TrainResult:
-    if cfg.train.precision == "fp16":
-        raise ConfigError("train.precision: fp16 does not train here (it needs loss scaling); "
-                          "expected fp32 or bf16")
-    device = resolve_device(cfg.train.device, "train.device")
-    if dist.world_size > 1 and device.type == "cuda":
-        device = torch.device("cuda", dist.local_rank)
-    set_threads(cfg.train.threads)
-    seed_everything(cfg.train.seed + dist.rank)
-    if dist.main:
-        start_run_dir(run_dir, resume, overwrite)
-        if resume:
-            adopt_newer_best(run_dir)
-    barrier(dist)
-    payload: dict[str, Any] = {}
-    if resume:  # before the data is prepared: its config must be the checkpoint's
-        payload = load_checkpoint(run_dir / "checkpoints" / "last.pt", map_location="cpu")
-        change = frozen_change(cfg, from_dict(payload["config"], where=f"{run_dir} checkpoint"))
-        if change is not None:
-            raise ConfigError(f"{run_dir}/checkpoints/last.pt: {change[1]}")
-    mlog = MetricsLog(run_dir, dist.main)
-    say = log if dist.main else (lambda s: None)
-
-    # Data: rank 0 builds the cache, the others load it after the barrier.
-    if dist.main:
-        prepared = prepare(cfg.data, data_dir, log=say)
-    barrier(dist)
-    if not dist.main:
-        prepared = prepare(cfg.data, data_dir, log=lambda s: None)
-    tok = prepared.tokenizer
-    train_split = prepared.splits["train"]
-    if len(train_split) == 0:
-        raise NmtError("data: the training split is empty (check data.max_pairs and the fractions)")
-
-    # Model and optimizer.
-    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=tok.joint)
-    model.to(device)
-    # The weights' moving average, made before the optimizer lays the weights out its own way.
-    ema = ExponentialMovingAverage(model, cfg.train.ema_decay) if cfg.train.ema_decay else None
-    optimizer = TrainOptimizer(cfg.train, list(model.parameters()), flat=device.type == "cpu")
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer.optimizer, lr_lambda(cfg.train.schedule, cfg.train.warmup_steps)
-    )
-    prog = Progress()
-    if resume:
-        try:
-            model.load_state_dict(payload["model"])
-            optimizer.load_state_dict(payload["optimizer"])
-            scheduler.load_state_dict(payload["scheduler"])
-            use_config_hyperparameters(optimizer.optimizer, scheduler, cfg.train)
-            if ema is not None:
-                if "ema" in payload:
-                    ema.load_state_dict(payload["ema"])
-                else:  # a run started without an average starts one from its weights now
-                    ema = ExponentialMovingAverage(model, cfg.train.ema_decay)
-            prog = Progress(**payload["progress"])
-            if "last_eval_step" not in payload["progress"]:  # written before the field existed
-                prog.last_eval_step = last_valid_step(run_dir, prog.step)
-            rng = payload["rng"]
-            set_rng_state(rng[dist.rank] if isinstance(rng, list) else rng)
-        except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as e:
-            first = (str(e).strip().splitlines() or [""])[0][:160]  # state_dict errors: lines
-            raise CheckpointError(f"{run_dir}/checkpoints/last.pt: cannot resume "
-                                  f"({type(e).__name__}: {first})") from None
-        prog.finished, prog.stop_reason = False, ""  # new limits (--set) may allow more steps
-        mlog.truncate_after(prog.step)
-        say(f"resuming {run_dir} at step {prog.step} (epoch {prog.epoch + 1}, "
-            f"batch {prog.batch_in_epoch})")
-    elif dist.main:
-        atomic_write_text(run_dir / "config.toml", cfg.to_toml())
-        tok.save(run_dir / "tokenizer")
-    if resume and dist.main:
-        atomic_write_text(run_dir / "config.toml", cfg.to_toml())
-    n_params = count_parameters(model)
-    mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, {n_params:,} parameters, "
-              f"device {device}, {dist.world_size} process(es)")
-
-    train_model: nn.Module = model
-    if dist.world_size > 1:
-        from torch.nn.parallel import DistributedDataParallel
-
-        train_model = DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None
-        )
-    step_model: Callable[..., torch.Tensor] = train_model
-    if cfg.train.compile:
-        step_model = torch.compile(train_model)  # type: ignore[assignment]
-
-    valid_batches = _valid_batches(prepared, cfg)
-    collator = Collator(train_split, truncate=cfg.data.truncate)
-    t = cfg.train
-    src_len, tgt_len = train_split.src_lengths(), train_split.tgt_lengths()
-    stop = stop or StopFlag()
-    run_tokens, run_loss, start = 0, 0.0, time.perf_counter()
-    elapsed0 = prog.elapsed
-
-    last_save = [time.perf_counter()]
-
-    def checkpoint(*names: str) -> None:
-        """Write checkpoints/NAME.pt for each name (rank 0). Every rank must call it together:
-        it gathers the ranks' RNG states."""
-        last_save[0] = time.perf_counter()
-        prog.elapsed = elapsed0 + (time.perf_counter() - start)
-        if dist.world_size > 1:
-            import torch.distributed as tdist
-
-            # Tensors inside all_gather_object do not round-trip: send numpy arrays instead.
-            states: list[Any] = [None] * dist.world_size
-            tdist.all_gather_object(states, _map_tensors(rng_state(), lambda x: x.numpy()))
-            rng: Any = [_map_tensors(st, torch.from_numpy, np.ndarray) for st in states]
-        else:
-            rng = rng_state()
-        if not dist.main:
-            return
-        payload = {
-            "config": cfg.to_dict(),
-            "vocab": {"src": tok.src_vocab_size, "tgt": tok.tgt_vocab_size, "joint": tok.joint},
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "rng": rng,
-            "progress": prog.as_dict(),
-        }
-        if ema is not None:
-            payload["ema"] = ema.state_dict()
-        for name in names:
-            save_checkpoint(run_dir / "checkpoints" / f"{name}.pt", payload)
-
-    def validate() -> bool:
-        """Run validation; save best/last; return True when early stopping triggers."""
-        vloss = None
-        scored = ema.model if ema is not None else model  # the average, when there is one
-        if valid_batches:
-            vloss = validation_loss(scored, valid_batches, device, t.precision)
-        bleu = validation_bleu(scored, prepared, cfg, device)
-        model.train()
-        vloss, bleu = from_main([vloss, bleu], dist, device)  # one verdict on every rank
-        prog.last_eval_step = prog.step
-        if vloss is None and bleu is None:
-            # Nothing held out: keep last.pt reasonably fresh without paying for a write (and
-            # fsync) every epoch of a tiny model.
-            if any_rank([time.perf_counter() - last_save[0] > 60], dist, device)[0]:
-                checkpoint("last")
-            return False
-        score = bleu if bleu is not None else (-vloss if vloss is not None else None)
-        rec: dict[str, Any] = {"step": prog.step, "epoch": epoch_label(prog),
-                               "valid_loss": vloss, "valid_bleu": bleu}
-        mlog.metric(rec)
-        improved = score is not None and score > prog.best_score
-        if improved:
-            assert score is not None
-            prog.best_score, prog.best_step, prog.evals_since_best = score, prog.step, 0
-        elif score is not None:
-            prog.evals_since_best += 1
-        msg = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"
-        mlog.text(msg + (" (best)" if improved else ""))
-        if progress_bar and dist.main:
-            _bar_write(msg)
-        stop_now = bool(t.patience and prog.evals_since_best >= t.patience)
-        if stop_now:
-            prog.finished, prog.stop_reason = True, _early_stopping(t)
-        # best first: a kill between the two writes leaves best.pt one save ahead, which a
-        # resume adopts as last.pt (run_dir.adopt_newer_best); the other order would lose it
-        checkpoint(*(("best", "last") if improved else ("last",)))
-        return stop_now
-
-    model.train()
-    bar = _progress_bar(progress_bar and dist.main, prog)
-    # Only decisions every rank shares end the loop: a signal counts once any_rank agreed on it
-    # (the handler may set stop.requested on one rank at any moment, even after that).
-    interrupted = False
-    with stop.installed():
-        while not prog.finished:
-            # A run resumed after it ended (by steps, time or early stopping) trains no more
-            # unless that limit was raised. The time is as saved (elapsed0): the same on every
-            # rank, unlike each rank's clock.
-            reason = limit_reached(t, prog, bool(t.max_minutes and
-                                                 elapsed0 >= 60 * t.max_minutes))
-            if reason:
-                prog.stop_reason = reason
-                break
-            if t.max_steps == 0 and prog.epoch >= t.epochs:
-                break
-            batches = make_batches(src_len, tgt_len, batch_size=t.batch_size, by=t.batch_by,
-                                   shuffle=True, seed=t.seed, epoch=prog.epoch,
-                                   rank=dist.rank, world_size=dist.world_size)
-            if not batches:
-                raise NmtError(
-                    f"train.batch_size={t.batch_size}: the training split makes no batch for "
-                    f"each of {dist.world_size} processes; use fewer processes or smaller batches"
-                )
-            if bar is not None and prog.batch_in_epoch == 0:
-                bar.reset(total=-(-len(batches) // t.accum_steps))
-                bar.set_description(f"epoch {prog.epoch + 1}")
-            i = prog.batch_in_epoch
-            while i < len(batches):
-                # accum_steps batches a step; an epoch's last step takes what is left
-                group = batches[i: i + t.accum_steps]
-                i += len(group)
-                objective, loss_sum, n_tok = _train_step(
-                    step_model, train_model, optimizer, scheduler, group, collator, cfg, device,
-                    dist,
-                )
-                prog.step += 1
-                if ema is not None:
-                    ema.update(model)
-                over = bool(t.max_minutes and
-                            elapsed0 + time.perf_counter() - start > 60 * t.max_minutes)
-                bad, over, stop_here = any_rank(
-                    [not math.isfinite(objective), over, stop.check(prog.step)], dist, device)
-                if bad:
-                    kept = (f"the last good checkpoint is kept in {run_dir}/checkpoints"
-                            if (run_dir / "checkpoints" / "last.pt").is_file() else
-                            "no checkpoint had been saved yet")
-                    raise NmtError(f"non-finite loss at step {prog.step}: training stopped; "
-                                   f"{kept} (try a lower train.lr or train.precision=fp32)")
-                prog.batch_in_epoch = i
-                prog.tokens += n_tok
-                prog.window_loss += loss_sum
-                prog.window_tokens += n_tok
-                run_loss += loss_sum
-                run_tokens += n_tok
-                if bar is not None:
-                    bar.update(1)
-                if prog.step % t.log_every == 0:
-                    wall = time.perf_counter() - start
-                    rec = {"step": prog.step, "epoch": epoch_label(prog),
-                           "train_loss": prog.window_loss / max(prog.window_tokens, 1),
-                           "lr": scheduler.get_last_lr()[0],
-                           "tokens_per_sec": run_tokens * dist.world_size / max(wall, 1e-9)}
-                    mlog.metric(rec)
-                    prog.window_loss, prog.window_tokens = 0.0, 0
-                    if bar is not None and bar.disable:  # no terminal: a line, not a bar
-                        say(f"step {prog.step} (epoch {prog.epoch + 1}): train loss "
-                            f"{rec['train_loss']:.3f}, lr {rec['lr']:.2e}, "
-                            f"{rec['tokens_per_sec']:,.0f} tokens/s")
-                    elif bar is not None:
-                        bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}",
-                                        tok_s=f"{rec['tokens_per_sec']:,.0f}")
-                reason = limit_reached(t, prog, over)
-                if reason:
-                    prog.finished, prog.stop_reason = True, reason
-                if t.eval_every and prog.step % t.eval_every == 0 and not prog.finished:
-                    if validate():
-                        break
-                if stop_here:
-                    interrupted = stop.requested = True
-                    break
-                if prog.finished:
-                    break
-            if interrupted:
-                prog.stop_reason = "interrupted"
-                checkpoint("last")
-                mlog.text(f"interrupted at step {prog.step}; saved last.pt")
-                say(f"interrupted: saved {run_dir}/checkpoints/last.pt at step {prog.step}; "
-                    "continue with --resume")
-                break
-            if prog.finished:
-                break
-            # End of epoch.
-            prog.epoch += 1
-            prog.batch_in_epoch = 0
-            if not t.eval_every:
-                if validate():
-                    break
-    if bar is not None:
-        bar.close()
-    if not interrupted:
-        if not prog.stop_reason:
-            prog.stop_reason = f"completed {t.epochs} epochs"
-        prog.finished = True
-        # The final weights are always validated (and saved as last, and best when better).
-        # Every rank takes the same branches here: each holds the same progress.
-        validated = bool(valid_batches) and prog.last_eval_step != prog.step
-        if validated:
-            validate()
-        if prog.best_score == -math.inf:
-            checkpoint("best", "last")  # nothing scored: the final weights are the best we have
-        elif not validated:
-            checkpoint("last")
-        mlog.text(f"done: {prog.stop_reason}")
-        if t.max_steps and prog.step < t.max_steps and prog.stop_reason.startswith("time"):
-            say(f"warning: the time budget ended training at step {prog.step} of "
-                f"max_steps={t.max_steps}: this machine is slower than train.max_minutes="
-                f"{t.max_minutes} allows, so the model is less trained than the config intends")
-    wall = time.perf_counter() - start
-    run_tokens_all = all_reduce_sum(run_tokens, dist, device)
-    run_loss_all = all_reduce_sum(run_loss, dist, device)
-    result = TrainResult(
-        run_dir=run_dir, progress=prog,
-        train_loss=run_loss_all / max(run_tokens_all, 1),
-        tokens_per_sec=run_tokens_all / max(wall, 1e-9),
-        device=str(device), metrics=mlog.records, signal=stop.signum if interrupted else 0,
-        tokens=int(run_tokens_all), main=dist.main,
-    )
-    if dist.main and not interrupted:
-        _write_plots(run_dir)
-    return result
+def save(run: Run, state: TrainingState, *names: str) -> None:
+    """Write ``checkpoints/NAME.pt`` for each name (rank 0). Every rank must call it together:
+    it gathers the ranks' RNG states."""
+    run.last_save = time.perf_counter()
+    state.progress.elapsed = run.clock()
+    rng = gathered_rng_states(run.dist)
+    if not run.dist.main:
+        return
+    tok = run.prepared.tokenizer
+    payload = {
+        "config": run.cfg.to_dict(),
+        "vocab": {"src": tok.src_vocab_size, "tgt": tok.tgt_vocab_size, "joint": tok.joint},
+        "model": state.model.state_dict(),
+        "optimizer": state.optimizer.state_dict(),
+        "scheduler": state.scheduler.state_dict(),
+        "rng": rng,
+        "progress": state.progress.as_dict(),
+    }
+    if state.ema is not None:
+        payload["ema"] = state.ema.state_dict()
+    for name in names:
+        save_checkpoint(run.run_dir / "checkpoints" / f"{name}.pt", payload)
 
 
-def _train_step(
-    step_model: Callable[..., torch.Tensor], train_model: nn.Module, optimizer: TrainOptimizer,
-    scheduler: Any, group: list[np.ndarray], collator: Collator, cfg: Config,
-    device: torch.device, dist: Dist,
-) -> tuple[float, float, int]:
-    """One optimizer step over ``len(group)`` accumulated batches. Returns the sums of the
-    objective and of the cross-entropy over this rank's target tokens, and those tokens."""
-    t = cfg.train
-    batches = [collator(idx) for idx in group]
-    n_tokens = sum(b.n_tokens for b in batches)
-    # Normalise by the tokens of the whole step (all ranks), so accumulation and DDP's gradient
-    # averaging give exactly the per-token mean.
-    total_tokens = all_reduce_sum(float(n_tokens), dist, device) / dist.world_size
-    sums = torch.zeros(2, device=device)  # objective, cross-entropy
-    optimizer.zero_grad()
-    for j, b in enumerate(batches):
-        b = b.to(device)
-        sync = j == len(batches) - 1
-        ctx = train_model.no_sync() if (dist.world_size > 1 and not sync) else nullcontext()  # type: ignore[operator]
-        with ctx:
-            with autocast(device, t.precision):
-                logits = step_model(b.src, b.src_lengths, b.tgt_in)
-            objective, nll = training_loss(logits, b.tgt_out, t.label_smoothing)
-            (objective / total_tokens).backward()
-        sums += torch.stack([objective.detach(), nll])
-    optimizer.step(t.clip_norm)
-    scheduler.step()
-    objective_sum, nll_sum = sums.tolist()
-    return objective_sum, nll_sum, n_tokens
+def gathered_rng_states(dist: Dist) -> Any:
+    """This process's RNG states; under several processes, the list of every rank's."""
+    if dist.world_size == 1:
+        return rng_state()
+    import torch.distributed as tdist
+
+    # Tensors inside all_gather_object do not round-trip: send numpy arrays instead.
+    states: list[Any] = [None] * dist.world_size
+    tdist.all_gather_object(states, _map_tensors(rng_state(), lambda x: x.numpy()))
+    return [_map_tensors(s, torch.from_numpy, np.ndarray) for s in states]
 
 
 def _map_tensors(x: Any, fn: Callable[[Any], Any], kind: type = torch.Tensor) -> Any:
@@ -630,68 +679,9 @@ def _map_tensors(x: Any, fn: Callable[[Any], Any], kind: type = torch.Tensor) ->
     return x
 
 
-def _valid_batches(prepared: Prepared, cfg: Config) -> list[Batch]:
-    split = prepared.splits.get("valid")
-    if split is None or len(split) == 0:
-        return []
-    idx = make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=cfg.decode.batch_size,
-                       by="sentences", shuffle=False, seed=0, epoch=0)
-    return [collate(split, i, truncate=cfg.data.truncate) for i in idx]
-
-
 def _fmt(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
-def _progress_bar(enabled: bool, prog: Progress) -> Any:
-    """The bar on a terminal. When stderr is not one (a log file, a pipe) or NMT_NO_PROGRESS=1,
-    it is disabled and the loop prints a line every ``log_every`` steps instead of redrawing a
-    bar into the log."""
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    off = os.environ.get("NMT_NO_PROGRESS") == "1"
-    bar = tqdm(total=0, unit="step", dynamic_ncols=True, leave=False,
-               disable=True if off else None)  # None: tqdm's own "off unless a terminal"
-    bar.set_description(f"epoch {prog.epoch + 1}")
-    return bar
-
-
-def _bar_write(msg: str) -> None:
-    from tqdm import tqdm
-
-    tqdm.write(msg)
-
-
-def _write_plots(run_dir: Path) -> None:
-    """Training curves into the run directory (a run with no metrics gets none)."""
-    from nmt.plot import plot_training_curves
-
-    try:
-        plot_training_curves(run_dir)
-    except NmtError:
-        pass
-
-
-def default_run_name(config_path: Path | None) -> str:
-    return config_path.stem if config_path is not None else "run"
-
-
-def run_train_command(
-    config_path: Path | None, overrides: list[str], *, run_name: str | None, runs_dir: Path,
-    data_dir: Path, resume: bool, overwrite: bool, log: Callable[[str], None],
-) -> TrainResult:
-    """What ``nmt train`` does: resolve config and run directory, then :func:`train`."""
-    name = check_run_name(default_run_name(config_path) if run_name is None else run_name)
-    run_dir = runs_dir / name
-    if resume:
-        if not (run_dir / "config.toml").is_file():
-            raise CheckpointError(f"--resume: {run_dir}/config.toml not found; nothing to resume")
-        cfg = config_for_resume(run_dir, overrides, config_path)
-    else:
-        cfg = load_config(config_path, overrides)
-    return train(cfg, run_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, log=log)
-
-
-__all__ = ["train", "run_train_command", "Progress", "TrainResult", "masked_cross_entropy"]
+__all__ = ["train", "Display", "Progress", "StopFlag", "TrainResult", "masked_cross_entropy",
+           "stop_reason", "training_loss"]

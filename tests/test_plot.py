@@ -200,13 +200,13 @@ def test_curves_errors_are_checkpoint_errors(tmp_path: Path) -> None:
 
 
 def test_training_writes_curves_at_the_end(tmp_path: Path) -> None:
-    from nmt.train import _write_plots  # what train() calls when it finishes
+    from nmt.train_command import write_plots  # what nmt train calls when it finishes
 
     run = tmp_path / "r"
     write_metrics(run, METRICS)
-    _write_plots(run)
+    write_plots(run)
     assert (run / "curves.png").is_file()
-    _write_plots(tmp_path / "nothing")  # no metrics: no picture, no exception
+    write_plots(tmp_path / "nothing")  # no metrics: no picture, no exception
 
 
 # --- the commands --------------------------------------------------------------------------------

@@ -76,11 +76,11 @@ def test_library_resume_checks_the_checkpoint_config_too(tiny_data_dir: Path,
                                                          tmp_path: Path) -> None:
     run = tmp_path / "r"
     train(tiny_config("gru", "train.max_steps=2"), run, data_dir=tiny_data_dir,
-          log=lambda s: None, progress_bar=False)
+          log=lambda s: None)
     with pytest.raises(NmtError, match=r"\[model\] cannot change on --resume \(model.hidden is "
                                        r"32, but the checkpoint was trained with 16\)"):
         train(tiny_config("gru", "train.max_steps=4", "model.hidden=32"), run,
-              data_dir=tiny_data_dir, resume=True, log=lambda s: None, progress_bar=False)
+              data_dir=tiny_data_dir, resume=True, log=lambda s: None)
 
 
 class _Killed(BaseException):
@@ -108,14 +108,13 @@ def test_a_kill_between_the_best_and_last_writes_loses_no_best(
 
     monkeypatch.setattr(train_module, "save_checkpoint", save_then_die)
     with pytest.raises(_Killed):
-        train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+        train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None)
     monkeypatch.setattr(train_module, "save_checkpoint", real_save)
     died_at = improved[-1]
     best = load_checkpoint(run / "checkpoints" / "best.pt")["progress"]
     assert best["step"] == died_at  # the save that improved is kept
 
-    result = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
-                   progress_bar=False)
+    result = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     assert result.progress.finished
     pair_agrees(run)
     metrics = (run / "metrics.jsonl").read_text()
@@ -165,14 +164,14 @@ def test_links_planted_in_a_run_are_not_appended_through(
 ) -> None:
     run = tmp_path / "r"
     train(tiny_config("gru", "train.max_steps=2"), run, data_dir=tiny_data_dir,
-          log=lambda s: None, progress_bar=False)
+          log=lambda s: None)
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     (run / name).unlink()
     (run / name).symlink_to(victim)
     with pytest.raises(NmtError) as e:
         train(tiny_config("gru", "train.max_steps=4"), run, data_dir=tiny_data_dir,
-              resume=True, log=lambda s: None, progress_bar=False)
+              resume=True, log=lambda s: None)
     assert str(e.value).startswith(f"{run / name}: is a symbolic link; refusing to write")
     assert victim.read_text() == "precious\n"
 
@@ -215,12 +214,12 @@ def test_full_disk_while_appending_metrics_is_one_line_and_keeps_last_pt(
 ) -> None:
     run = tmp_path / "r"
     train(tiny_config("gru", "train.max_steps=3"), run, data_dir=tiny_data_dir,
-          log=lambda s: None, progress_bar=False)
+          log=lambda s: None)
     last = (run / "checkpoints" / "last.pt").read_bytes()
     _enospc_after(monkeypatch, "metrics.jsonl", 1)  # the first append (the touch) works
     with pytest.raises(NmtError) as e:
         train(tiny_config("gru", "train.max_steps=9", "train.log_every=1"), run,
-              data_dir=tiny_data_dir, resume=True, log=lambda s: None, progress_bar=False)
+              data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     assert str(e.value) == f"{run}/metrics.jsonl: cannot write (No space left on device)"
     assert (run / "checkpoints" / "last.pt").read_bytes() == last
 
@@ -232,7 +231,7 @@ def test_unwritable_run_directory_on_resume_is_one_line(
     stop)."""
     run = tmp_path / "r"
     train(tiny_config("gru", "train.max_steps=2"), run, data_dir=tiny_data_dir,
-          log=lambda s: None, progress_bar=False)
+          log=lambda s: None)
     real_open = os.open
 
     def read_only(path: Any, flags: int, mode: int = 0o777, **kw: Any) -> int:
@@ -243,7 +242,7 @@ def test_unwritable_run_directory_on_resume_is_one_line(
     monkeypatch.setattr(files.os, "open", read_only)
     with pytest.raises(NmtError) as e:
         train(tiny_config("gru", "train.max_steps=4"), run, data_dir=tiny_data_dir,
-              resume=True, log=lambda s: None, progress_bar=False)
+              resume=True, log=lambda s: None)
     assert str(e.value) == f"{run}/metrics.jsonl: cannot write (Permission denied)"
 
 
@@ -262,7 +261,7 @@ def test_non_finite_loss_before_any_checkpoint_says_none_was_kept(tiny_data_dir:
     run = tmp_path / "r"
     with pytest.raises(NmtError) as e:
         train(tiny_config("gru", "train.lr=1e308", "train.clip_norm=0"), run,
-              data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+              data_dir=tiny_data_dir, log=lambda s: None)
     assert "non-finite loss at step" in str(e.value)
     assert "no checkpoint had been saved yet" in str(e.value)
     assert not (run / "checkpoints" / "last.pt").exists()
@@ -273,14 +272,14 @@ def test_a_run_whose_checkpoints_folder_is_a_link_is_not_resumed(tiny_data_dir: 
     """Checkpoints would be written into the link's target: refused, the target untouched."""
     run = tmp_path / "r"
     train(tiny_config("gru", "train.max_steps=2"), run, data_dir=tiny_data_dir,
-          log=lambda s: None, progress_bar=False)
+          log=lambda s: None)
     elsewhere = tmp_path / "elsewhere"
     (run / "checkpoints").rename(elsewhere)
     (run / "checkpoints").symlink_to(elsewhere)
     before = {p.name: p.read_bytes() for p in elsewhere.iterdir()}
     with pytest.raises(NmtError) as e:
         train(tiny_config("gru", "train.max_steps=4"), run, data_dir=tiny_data_dir,
-              resume=True, log=lambda s: None, progress_bar=False)
+              resume=True, log=lambda s: None)
     assert str(e.value).startswith(f"{run}/checkpoints: is a symbolic link")
     assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == before
 
@@ -295,7 +294,7 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tiny_data_dir:
     with pytest.raises(NmtError) as e:
         train(tiny_config("gru", "train.lr=1e37", "train.clip_norm=0", "train.eval_every=1",
                           "train.eval_sentences=-1"),
-              run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+              run, data_dir=tiny_data_dir, log=lambda s: None)
     assert str(e.value).startswith("non-finite loss at step 2: training stopped; the last good "
                                    f"checkpoint is kept in {run}/checkpoints")
     payload = load_checkpoint(run / "checkpoints" / "last.pt")

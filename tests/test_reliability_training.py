@@ -270,7 +270,7 @@ def test_resume_from_a_damaged_checkpoint_is_a_one_line_error(
     Progress fields of the wrong type or out of range are refused when the file is loaded."""
     run = tmp_path / "run"
     cfg = tiny_config("gru", "train.max_steps=2")
-    train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None)
     last = run / "checkpoints" / "last.pt"
     payload = load_checkpoint(last)
     needle = "cannot resume ("
@@ -285,7 +285,7 @@ def test_resume_from_a_damaged_checkpoint_is_a_one_line_error(
     before = last.read_bytes()
     with pytest.raises(CheckpointError) as e:
         train(tiny_config("gru", "train.max_steps=4"), run, data_dir=tiny_data_dir,
-              resume=True, log=lambda s: None, progress_bar=False)
+              resume=True, log=lambda s: None)
     assert str(e.value).startswith(f"{last}: {needle}") and "\n" not in str(e.value), e.value
     assert last.read_bytes() == before
 

@@ -15,7 +15,8 @@ from nmt.cli import app
 from nmt.config import Config, load_config
 from nmt.data.tokenizers import PAD_ID
 from nmt.errors import NmtError
-from nmt.train import StopFlag, lr_lambda, masked_cross_entropy, train
+from nmt.optim import lr_lambda
+from nmt.train import StopFlag, masked_cross_entropy, train
 
 TINY = [
     "data.tokenizer=word", "data.min_freq=1", "data.valid_frac=0.1", "data.test_frac=0.1",
@@ -58,8 +59,7 @@ def test_inverse_sqrt_schedule_peaks_after_warmup() -> None:
 @pytest.mark.parametrize("arch", ["transformer", "gru"])
 def test_training_writes_a_complete_run(arch: str, tiny_data_dir: Path, tmp_path: Path) -> None:
     run = tmp_path / "runs" / arch
-    result = train(tiny_config(arch), run, data_dir=tiny_data_dir, log=lambda s: None,
-                   progress_bar=False)
+    result = train(tiny_config(arch), run, data_dir=tiny_data_dir, log=lambda s: None)
     assert (run / "config.toml").is_file() and (run / "tokenizer").is_dir()
     assert (run / "checkpoints" / "last.pt").is_file()
     assert (run / "checkpoints" / "best.pt").is_file()
@@ -78,18 +78,17 @@ def test_training_writes_a_complete_run(arch: str, tiny_data_dir: Path, tmp_path
 def test_resume_continues_exactly(ema: str, tiny_data_dir: Path, tmp_path: Path) -> None:
     cfg = tiny_config("transformer", "train.epochs=2", ema)
     straight = tmp_path / "straight"
-    train(cfg, straight, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    train(cfg, straight, data_dir=tiny_data_dir, log=lambda s: None)
 
     class StopAt(StopFlag):
         def check(self, step: int) -> bool:
             return step >= 17  # mid-epoch, between validations and log lines
 
     broken = tmp_path / "broken"
-    first = train(cfg, broken, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False,
+    first = train(cfg, broken, data_dir=tiny_data_dir, log=lambda s: None,
                   stop=StopAt())
     assert first.progress.step == 17 and first.signal == 0  # stopped by check(), not a signal
-    train(cfg, broken, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
-          progress_bar=False)
+    train(cfg, broken, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     a, b = run_metrics(straight), run_metrics(broken)
     assert len(a) == len(b) and len(a) > 6
     for ra, rb in zip(a, b, strict=True):
@@ -117,12 +116,10 @@ def test_resume_takes_the_learning_rate_and_betas_of_the_config(
     """--resume --set train.lr=...: the new rate from the next step on (the saved optimizer
     state used to bring the old one back while config.toml recorded the new one)."""
     run = tmp_path / "run"
-    train(tiny_config("transformer"), run, data_dir=tiny_data_dir, log=lambda s: None,
-          progress_bar=False)
+    train(tiny_config("transformer"), run, data_dir=tiny_data_dir, log=lambda s: None)
     steps = load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"]
     cfg = tiny_config("transformer", "train.epochs=2", "train.lr=0.0005", "train.beta2=0.95")
-    train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
-          progress_bar=False)
+    train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     after = [r for r in run_metrics(run) if "lr" in r and r["step"] > steps]
     assert after and all(r["lr"] == pytest.approx(0.0005) for r in after)
     groups = load_checkpoint(run / "checkpoints" / "last.pt")["optimizer"]["param_groups"]
@@ -132,10 +129,10 @@ def test_resume_takes_the_learning_rate_and_betas_of_the_config(
 def test_existing_run_is_refused_without_resume(tiny_data_dir: Path, tmp_path: Path) -> None:
     run = tmp_path / "r"
     cfg = tiny_config("gru", "train.max_steps=2")
-    train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None)
     before = (run / "checkpoints" / "last.pt").read_bytes()
     with pytest.raises(NmtError, match="run directory exists"):
-        train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+        train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None)
     assert (run / "checkpoints" / "last.pt").read_bytes() == before
 
 
@@ -144,11 +141,10 @@ def test_a_start_that_failed_is_kept_and_named_as_such(tiny_data_dir: Path,
     run = tmp_path / "r"
     with pytest.raises(NmtError, match="model.max_positions: expected at least"):
         train(tiny_config("transformer", "model.max_positions=3"), run, data_dir=tiny_data_dir,
-              log=lambda s: None, progress_bar=False)
+              log=lambda s: None)
     (run / "notes.txt").write_text("mine")
     with pytest.raises(NmtError, match="holds no checkpoint to resume .* --overwrite"):
-        train(tiny_config("transformer"), run, data_dir=tiny_data_dir, log=lambda s: None,
-              progress_bar=False)
+        train(tiny_config("transformer"), run, data_dir=tiny_data_dir, log=lambda s: None)
     assert (run / "notes.txt").read_text() == "mine"
 
 
@@ -238,23 +234,25 @@ def test_gradient_accumulation_equals_one_batch_of_both(tiny_data_dir: Path) -> 
     from nmt.data.prepare import prepare
     from nmt.distributed import Dist
     from nmt.models import build_model
-    from nmt.optim import TrainOptimizer
-    from nmt.train import _train_step, lr_lambda
+    from nmt.optim import build_optimizer
+    from nmt.run_dir import MetricsLog
+    from nmt.train import Display, Progress, Run, TrainingState, train_step
 
     cfg = tiny_config("transformer", "model.dropout=0.0")
     prepared = prepare(cfg.data, tiny_data_dir, log=lambda s: None)
     tok, split = prepared.tokenizer, prepared.splits["train"]
     collator = Collator(split, truncate=0)
     first, second = np.arange(0, 7), np.arange(40, 52)  # different lengths and sizes
+    run = Run(cfg, tiny_data_dir, Dist(), torch.device("cpu"), prepared,
+              MetricsLog(tiny_data_dir, enabled=False), [], Display(), elapsed0=0.0)
 
     def one_step(group: list) -> tuple[list[torch.Tensor], float, int]:
         torch.manual_seed(0)
         model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size,
                             joint_vocab=tok.joint)
-        opt = TrainOptimizer(cfg.train, list(model.parameters()), flat=True)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt.optimizer, lr_lambda("constant", 0))
-        _, loss, n = _train_step(model, model, opt, sched, group, collator, cfg,
-                                 torch.device("cpu"), Dist())
+        optimizer, scheduler = build_optimizer(cfg.train, model)
+        state = TrainingState(model, optimizer, scheduler, None, Progress())
+        _, loss, n = train_step(model, state, group, collator, run)
         return [p.detach().clone() for p in model.parameters()], loss, n
 
     accumulated = one_step([first, second])
@@ -272,8 +270,7 @@ def test_every_batch_is_trained_whatever_the_accumulation(tiny_data_dir: Path,
     for accum in (1, 3, 1000):
         result = train(tiny_config("gru", "train.epochs=2", "train.eval_every=0",
                                    f"train.accum_steps={accum}"),
-                       tmp_path / f"a{accum}", data_dir=tiny_data_dir, log=lambda s: None,
-                       progress_bar=False)
+                       tmp_path / f"a{accum}", data_dir=tiny_data_dir, log=lambda s: None)
         steps[accum], tokens[accum] = result.progress.step, result.progress.tokens
     per_epoch = steps[1] // 2
     assert per_epoch % 3 != 0  # so that accumulating 3 leaves a remainder
@@ -290,15 +287,14 @@ def test_resuming_a_finished_run_adds_nothing(ends: tuple[str, ...], tiny_data_d
                                               tmp_path: Path) -> None:
     run = tmp_path / "run"
     cfg = tiny_config("transformer", *ends)
-    first = train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    first = train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None)
     reason = first.progress.stop_reason
     expected = {"train.max_steps=12": "reached", "train.eval_every=0": "completed",
                 "train.max_minutes=0.00001": "time", "train.eval_every=1": "early"}[ends[0]]
     assert reason.startswith(expected), reason
     metrics = (run / "metrics.jsonl").read_text()
     step = load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"]
-    again = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
-                  progress_bar=False)
+    again = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     assert again.tokens == 0 and again.progress.step == step
     assert (again.progress.stop_reason or reason).split()[0] == reason.split()[0]
     # no step past the end, no second validation of the same weights
@@ -312,14 +308,13 @@ def test_a_checkpoint_from_before_last_eval_step_is_not_validated_twice(
 
     run = tmp_path / "old"
     cfg = tiny_config("transformer", "train.max_steps=12")
-    train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+    train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None)
     path = run / "checkpoints" / "last.pt"
     payload = load_checkpoint(path)
     del payload["progress"]["last_eval_step"]  # as written by the earlier code
     save_checkpoint(path, payload)
     metrics = (run / "metrics.jsonl").read_text()
-    again = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
-                  progress_bar=False)
+    again = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     assert again.tokens == 0 and (run / "metrics.jsonl").read_text() == metrics
 
 
@@ -327,7 +322,7 @@ def test_validation_records_name_the_epoch_they_close(tiny_data_dir: Path,
                                                       tmp_path: Path) -> None:
     run = tmp_path / "epochs"
     train(tiny_config("gru", "train.epochs=2", "train.eval_every=0", "train.log_every=1"), run,
-          data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+          data_dir=tiny_data_dir, log=lambda s: None)
     records = run_metrics(run)
     assert [r["epoch"] for r in records if "valid_loss" in r] == [1, 2]
     train_epochs = [r["epoch"] for r in records if "train_loss" in r]
@@ -337,7 +332,7 @@ def test_validation_records_name_the_epoch_they_close(tiny_data_dir: Path,
 def test_metrics_file_exists_before_its_first_line(tiny_data_dir: Path, tmp_path: Path) -> None:
     run = tmp_path / "quiet"
     train(tiny_config("gru", "train.max_steps=2", "train.log_every=100", "data.valid_frac=0.0"),
-          run, data_dir=tiny_data_dir, log=lambda s: None, progress_bar=False)
+          run, data_dir=tiny_data_dir, log=lambda s: None)
     assert (run / "metrics.jsonl").read_text() == ""
 
 
@@ -354,5 +349,5 @@ def test_settings_refused_before_anything_is_written(setting: str, tiny_data_dir
     }[setting]
     with pytest.raises(ConfigError, match=needle):
         train(tiny_config("gru", override), tmp_path / "t", data_dir=tiny_data_dir,
-              log=lambda s: None, progress_bar=False)
+              log=lambda s: None)
     assert not (tmp_path / "t").exists()

@@ -1,0 +1,96 @@
+"""What ``nmt train`` does around the training loop: resolve the config and the run directory,
+show progress on the terminal, and draw the training curves when the run ends."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nmt.config import load_config
+from nmt.errors import CheckpointError, NmtError
+from nmt.run_dir import check_run_name, config_for_resume
+from nmt.train import INTERRUPTED, Display, TrainResult, train
+
+
+class TerminalDisplay(Display):
+    """A progress bar of the epoch's steps on a terminal, with the latest loss, learning rate
+    and speed. When stderr is not a terminal (a log file, a pipe) or ``NMT_NO_PROGRESS=1``, a
+    line every ``log_every`` steps instead of a bar redrawn into the log."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self.log = log
+        self.bar: Any = None  # made at the first step: ranks other than 0 never show one
+        self.epoch = -1
+
+    def step(self, epoch: int, step_in_epoch: int, steps_in_epoch: int,
+             record: dict[str, Any] | None) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            off = os.environ.get("NMT_NO_PROGRESS") == "1"
+            self.bar = tqdm(total=0, unit="step", dynamic_ncols=True, leave=False,
+                            disable=True if off else None)  # None: off unless a terminal
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.bar.reset(total=steps_in_epoch)
+            self.bar.update(step_in_epoch - 1)
+            self.bar.set_description(f"epoch {epoch + 1}")
+        self.bar.update(1)
+        if record is None:
+            return
+        if self.bar.disable:
+            self.log(f"step {record['step']} (epoch {epoch + 1}): train loss "
+                     f"{record['train_loss']:.3f}, lr {record['lr']:.2e}, "
+                     f"{record['tokens_per_sec']:,.0f} tokens/s")
+        else:
+            self.bar.set_postfix(loss=f"{record['train_loss']:.3f}", lr=f"{record['lr']:.2e}",
+                                 tok_s=f"{record['tokens_per_sec']:,.0f}")
+
+    def validation(self, line: str) -> None:
+        from tqdm import tqdm
+
+        tqdm.write(line)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def write_plots(run_dir: Path) -> None:
+    """Training curves into the run directory (a run with no metrics gets none)."""
+    from nmt.plot import plot_training_curves
+
+    try:
+        plot_training_curves(run_dir)
+    except NmtError:
+        pass
+
+
+def default_run_name(config_path: Path | None) -> str:
+    return config_path.stem if config_path is not None else "run"
+
+
+def run_train_command(
+    config_path: Path | None, overrides: list[str], *, run_name: str | None, runs_dir: Path,
+    data_dir: Path, resume: bool, overwrite: bool, log: Callable[[str], None],
+) -> TrainResult:
+    """What ``nmt train`` does: resolve config and run directory, train with a progress bar,
+    then draw the curves of a run that was not interrupted."""
+    name = check_run_name(default_run_name(config_path) if run_name is None else run_name)
+    run_dir = runs_dir / name
+    if resume:
+        if not (run_dir / "config.toml").is_file():
+            raise CheckpointError(f"--resume: {run_dir}/config.toml not found; nothing to resume")
+        cfg = config_for_resume(run_dir, overrides, config_path)
+    else:
+        cfg = load_config(config_path, overrides)
+    result = train(cfg, run_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, log=log,
+                   display=TerminalDisplay(log))
+    if result.main and result.progress.stop_reason != INTERRUPTED:
+        write_plots(run_dir)
+    return result
+
+
+__all__ = ["TerminalDisplay", "default_run_name", "run_train_command", "write_plots"]
