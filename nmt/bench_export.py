@@ -60,13 +60,13 @@ def bench_export(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Measure (see the module docstring); writes ``out_dir/export.json`` and returns it."""
-    from nmt.checkpoint import load_run
     from nmt.data.download import default_data_dir
     from nmt.data.normalize import normalize
     from nmt.data.prepare import prepare
     from nmt.decode import search_ids
     from nmt.evaluate import corpus_scores
     from nmt.export import require_ctranslate2
+    from nmt.loading import load_run
     from nmt.translate import Translator, source_cut, source_ids
 
     require_ctranslate2("bench export")

@@ -24,7 +24,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from nmt.checkpoint import (
-    atomic_write_text,
     load_checkpoint,
     rng_state,
     save_checkpoint,
@@ -46,6 +45,7 @@ from nmt.distributed import (
 )
 from nmt.ema import ExponentialMovingAverage
 from nmt.errors import CheckpointError, ConfigError, NmtError
+from nmt.files import atomic_write_text
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
 from nmt.optim import TrainOptimizer

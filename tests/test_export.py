@@ -22,10 +22,12 @@ import torch
 from conftest import invoke, tiny_corpus_sides
 from test_decode import CPU, TEXTS, TOKENIZER, make_run, src_ids, toy_pairs
 
-from nmt.checkpoint import atomic_write_text, load_run, save_checkpoint
+from nmt.checkpoint import save_checkpoint
 from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
 from nmt.decode import pad_batch
+from nmt.files import atomic_write_text
+from nmt.loading import load_run
 from nmt.models import build_model
 from nmt.translate import Translator
 

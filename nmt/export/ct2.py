@@ -73,8 +73,8 @@ from nmt.translate import (
 if TYPE_CHECKING:
     import torch
 
-    from nmt.checkpoint import LoadedRun
     from nmt.config import Config, ModelConfig
+    from nmt.loading import LoadedRun
     from nmt.models.transformer import Transformer
 
 FORMAT = "nmt-ctranslate2-1"
@@ -371,7 +371,7 @@ def _replace_dir(new: Path, target: Path) -> None:
 def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
     """The on-the-fly export of ``run_dir``'s checkpoint, made (or remade, when the
     checkpoint changed since) under ``RUN/ctranslate2/<checkpoint>/``."""
-    from nmt.checkpoint import latest_run, load_run, resolve_checkpoint
+    from nmt.loading import latest_run, load_run, resolve_checkpoint
 
     run_dir = latest_run() if run_dir is None else Path(run_dir)
     if not run_dir.is_dir():
