@@ -347,7 +347,7 @@ def test_decoding_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path)
     """``make bench`` calls it: every method row, the summary and the JSON file are there."""
     import json
 
-    from nmt.bench_decode import bench_decode, markdown
+    from bench.decoding import bench_decode, markdown
 
     run = make_run(tmp_path / "run", trained=False)
     result = bench_decode(run, tmp_path / "out", sample=4, data_dir=tiny_data_dir,

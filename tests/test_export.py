@@ -499,7 +499,7 @@ def test_argostranslate_installs_and_translates_the_package(runs: dict[str, Path
 def test_export_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
     """`make bench`'s export part: a row per engine, search and thread count, sizes, and every
     greedy difference explained."""
-    from nmt.bench_export import bench_export, markdown
+    from bench.export import bench_export, markdown
 
     run = make_run(tmp_path / "run")
     result = bench_export(run, tmp_path / "out", threads=(1,), searches=(1, 2),
