@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import torch
 
-from nmt.errors import CheckpointError, os_reason
+from nmt.errors import CheckpointError, first_line, os_reason
 from nmt.files import atomic_write_bytes, remove_stale_temp_files
 
 FORMAT = "nmt-checkpoint-1"
@@ -74,8 +74,7 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     except CheckpointError:
         raise
     except Exception as e:  # noqa: BLE001 - crafted records fail inside torch in many ways
-        reason = str(e).strip().splitlines()[0].split(". ")[0][:160] if str(e).strip() else (
-            type(e).__name__)
+        reason = first_line(e).split(". ")[0]  # torch's first sentence says what failed
         raise CheckpointError(f"{path}: corrupt or truncated checkpoint ({reason})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an nmt checkpoint (expected format {FORMAT!r})")

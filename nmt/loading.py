@@ -18,7 +18,7 @@ import torch
 
 from nmt.checkpoint import load_checkpoint
 from nmt.config import Config, from_dict, load_config
-from nmt.errors import CheckpointError, ConfigError, NmtError
+from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -102,7 +102,8 @@ def load_run(
     except NmtError:
         raise
     except Exception as e:  # noqa: BLE001 - any unreadable tokenizer file is a user-facing error
-        raise CheckpointError(f"{run_dir}/tokenizer: cannot load tokenizer ({e})") from None
+        raise CheckpointError(f"{run_dir}/tokenizer: cannot load tokenizer "
+                              f"({first_line(e)})") from None
     if (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size) != (vocab["src"], vocab["tgt"]):
         raise CheckpointError(
             f"{path}: incompatible with {run_dir}/tokenizer (vocabulary sizes "
@@ -118,8 +119,7 @@ def load_run(
     try:
         model.load_state_dict(weights)
     except (RuntimeError, KeyError) as e:
-        first = str(e).strip().splitlines()[0][:200]
-        raise CheckpointError(f"{path}: incompatible checkpoint ({first})") from None
+        raise CheckpointError(f"{path}: incompatible checkpoint ({first_line(e, 200)})") from None
     for name, param in model.named_parameters():
         if not bool(torch.isfinite(param).all()):
             raise CheckpointError(f"{path}: corrupt checkpoint (weight {name} holds NaN or "
@@ -184,8 +184,7 @@ def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
             expected = {k: tuple(v.shape) for k, v in shapes.state_dict().items()}
             derived = _unsaved_bytes(shapes)
     except (ConfigError, RuntimeError, ValueError, OverflowError) as e:
-        first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"{path}: incompatible checkpoint ({first})") from None
+        raise CheckpointError(f"{path}: incompatible checkpoint ({first_line(e)})") from None
     saved = sum(v.numel() * v.element_size() for v in state.values())
     if derived > saved + DERIVED_BYTES:
         raise CheckpointError(

@@ -44,7 +44,7 @@ from nmt.distributed import (
     init_distributed,
 )
 from nmt.ema import ExponentialMovingAverage
-from nmt.errors import CheckpointError, ConfigError, NmtError
+from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.files import atomic_write_text
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
@@ -349,7 +349,7 @@ def _train(
             rng = payload["rng"]
             set_rng_state(rng[dist.rank] if isinstance(rng, list) else rng)
         except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as e:
-            first = (str(e).strip().splitlines() or [""])[0][:160]  # state_dict errors: lines
+            first = first_line(e)  # state_dict errors: lines
             raise CheckpointError(f"{run_dir}/checkpoints/last.pt: cannot resume "
                                   f"({type(e).__name__}: {first})") from None
         prog.finished, prog.stop_reason = False, ""  # new limits (--set) may allow more steps
