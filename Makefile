@@ -10,6 +10,8 @@ TORCH_CPU ?= torch==2.13.0
 TORCH_INDEX ?=
 # A local copy of the corpus (file or directory) beside the checkout is used when present.
 export NMT_DATA_MIRROR ?= $(wildcard $(CURDIR)/../shared/data)
+# The textbook's recipe script, which `make bench` compares training speed with (skipped without).
+BASELINE ?= $(wildcard $(CURDIR)/../shared/baselines/d2l_recipe.py)
 CONFIG ?= configs/demo.toml
 RUN ?=
 
@@ -64,13 +66,14 @@ test-argos: install ## the real Argos Translate installs and runs an export (own
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m slow tests/test_export.py
 
 lint: install ## ruff and mypy
-	$(BIN)/ruff check nmt tests cli.py
+	$(BIN)/ruff check nmt tests cli.py bench
 	$(BIN)/mypy
 
 # Decoding is measured on the demo model when `make demo` has trained one, else on a random one;
 # the demo model is also exported to CTranslate2 (fp32, int8) and timed against nmt's decoding.
 bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints tables
-	$(BIN)/python -m nmt.bench --out bench/out \
+	$(BIN)/python -m bench --out bench/out $(if $(BASELINE),--baseline $(BASELINE)) \
+		$(if $(wildcard $(NMT_DATA_MIRROR)),--corpus $(NMT_DATA_MIRROR)) \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)
 
 demo: install ## download, train the small CPU demo model (10-14 min), translate and score it

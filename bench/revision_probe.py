@@ -1,8 +1,9 @@
 """One measurement of one revision of nmt, for ``bench/revisions.py``.
 
 Run as ``PYTHONPATH=<checkout of the revision> python bench/revision_probe.py SPEC_JSON``: the
-``nmt`` imported is the revision's. It uses only what every revision from aa0d4c0 on offers (``nmt.train.train`` with a ``StopFlag``, ``load_run``,
-``translate_normalized``), and prints one JSON object.
+``nmt`` imported is the revision's. It uses only what every revision from aa0d4c0 on offers
+(``nmt.train.train`` with a ``StopFlag``, ``load_run``, ``translate_normalized``), and prints
+one JSON object.
 
 - ``{"workload": "train", "config": PATH, "steps": N, "set": [...], "data_dir": PATH}``: train
   N steps without validation; the seconds of every optimizer step (the loop asks its StopFlag

@@ -37,7 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = Path(__file__).resolve().parent / "revision_probe.py"
 
-TRAIN_WORKLOADS = {  # name: (config, steps measured, steps left out at the start, overrides)
+# name: [(config, steps measured, steps left out at the start, overrides)]
+TRAIN_WORKLOADS: dict[str, list[tuple[str, int, int, list[str]]]] = {
     "demo": [("configs/demo.toml", 40, 5, [])],
     "d2l": [("configs/d2l-gru.toml", 300, 30, []), ("configs/d2l-transformer.toml", 300, 30, [])],
 }

@@ -293,8 +293,9 @@ def translate(
     compute_type: ComputeTypeOpt = "default",
 ) -> None:
     """Translate English sentences to French, one output line per input line."""
-    from nmt.checkpoint import atomic_text_output, load_run
     from nmt.errors import DataError, write_errors
+    from nmt.files import atomic_text_output
+    from nmt.loading import load_run
     from nmt.translate import Translator, check_output_is_not_input, read_lines
 
     if sentences and input_ is not None:
@@ -390,8 +391,8 @@ def bleu(
     """Corpus BLEU and chrF (sacrebleu) of a run on its test split or on --src/--ref files."""
     import json
 
-    from nmt.checkpoint import load_run
     from nmt.evaluate import evaluate_run, run_examples
+    from nmt.loading import load_run
     from nmt.translate import Translator
 
     engine = _engine(engine, model)
@@ -469,8 +470,8 @@ def export(
     if to not in TARGETS:
         raise NmtError(f"--to {to}: expected one of {', '.join(TARGETS)}")
     require_ctranslate2(f"--to {to}")
-    from nmt.checkpoint import latest_run, load_run
     from nmt.export.ct2 import QUANTIZATIONS, check_exportable
+    from nmt.loading import latest_run, load_run
 
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise NmtError(f"--quantization {quantization}: expected one of "
@@ -513,7 +514,7 @@ def plot(
     output: ImageOpt = None,
 ) -> None:
     """Training curves: train and valid loss and valid BLEU against step (runs/NAME/curves.png)."""
-    from nmt.checkpoint import latest_run
+    from nmt.loading import latest_run
     from nmt.plot import image_format, plot_training_curves
 
     if output is not None:
@@ -555,7 +556,7 @@ def attention(
     last); decoder self-attention keys are what the decoder was fed (<bos>, then the outputs).
     One colour bar, colormap Reds.
     """
-    from nmt.checkpoint import load_run
+    from nmt.loading import load_run
     from nmt.plot import ATTENTION_FILE, image_format, plot_attention
     from nmt.translate import Translator
 

@@ -31,6 +31,14 @@ def os_reason(e: OSError) -> str:
     return e.strerror or str(e) or type(e).__name__
 
 
+def first_line(error: BaseException, limit: int = 160) -> str:
+    """The first line of ``error``'s message, cut to ``limit`` characters, or its type's name when
+    the message is empty: how a one-line error quotes an exception from a library (torch's and
+    CTranslate2's messages run to many lines)."""
+    lines = str(error).strip().splitlines()
+    return lines[0].strip()[:limit] if lines else type(error).__name__
+
+
 @contextmanager
 def write_errors(target: str) -> Iterator[None]:
     """Turn an ``OSError`` raised while writing ``target`` (an option and its file, or

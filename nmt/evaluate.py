@@ -24,7 +24,7 @@ from nmt.errors import DataError
 from nmt.translate import StreamTranslator, read_lines
 
 if TYPE_CHECKING:
-    from nmt.checkpoint import LoadedRun
+    from nmt.loading import LoadedRun
 
 # The recipe's four check sentences and their references (seed-recipe.md), and the same as
 # people write them, for natural-text runs.
@@ -226,7 +226,7 @@ def evaluate(
     """
     import time
 
-    from nmt.checkpoint import atomic_write_text
+    from nmt.files import atomic_write_text
 
     if not sources:
         raise DataError(f"{data}: no sentences to translate")

@@ -8,6 +8,7 @@ the way) is a one-line :class:`NmtError` naming the path.
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import tempfile
 import time
@@ -126,6 +127,12 @@ def remove_stale_files(directory: Path, pattern: str) -> None:
         with suppress(OSError):
             if tmp.stat().st_mtime < _STARTED:
                 tmp.unlink()
+
+
+def remove_stale_temp_files(path: Path) -> None:
+    """Remove the temporary files of ``path`` (``.NAME.XXXX.tmp``) that a writer killed during
+    :func:`atomic_write_bytes` left beside it."""
+    remove_stale_files(path.parent, f".{glob.escape(path.name)}.*{TMP_SUFFIX}")
 
 
 def atomic_write_text(path: Path, text: str) -> None:

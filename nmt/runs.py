@@ -20,7 +20,7 @@ from typing import Any
 
 from rich.table import Table
 
-from nmt.errors import CheckpointError, NmtError
+from nmt.errors import CheckpointError, NmtError, first_line
 
 
 @dataclass
@@ -164,7 +164,7 @@ def run_info(run_dir: Path) -> RunInfo:
             notes.append(note)
     except Exception as e:  # noqa: BLE001 - a listing shows every run, however damaged
         info.state = "broken"
-        notes.append(f"unreadable ({type(e).__name__}: {str(e)[:80]})")
+        notes.append(f"unreadable ({type(e).__name__}: {first_line(e, 80)})")
     info.note = "; ".join(notes)
     return info
 

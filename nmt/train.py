@@ -46,7 +46,7 @@ from nmt.distributed import (
     init_distributed,
 )
 from nmt.ema import ExponentialMovingAverage
-from nmt.errors import CheckpointError, ConfigError, NmtError
+from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.files import atomic_write_text
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
@@ -366,8 +366,8 @@ def restore(run: Run, state: TrainingState, saved: dict[str, Any]) -> None:
         rng = saved["rng"]
         set_rng_state(rng[run.dist.rank] if isinstance(rng, list) else rng)
     except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as e:
-        first = (str(e).strip().splitlines() or [""])[0][:160]  # state_dict errors: lines
-        raise CheckpointError(f"{where}: cannot resume ({type(e).__name__}: {first})") from None
+        raise CheckpointError(f"{where}: cannot resume ({type(e).__name__}: {first_line(e)})"
+                              ) from None
     if prog.batch_in_epoch and prog.batch_in_epoch >= len(epoch_batches(run.prepared, t,
                                                                         run.dist, prog.epoch)):
         prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0  # saved at an epoch's end (older)

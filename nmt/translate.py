@@ -29,8 +29,8 @@ from nmt.errors import DataError
 if TYPE_CHECKING:
     import torch
 
-    from nmt.checkpoint import LoadedRun
     from nmt.data.tokenizers import Tokenizer
+    from nmt.loading import LoadedRun
     from nmt.models.base import EncoderDecoder
 
 DEFAULT_MAX_SRC_TOKENS = 1024  # longer sources are cut (a warning says so): memory stays bounded

@@ -1,4 +1,4 @@
-"""The benchmark harness on tiny settings: per-child peak memory, fixed-step training children,
+"""The benchmarks of bench/ on tiny settings: per-child peak memory, fixed-step training children,
 the alternation and ratios against the recipe (with a stand-in recipe script), the report."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-import nmt.bench as bench
+import bench.run as driver
+import bench.training as training
+from bench.processes import ChildRun, run_child
 from nmt.errors import NmtError
 
 # A stand-in for d2l_recipe.py: logs its call, prints the recipe's JSON line; 100 tokens/s with
@@ -62,9 +64,9 @@ def _calls(path: Path) -> list[list[Any]]:
 
 def test_peak_memory_is_each_childs_own() -> None:
     # the big child frees its 300 MB before it exits: only a high-water mark can see them
-    big = bench.run_child([sys.executable, "-c", "import time; b = b'x' * (300 * 2**20); "
+    big = run_child([sys.executable, "-c", "import time; b = b'x' * (300 * 2**20); "
                            "del b; time.sleep(0.3); print('ok')"])
-    small = bench.run_child([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    small = run_child([sys.executable, "-c", "import time; time.sleep(0.3)"])
     assert big.returncode == 0 and big.stdout.strip() == "ok"
     assert big.peak_rss_mb >= 300
     # neither the big child before it nor this test process (torch imported: > 200 MB) counts
@@ -72,12 +74,12 @@ def test_peak_memory_is_each_childs_own() -> None:
 
 
 def test_child_failure_and_missing_result_are_one_line_errors() -> None:
-    failed = bench.run_child([sys.executable, "-c", "import sys; sys.exit('boom\\nlast words')"])
+    failed = run_child([sys.executable, "-c", "import sys; sys.exit('boom\\nlast words')"])
     assert failed.returncode == 1
     with pytest.raises(NmtError, match="^recipe gru: exited with status 1: last words$"):
         failed.last_json("recipe gru")
     with pytest.raises(NmtError, match="printed no JSON result line"):
-        bench.ChildRun(0, 1.0, 1.0, "no json here\n", "").last_json("x")
+        ChildRun(0, 1.0, 1.0, "no json here\n", "").last_json("x")
 
 
 def test_training_child_runs_the_fixed_steps_and_times_each(
@@ -85,13 +87,13 @@ def test_training_child_runs_the_fixed_steps_and_times_each(
 ) -> None:
     config = tmp_path / "tiny.toml"
     config.write_text(TINY_TRANSFORMER, encoding="utf-8")
-    row = bench.measure_train(config, [*bench.CPU_OVERRIDES, "train.max_steps=4"],
+    row = training.measure_train(config, [*training.CPU_OVERRIDES, "train.max_steps=4"],
                               stop_after=4, warmup=1, data_dir=tiny_data_dir)
     assert row["steps"] == 4 and len(row["step_seconds"]) == 4
     assert row["tokens"] > 0 and row["tokens_per_sec"] > 0 and row["steady_tokens_per_sec"] > 0
     assert row["device"] == "cpu" and row["threads"] == 1
     assert row["peak_rss_mb"] > 50  # torch alone is more than that
-    table = bench.markdown({"machine": bench.machine(), "command": "c", "load_start": [1.0],
+    table = driver.markdown({"machine": driver.machine(), "command": "c", "load_start": [1.0],
                             "load_end": [2.0], "seconds": 3.0, "train": [row]})
     assert "| tiny.toml | 4 |" in table and f"{row['peak_rss_mb']:,}" in table
 
@@ -109,8 +111,8 @@ def test_d2l_comparison_alternates_and_keeps_each_sides_best(
         return {"tokens_per_sec": next(ours), "threads": 2 if "train.threads=0" in overrides else 1,
                 "peak_rss_mb": 123.0}
 
-    monkeypatch.setattr(bench, "measure_train", fake_measure)
-    result = bench.d2l_comparison(7, 2, zip_path=tiny_corpus_zip, baseline=script,
+    monkeypatch.setattr(training, "measure_train", fake_measure)
+    result = training.d2l_comparison(7, 2, zip_path=tiny_corpus_zip, baseline=script,
                                   log=lambda s: None)
     gru, transformer = result["rows"]
     assert gru["ours_best"] == 400 and gru["recipe_1_thread"] == [100, 100]
@@ -124,7 +126,7 @@ def test_d2l_comparison_alternates_and_keeps_each_sides_best(
     recipe_one, shipped = ["recipe", "gru", "7", "1"], ["recipe", "gru", "7", None]
     assert _calls(calls)[:8] == [one, recipe_one, one, recipe_one,
                                  default, shipped, default, shipped]
-    table = bench.markdown({"machine": bench.machine(), "command": "c", "load_start": [1.0],
+    table = driver.markdown({"machine": driver.machine(), "command": "c", "load_start": [1.0],
                             "load_end": [2.0], "seconds": 3.0, "d2l": result})
     assert "| gru | 400 | 100 | 4.0x | 500 | 50 | 10.0x | 123 / " in table
     # the recipe's peak memory is its own child's (a Python process: tens of MB at least)
@@ -135,9 +137,9 @@ def test_a_stopped_recipe_run_still_bounds_its_speed(
     fake_recipe: tuple[Path, Path], tiny_corpus_zip: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BENCH_SHIPPED_HANGS", "1")
-    monkeypatch.setattr(bench, "measure_train",
+    monkeypatch.setattr(training, "measure_train",
                         lambda *a, **kw: {"tokens_per_sec": 1000.0, "threads": 1})
-    result = bench.d2l_comparison(3, 1, zip_path=tiny_corpus_zip, baseline=fake_recipe[0],
+    result = training.d2l_comparison(3, 1, zip_path=tiny_corpus_zip, baseline=fake_recipe[0],
                                   shipped_timeout=0.5, log=lambda s: None)
     for row in result["rows"]:
         stopped = row["recipe_as_shipped_stopped_s"]
@@ -145,7 +147,7 @@ def test_a_stopped_recipe_run_still_bounds_its_speed(
         # the one-thread run trained 100 tokens/s * 2 s = 200 tokens in all
         assert row["recipe_as_shipped_below"] == round(200 / stopped)
         assert row["ratio_vs_recipe_as_shipped_above"] == round(1000 / (200 / stopped), 2)
-    table = bench.markdown({"machine": bench.machine(), "command": "c", "load_start": [1.0],
+    table = driver.markdown({"machine": driver.machine(), "command": "c", "load_start": [1.0],
                             "load_end": [2.0], "seconds": 3.0, "d2l": result})
     assert f"(stopped after {stopped:.0f} s) | > " in table
 
@@ -153,9 +155,9 @@ def test_a_stopped_recipe_run_still_bounds_its_speed(
 def test_d2l_comparison_without_the_corpus_zip_measures_ours_and_says_why(
     fake_recipe: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bench, "measure_train",
+    monkeypatch.setattr(training, "measure_train",
                         lambda *a, **kw: {"tokens_per_sec": 10.0, "threads": 1})
-    result = bench.d2l_comparison(3, 1, zip_path=None, baseline=fake_recipe[0],
+    result = training.d2l_comparison(3, 1, zip_path=None, baseline=fake_recipe[0],
                                   log=lambda s: None)
     assert result["baseline"] is None
     assert any("recipe skipped" in n and "NMT_DATA_MIRROR" in n for n in result["notes"])
@@ -168,10 +170,10 @@ def test_bench_main_writes_json_and_markdown(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # the training child is tested above; here it is stood in for, to keep the suite fast
-    monkeypatch.setattr(bench, "measure_train",
+    monkeypatch.setattr(training, "measure_train",
                         lambda config, *a, **kw: {"tokens_per_sec": 250.0, "threads": 1})
     out = tmp_path / "out"
-    bench.main(["--out", str(out), "--only", "d2l", "--d2l-epochs", "1", "--repeats", "1",
+    driver.main(["--out", str(out), "--only", "d2l", "--d2l-epochs", "1", "--repeats", "1",
                 "--baseline", str(fake_recipe[0])])
     result = json.loads((out / "bench.json").read_text())
     rows = {r["model"]: r for r in result["d2l"]["rows"]}
@@ -187,7 +189,68 @@ def test_bench_main_writes_json_and_markdown(
 
 def test_bad_options_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:
-        bench.main(["--only", "d2l,gpu"])
+        driver.main(["--only", "d2l,gpu"])
     assert e.value.code == 1
     assert capsys.readouterr().err.strip() == (
         "error: --only d2l,gpu: expected some of data, d2l, train, decode, export")
+
+
+def test_bench_runs_from_any_directory_with_the_corpus_as_an_option(
+    tiny_data_dir: Path, tiny_corpus_zip: Path, fake_recipe: tuple[Path, Path], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """configs/ resolve against the repository, not the working directory; --corpus names the
+    recipe's input (here the folder holding fra-eng.zip) where NMT_DATA_MIRROR is not set."""
+    measured: list[Path] = []
+
+    def fake_measure(config: Path, *a: Any, **kw: Any) -> dict[str, Any]:
+        measured.append(config)
+        return {"tokens_per_sec": 250.0, "threads": 1}
+
+    monkeypatch.setattr(training, "measure_train", fake_measure)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NMT_DATA_MIRROR")
+    driver.main(["--out", "out", "--only", "d2l", "--d2l-epochs", "1", "--repeats", "1",
+                 "--baseline", str(fake_recipe[0]), "--corpus", str(tiny_corpus_zip.parent)])
+    result = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert all(r["ratio_vs_recipe_1_thread"] == 2.5 for r in result["d2l"]["rows"])
+    assert [c.name for c in measured] == ["d2l-gru.toml"] * 2 + ["d2l-transformer.toml"] * 2
+    assert all(c.is_file() and c.parent.parent == Path(driver.__file__).parent.parent
+               for c in measured)
+
+
+def test_without_a_baseline_ours_is_measured_alone_and_one_line_says_so(
+    tiny_data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(training, "measure_train",
+                        lambda *a, **kw: {"tokens_per_sec": 250.0, "threads": 1})
+    driver.main(["--out", str(tmp_path / "out"), "--only", "d2l", "--d2l-epochs", "1",
+                 "--repeats", "1"])
+    said = [line for line in capsys.readouterr().out.splitlines() if "recipe skipped" in line]
+    assert said[0] == "  recipe skipped: no --baseline (the recipe script, d2l_recipe.py); " \
+                      "ours is measured alone"
+    result = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert result["d2l"]["baseline"] is None
+    assert [r["ours_best"] for r in result["d2l"]["rows"]] == [250, 250]
+    assert all("ratio_vs_recipe_1_thread" not in r for r in result["d2l"]["rows"])
+
+
+@pytest.mark.parametrize("option", ["--baseline", "--corpus"])
+def test_a_missing_file_named_on_the_command_line_is_a_one_line_error(
+    option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        driver.main([option, str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
+    assert e.value.code == 1
+    assert capsys.readouterr().err.strip() == f"error: {option} {tmp_path / 'nope'}: not found"
+    assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+def test_the_corpus_is_the_zip_or_a_folder_holding_it(tiny_corpus_zip: Path,
+                                                      tmp_path: Path) -> None:
+    assert training.find_corpus_zip(tiny_corpus_zip) == tiny_corpus_zip
+    assert training.find_corpus_zip(tiny_corpus_zip.parent) == tiny_corpus_zip
+    assert training.find_corpus_zip(tmp_path) is None  # a folder without one
+    assert training.find_corpus_zip("https://example.org/fra-eng.zip") is None
+    assert training.find_corpus_zip(None) is None

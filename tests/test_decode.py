@@ -327,8 +327,9 @@ def test_greedy_with_weights_shapes_and_tokens(untrained: EncoderDecoder) -> Non
 def make_run(run_dir: Path, arch: str = "transformer", trained: bool = True) -> Path:
     """A run directory as training leaves it (config, tokenizer, checkpoint) holding a toy model;
     the CLI tests in test_translate.py and test_bleu.py use it."""
-    from nmt.checkpoint import atomic_write_text, save_checkpoint
+    from nmt.checkpoint import save_checkpoint
     from nmt.config import Config, DataConfig
+    from nmt.files import atomic_write_text
 
     model = trained_toy(arch) if trained else random_model(arch)
     data = DataConfig(tokenizer="word", min_freq=1, lowercase=True, normalization="full")
@@ -346,7 +347,7 @@ def test_decoding_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path)
     """``make bench`` calls it: every method row, the summary and the JSON file are there."""
     import json
 
-    from nmt.bench_decode import bench_decode, markdown
+    from bench.decoding import bench_decode, markdown
 
     run = make_run(tmp_path / "run", trained=False)
     result = bench_decode(run, tmp_path / "out", sample=4, data_dir=tiny_data_dir,

@@ -22,10 +22,12 @@ import torch
 from conftest import invoke, tiny_corpus_sides
 from test_decode import CPU, TEXTS, TOKENIZER, make_run, src_ids, toy_pairs
 
-from nmt.checkpoint import atomic_write_text, load_run, save_checkpoint
+from nmt.checkpoint import save_checkpoint
 from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
 from nmt.decode import pad_batch
+from nmt.files import atomic_write_text
+from nmt.loading import load_run
 from nmt.models import build_model
 from nmt.translate import Translator
 
@@ -497,7 +499,7 @@ def test_argostranslate_installs_and_translates_the_package(runs: dict[str, Path
 def test_export_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
     """`make bench`'s export part: a row per engine, search and thread count, sizes, and every
     greedy difference explained."""
-    from nmt.bench_export import bench_export, markdown
+    from bench.export import bench_export, markdown
 
     run = make_run(tmp_path / "run")
     result = bench_export(run, tmp_path / "out", threads=(1,), searches=(1, 2),

@@ -15,8 +15,8 @@ import torch
 from conftest import invoke
 from test_decode import make_run
 
-from nmt.checkpoint import load_run
 from nmt.errors import CheckpointError, ConfigError
+from nmt.loading import load_run
 from nmt.plot import (
     MAX_FIGURE,
     attention_figure,

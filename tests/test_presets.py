@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nmt.checkpoint import load_run
 from nmt.config import load_config
 from nmt.evaluate import run_examples
+from nmt.loading import load_run
 from nmt.train import train
 from nmt.translate import Translator
 

@@ -30,8 +30,9 @@ from test_decode import make_run
 
 import nmt.checkpoint as ckpt
 import nmt.files as files
-from nmt.checkpoint import atomic_write_bytes, load_checkpoint, save_checkpoint
+from nmt.checkpoint import load_checkpoint, save_checkpoint
 from nmt.errors import CheckpointError, NmtError
+from nmt.files import atomic_write_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,7 +15,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_decode import make_run
 
-from nmt.checkpoint import load_run
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import (
     BOS_ID,
@@ -26,6 +25,7 @@ from nmt.data.tokenizers import (
     Tokenizer,
     WordTokenizer,
 )
+from nmt.loading import load_run
 from nmt.translate import Translator
 
 SRC, TGT = tiny_corpus_sides()

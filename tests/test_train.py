@@ -10,11 +10,12 @@ import torch
 from conftest import run_metrics
 from typer.testing import CliRunner
 
-from nmt.checkpoint import load_checkpoint, load_run
+from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 from nmt.config import Config, load_config
 from nmt.data.tokenizers import PAD_ID
 from nmt.errors import NmtError
+from nmt.loading import load_run
 from nmt.optim import lr_lambda
 from nmt.train import StopFlag, masked_cross_entropy, train
 

@@ -15,9 +15,9 @@ import torch
 from conftest import invoke
 from test_decode import TOKENIZER, make_run, random_model, train_toy, trained_toy
 
-from nmt.checkpoint import load_run
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
+from nmt.loading import load_run
 from nmt.translate import (
     Translator,
     read_lines,
@@ -281,7 +281,7 @@ def test_loading_a_run_stays_off_the_compiler_stack(tmp_path: Path, arch: str) -
     code = (
         "import sys, torch\n"
         "init = dict(vars(torch.nn.init))\n"
-        "from nmt.checkpoint import load_run\n"
+        "from nmt.loading import load_run\n"
         "from nmt.translate import Translator\n"
         f"t = Translator.from_run(load_run({str(run)!r}, 'best', 'cpu'))\n"
         "t.translate(['a b c'])\n"

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from nmt.errors import ConfigError, NmtError
 
 if TYPE_CHECKING:
-    from nmt.checkpoint import LoadedRun
+    from nmt.loading import LoadedRun
 
 ARGOS_VERSION = "1.9.0"  # the package format Argos Translate 1.9 and later read
 EXTENSION = ".argosmodel"
@@ -89,8 +89,8 @@ def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
                 overwrite: bool = False) -> Path:
     """Write the ``.argosmodel`` package of ``run`` to ``output`` (a new file unless
     ``overwrite``; written beside it and renamed into place)."""
-    from nmt.checkpoint import atomic_write_bytes
     from nmt.export.ct2 import check_exportable, export_run
+    from nmt.files import atomic_write_bytes
 
     output = Path(output)
     check_exportable(run.config, f"--run {run.run_dir}")

@@ -61,7 +61,7 @@ import nmt.data.normalize as normalize_module
 from nmt.config import DecodeConfig, from_dict
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SPECIALS, Tokenizer, load_tokenizer
-from nmt.errors import CheckpointError, ConfigError, DataError, NmtError
+from nmt.errors import CheckpointError, ConfigError, DataError, NmtError, first_line
 from nmt.translate import (
     StreamTranslator,
     TruncateHook,
@@ -73,8 +73,8 @@ from nmt.translate import (
 if TYPE_CHECKING:
     import torch
 
-    from nmt.checkpoint import LoadedRun
     from nmt.config import Config, ModelConfig
+    from nmt.loading import LoadedRun
     from nmt.models.transformer import Transformer
 
 FORMAT = "nmt-ctranslate2-1"
@@ -371,7 +371,7 @@ def _replace_dir(new: Path, target: Path) -> None:
 def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
     """The on-the-fly export of ``run_dir``'s checkpoint, made (or remade, when the
     checkpoint changed since) under ``RUN/ctranslate2/<checkpoint>/``."""
-    from nmt.checkpoint import latest_run, load_run, resolve_checkpoint
+    from nmt.loading import latest_run, load_run, resolve_checkpoint
 
     run_dir = latest_run() if run_dir is None else Path(run_dir)
     if not run_dir.is_dir():
@@ -472,9 +472,8 @@ class CT2Translator(StreamTranslator):
                                                 compute_type=compute_type,
                                                 intra_threads=threads)
         except (RuntimeError, ValueError) as e:
-            first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-            raise CheckpointError(f"--model {directory}: CTranslate2 cannot load it ({first})"
-                                  ) from None
+            raise CheckpointError(f"--model {directory}: CTranslate2 cannot load it "
+                                  f"({first_line(e, 200)})") from None
         data = meta["data"]
         return cls(translator, load_tokenizer(directory), cfg, bool(data["lowercase"]),
                    str(data["normalization"]), int(data["truncate"]),

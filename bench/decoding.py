@@ -1,7 +1,7 @@
 """Decoding speed on CPU: the recipe's way (one sentence at a time, re-running the prefix) against
 batched search with the incremental state, on a run's test split.
 
-``python -m nmt.bench_decode --run runs/NAME`` prints a Markdown table and writes
+``python -m bench.decoding --run runs/NAME`` prints a Markdown table and writes
 ``decode.json``; :func:`bench_decode` is what ``make bench`` calls. Every figure compares
 methods on the *same* sentences with the same model; the slow baselines run on a fixed sample
 (``--sample``) so the whole benchmark stays within a few minutes on two cores. Without a run,
@@ -27,13 +27,15 @@ from typing import Any
 
 import torch
 
+from bench import CONFIGS, ROOT
 from nmt.config import Config, DecodeConfig, load_config
 from nmt.data.tokenizers import BOS_ID, EOS_ID, Tokenizer
 from nmt.decode import Hypothesis, search_ids
+from nmt.errors import NmtError
 from nmt.models.base import EncoderDecoder
 from nmt.translate import source_cut, source_ids
 
-DEMO_CONFIG = Path("configs/demo.toml")
+DEMO_CONFIG = CONFIGS / "demo.toml"
 
 
 def _timed(fn: Callable[[], list[Hypothesis]], repeat: int = 1) -> tuple[float, list[Hypothesis]]:
@@ -102,13 +104,13 @@ def cli_wall_time(run_dir: Path | None, repeat: int = 3) -> dict[str, float]:
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+            subprocess.run(cmd, check=True, capture_output=True, timeout=300, cwd=ROOT)
             times.append(time.perf_counter() - start)
         return round(statistics.median(times), 2)
 
     translate = [sys.executable, "-m", "nmt", "translate", "--device", "cpu", "i'm home ."]
     if run_dir is not None:
-        translate[4:4] = ["--run", str(run_dir)]
+        translate[4:4] = ["--run", str(run_dir.resolve())]  # the command runs in the repository
     result = {"python_startup_s": median_of([sys.executable, "-c", "pass"]),
               "import_cli_s": median_of([sys.executable, "-c", "import nmt.cli"]),
               "import_torch_s": median_of([sys.executable, "-c", "import torch"])}
@@ -123,7 +125,7 @@ def _load(run_dir: Path | None, data_dir: Path | None) -> tuple[
     from nmt.data.prepare import prepare
 
     if run_dir is not None:
-        from nmt.checkpoint import load_run
+        from nmt.loading import load_run
 
         run = load_run(run_dir, "best", "cpu")
         prepared = prepare(run.config.data, data_dir or default_data_dir(), log=lambda s: None)
@@ -138,7 +140,8 @@ def _load(run_dir: Path | None, data_dir: Path | None) -> tuple[
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size,
                         joint_vocab=tok.joint).eval()
     sources, _ = prepared.splits["test"].grouped()
-    return model, tok, cfg, sources, f"random init, {DEMO_CONFIG} size (no trained run)"
+    what = f"random init, {DEMO_CONFIG.relative_to(ROOT)} size (no trained run)"
+    return model, tok, cfg, sources, what
 
 
 def bench_decode(
@@ -252,14 +255,18 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench.decoding",
+                                description=__doc__.split("\n")[0])
     p.add_argument("--run", type=Path, default=None, help="runs/NAME (default: random demo model)")
-    p.add_argument("--out", type=Path, default=Path("bench/out"))
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     p.add_argument("--sample", type=int, default=100)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--data-dir", type=Path, default=None)
     args = p.parse_args(argv)
-    result = bench_decode(args.run, args.out, args.sample, args.threads, args.data_dir)
+    try:
+        result = bench_decode(args.run, args.out, args.sample, args.threads, args.data_dir)
+    except NmtError as e:
+        raise SystemExit(f"error: {e}") from None
     print(markdown(result))
 
 

@@ -1,6 +1,6 @@
 """Export benchmark: ``nmt``'s own decoding against CTranslate2 fp32 and int8 exports of a run.
 
-``python -m nmt.bench_export --run runs/NAME`` (and ``make bench``'s ``export`` part) exports the
+``python -m bench.export --run runs/NAME`` (and ``make bench``'s ``export`` part) exports the
 run's best checkpoint twice (float32 and int8 weights) under ``--out``, then translates the whole
 test split, text in and text out, with each engine at 1 and 2 threads, greedy and beam 4:
 sentences per second, the share of lines identical to ``nmt``'s output with the same search,
@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from bench import ROOT
 from nmt.data.tokenizers import BOS_ID, EOS_ID
 from nmt.errors import NmtError
 
@@ -60,13 +61,13 @@ def bench_export(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Measure (see the module docstring); writes ``out_dir/export.json`` and returns it."""
-    from nmt.checkpoint import load_run
     from nmt.data.download import default_data_dir
     from nmt.data.normalize import normalize
     from nmt.data.prepare import prepare
     from nmt.decode import search_ids
     from nmt.evaluate import corpus_scores
     from nmt.export import require_ctranslate2
+    from nmt.loading import load_run
     from nmt.translate import Translator, source_cut, source_ids
 
     require_ctranslate2("bench export")
@@ -187,10 +188,10 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m nmt.bench_export",
+    p = argparse.ArgumentParser(prog="python -m bench.export",
                                 description=__doc__.split("\n")[0])
     p.add_argument("--run", type=Path, required=True, help="runs/NAME (its best checkpoint)")
-    p.add_argument("--out", type=Path, default=Path("bench/out"))
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     p.add_argument("--beams", default="1,4", help="comma-separated beam sizes (1: greedy)")
     p.add_argument("--limit", type=int, default=0, help="only the first N sources")

@@ -1,0 +1,100 @@
+"""Child processes measured from outside: exit status, wall time and peak resident memory.
+
+Every benchmark that trains or prepares data runs it in a fresh process, so each figure has its
+own peak resident memory (VmHWM) and no run warms the caches of the next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bench import ROOT
+from nmt.errors import NmtError
+
+
+@dataclass
+class ChildRun:
+    """One finished child process: exit status, wall seconds, peak RSS and its output."""
+
+    returncode: int
+    seconds: float
+    peak_rss_mb: float
+    stdout: str
+    stderr: str
+
+    def last_json(self, what: str) -> dict[str, Any]:
+        """The last stdout line that is a JSON object (both our child and the recipe print one)."""
+        if self.returncode != 0:
+            tail = (self.stderr.strip().splitlines() or ["no error output"])[-1]
+            raise NmtError(f"{what}: exited with status {self.returncode}: {tail[:300]}")
+        for line in reversed(self.stdout.splitlines()):
+            if line.startswith("{"):
+                return dict(json.loads(line))
+        raise NmtError(f"{what}: printed no JSON result line")
+
+
+def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
+              timeout: float = 1800.0, poll: float = 0.02) -> ChildRun:
+    """Run ``cmd`` in the repository root to completion; measure its wall time and peak memory.
+
+    The peak is the child's VmHWM, read from /proc every ``poll`` seconds until it exits (a
+    high-water mark, so only growth in the last poll interval can be missed). ``ru_maxrss`` from
+    ``wait4`` is the fallback where /proc is missing, but on Linux it also counts the parent's
+    memory at the fork, so a small child would report at least this process's size.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env, cwd=ROOT)
+        hwm_kb = 0
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                hwm_kb = max(hwm_kb, _vm_hwm_kb(proc.pid))
+                if time.perf_counter() - start > timeout:
+                    proc.kill()
+                time.sleep(poll)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        # ru_maxrss is in KiB on Linux, in bytes on macOS
+        rss_kb = hwm_kb or usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
+        return ChildRun(proc.returncode, seconds, rss_kb / 1024,
+                        out.read().decode("utf-8", "replace"),
+                        err.read().decode("utf-8", "replace"))
+
+
+def _vm_hwm_kb(pid: int) -> int:
+    """Peak resident memory of a running process in KiB (0 when /proc cannot say)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def child_env(threads: int | None = None) -> dict[str, str]:
+    """The environment for a child: threads=None leaves torch's default thread count."""
+    env = dict(os.environ)
+    for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.pop(key, None)
+        if threads is not None:
+            env[key] = str(threads)
+    return env
