@@ -9,7 +9,6 @@ for beam search to matter.
 from __future__ import annotations
 
 import functools
-import math
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +20,6 @@ from nmt.config import DecodeConfig, ModelConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, WordTokenizer
 from nmt.decode import (
     Hypothesis,
-    argmax_rows,
     beam_search,
     greedy,
     greedy_uncached,
@@ -185,19 +183,6 @@ def test_pruning_finished_rows_equals_masking_them(model: EncoderDecoder, prune_
     assert [h.tokens for h in pruned] == [h.tokens for h in masked]
     assert [h.finished for h in pruned] == [h.finished for h in masked]
     assert [h.score for h in pruned] == pytest.approx([h.score for h in masked], abs=1e-5)
-
-
-@pytest.mark.parametrize("width", [5, 64, 129, 200, 4000, 4001])
-def test_argmax_rows_equals_torch_argmax(width: int) -> None:
-    """Same indices as ``argmax``: the first maximum, with ties, -inf and NaN in the rows."""
-    gen = torch.Generator().manual_seed(width)
-    x = torch.randint(-3, 4, (64, width), generator=gen).float()  # many ties
-    x[1] = -math.inf
-    x[2, width // 2] = math.nan
-    x[3] = torch.randn(width, generator=gen)
-    x[4, -1] = 10.0  # the maximum in the last, possibly partial, block
-    assert torch.equal(argmax_rows(x), x.argmax(dim=1))
-    assert torch.equal(argmax_rows(x, block=16), x.argmax(dim=1))
 
 
 # --- batched == one by one -----------------------------------------------------------------------
