@@ -55,13 +55,12 @@ def length_penalty(length: int, alpha: float) -> float:
 def max_output_lengths(src_lengths: Tensor, cfg: DecodeConfig, model: EncoderDecoder) -> Tensor:
     """``(B,)`` source lengths -> ``(B,)`` output limits: ``a * len + b``, capped.
 
-    The cap is ``cfg.max_len_cap`` and, for models with a position table, what still fits in it
-    (``<bos>`` takes the first position).
+    The cap is ``cfg.max_len_cap`` and, for models with a limit on positions
+    (``model.max_positions``), what still fits in it (``<bos>`` takes the first position).
     """
     cap = cfg.max_len_cap
-    max_positions = getattr(model, "max_positions", None)  # only position-table models have it
-    if isinstance(max_positions, int):
-        cap = min(cap, max_positions - 1)
+    if model.max_positions is not None:
+        cap = min(cap, model.max_positions - 1)
     limits = torch.floor(src_lengths.double() * cfg.max_len_a).long() + cfg.max_len_b
     return limits.clamp(min=1, max=max(cap, 1))
 

@@ -121,8 +121,7 @@ def loss_gradients(model: EncoderDecoder, x: dict[str, torch.Tensor]) -> dict[st
 
 def build(fields: dict[str, Any], joint: bool, dropout: float = 0.1) -> EncoderDecoder:
     src_vocab = VOCAB if joint else SRC_VOCAB
-    return build_model(model_config(fields, dropout), src_vocab, VOCAB, joint_vocab=joint,
-                       pad_id=PAD, bos_id=BOS, eos_id=EOS)
+    return build_model(model_config(fields, dropout), src_vocab, VOCAB, joint_vocab=joint)
 
 
 def make() -> dict[str, Any]:

@@ -8,9 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nmt.config import ModelConfig
+from nmt.config import ModelConfig, from_dict
 from nmt.errors import ConfigError
-from nmt.models import EncoderDecoder, build_model, count_parameters, select_rows
+from nmt.models import ARCHITECTURES, EncoderDecoder, build_model, count_parameters, select_rows
+from nmt.models.attention import MultiHeadAttention
 from nmt.models.transformer import sinusoidal_positions
 
 PAD, BOS, EOS = 1, 2, 3
@@ -33,7 +34,7 @@ def tiny(arch: str = "transformer", **kw: object) -> ModelConfig:
 def make(variant: str, seed: int = 0, **kw: object) -> EncoderDecoder:
     torch.manual_seed(seed)
     cfg = tiny(**{**VARIANTS[variant], **kw})  # type: ignore[arg-type]
-    return build_model(cfg, V_SRC, V_TGT, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+    return build_model(cfg, V_SRC, V_TGT)
 
 
 def batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -238,6 +239,84 @@ def test_xavier_init_bounds() -> None:
     assert in_proj.abs().max() <= bound and in_proj.abs().max() > 0.9 * bound
     default = build_model(tiny(d_model=16, d_ff=32, init="default"), 9, 9)
     assert default.enc_layers[0].self_attn.in_proj.weight.abs().max() < 0.9 * bound
+
+
+def recipe_xavier_(model: torch.nn.Module) -> None:
+    """The recipe's initialisation as it was written before each family owned its own: Xavier
+    on every linear layer (the fused q/k/v projection as three blocks) and GRU weight."""
+    fused = {id(m.in_proj) for m in model.modules() if isinstance(m, MultiHeadAttention)}
+    for module in model.modules():
+        if id(module) in fused:
+            for block in module.weight.data.chunk(3, dim=0):  # type: ignore[operator]
+                torch.nn.init.xavier_uniform_(block)
+        elif type(module) is torch.nn.Linear:
+            torch.nn.init.xavier_uniform_(module.weight)
+        elif isinstance(module, torch.nn.GRU):
+            for name, param in module.named_parameters():
+                if name.startswith("weight"):
+                    torch.nn.init.xavier_uniform_(param)
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_each_family_initialises_as_the_recipe(variant: str) -> None:
+    """init_weights("xavier") draws exactly the weights the recipe's loop draws."""
+    xavier = make(variant, seed=5, init="xavier")
+    reference = make(variant, seed=5, init="default")  # the RNG is where xavier's loop began
+    assert not torch.equal(reference.out.weight, xavier.out.weight)
+    recipe_xavier_(reference)
+    for (name, a), b in zip(xavier.state_dict().items(), reference.state_dict().values(),
+                            strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+
+
+def test_arch_choices_are_the_families() -> None:
+    choices = {f.name: f for f in dataclasses.fields(ModelConfig)}["arch"].metadata["choices"]
+    assert set(choices) == set(ARCHITECTURES)
+    assert ModelConfig().arch in ARCHITECTURES
+
+
+CONFIG_GRID = [dict(d_model=d, hidden=h, n_heads=n, tie_embeddings=tie)
+               for d in (12, 16) for h in (12, 16) for n in (3, 4) for tie in (False, True)]
+
+
+@pytest.mark.parametrize("arch", list(ARCHITECTURES))
+def test_config_file_checks_agree_with_the_family(arch: str) -> None:
+    """nmt.config rejects at load time (without torch) exactly the model tables the family's
+    check_config rejects, with the same option named."""
+    outcomes = set()
+    for fields in CONFIG_GRID:
+        cfg = tiny(arch, **fields)
+        try:
+            ARCHITECTURES[arch].check_config(cfg)
+            family_error = None
+        except ConfigError as e:
+            family_error = str(e).split(":")[0]
+        table = {"model": dataclasses.asdict(cfg)}
+        try:
+            from_dict(table)
+            config_error = None
+        except ConfigError as e:
+            config_error = str(e).split(": ")[1]
+        assert config_error == family_error, fields
+        outcomes.add(family_error)
+    assert len(outcomes) == 2  # the grid holds configs the family takes and one it rejects
+
+
+def test_a_family_must_implement_the_contract() -> None:
+    """A new family that forgets its config checks, initialisation or description fails
+    instead of keeping PyTorch's defaults."""
+
+    class Half(EncoderDecoder):
+        pass
+
+    with pytest.raises(NotImplementedError):
+        Half.check_config(tiny())
+    with pytest.raises(NotImplementedError):
+        Half.describe({})
+    with pytest.raises(NotImplementedError):
+        Half().init_weights("xavier")
+    assert Half.max_positions is None and make("gru").max_positions is None
+    assert make("transformer").max_positions == ModelConfig().max_positions
 
 
 def toy_batch(g: torch.Generator, n: int = 32, vocab: int = 12, reverse: bool = False):

@@ -18,6 +18,8 @@ Memory: ``enc_out`` ``(B, S, H)``, ``enc_hidden`` ``(B, L, H)``, ``src_mask`` ``
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -25,30 +27,39 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
 from nmt.models.attention import AdditiveAttention
-from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
+from nmt.models.base import (
+    DecodeOutput,
+    EncoderDecoder,
+    Memory,
+    State,
+    lengths_to_mask,
+    xavier_requested,
+)
 
 
 class GRUSeq2Seq(EncoderDecoder):
     """GRU encoder and Bahdanau-attention GRU decoder implementing :class:`EncoderDecoder`."""
 
-    def __init__(
-        self,
-        cfg: ModelConfig,
-        src_vocab_size: int,
-        tgt_vocab_size: int,
-        *,
-        joint_vocab: bool = False,
-        pad_id: int = 1,
-        bos_id: int = 2,
-        eos_id: int = 3,
-    ) -> None:
-        super().__init__(pad_id, bos_id, eos_id)
-        e, h, n_layers = cfg.d_model, cfg.hidden, cfg.n_layers
-        if cfg.tie_embeddings and e != h:
+    @classmethod
+    def check_config(cls, cfg: ModelConfig) -> None:
+        if cfg.tie_embeddings and cfg.d_model != cfg.hidden:
             raise ConfigError(
                 f"model.tie_embeddings: the GRU needs hidden == d_model to tie, got "
-                f"hidden={h}, d_model={e}"
+                f"hidden={cfg.hidden}, d_model={cfg.d_model}"
             )
+
+    @classmethod
+    def describe(cls, model: dict[str, Any]) -> str:
+        """``"gru 2x512 bi"``: layers x hidden size, and whether the encoder is bidirectional."""
+        bi = " bi" if model.get("bidirectional") else ""
+        return f"gru {model.get('n_layers', '?')}x{model.get('hidden', '?')}{bi}"
+
+    def __init__(
+        self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *,
+        joint_vocab: bool = False,
+    ) -> None:
+        super().__init__()
+        e, h, n_layers = cfg.d_model, cfg.hidden, cfg.n_layers
         self.hidden, self.n_layers, self.bidirectional = h, n_layers, cfg.bidirectional
         self.src_embed = nn.Embedding(src_vocab_size, e)
         share_src = cfg.tie_embeddings and joint_vocab
@@ -63,6 +74,20 @@ class GRUSeq2Seq(EncoderDecoder):
         if cfg.tie_embeddings:
             self.out.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)
+
+    def init_weights(self, scheme: str) -> None:
+        """``"xavier"``: Xavier-uniform weights of every linear layer and of both GRUs, as the
+        recipe does; biases and embeddings keep PyTorch's defaults (a tied output projection is
+        a linear layer, so a tied embedding gets Xavier weights too)."""
+        if not xavier_requested(scheme):
+            return
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+            elif isinstance(module, nn.GRU):
+                for name, param in module.named_parameters():
+                    if name.startswith("weight"):
+                        nn.init.xavier_uniform_(param)
 
     def encode(self, src: Tensor, src_lengths: Tensor, need_weights: bool = False) -> Memory:
         """src ``(B, S)``, src_lengths ``(B,)`` (all >= 1) -> memory (see module docstring).

@@ -18,7 +18,7 @@ State (all batch-first, heads head-major as :class:`MultiHeadAttention` splits t
 from __future__ import annotations
 
 import math
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -26,7 +26,14 @@ from torch import Tensor, nn
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
 from nmt.models.attention import MultiHeadAttention, causal_mask
-from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
+from nmt.models.base import (
+    DecodeOutput,
+    EncoderDecoder,
+    Memory,
+    State,
+    lengths_to_mask,
+    xavier_requested,
+)
 
 
 def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
@@ -148,19 +155,26 @@ class Transformer(EncoderDecoder):
     """Encoder-decoder Transformer implementing the :class:`EncoderDecoder` contract."""
 
     pos: Tensor  # (max_positions, d_model) sinusoidal table, a non-persistent buffer
+    max_positions: int  # the rows of that table: the longest sequence either stack takes
+
+    @classmethod
+    def check_config(cls, cfg: ModelConfig) -> None:
+        if cfg.d_model % cfg.n_heads != 0:
+            raise ConfigError(
+                f"model.n_heads: expected a divisor of d_model={cfg.d_model}, got {cfg.n_heads}"
+            )
+
+    @classmethod
+    def describe(cls, model: dict[str, Any]) -> str:
+        """``"transformer 2x256 h4"``: layers x d_model, heads."""
+        return (f"transformer {model.get('n_layers', '?')}x{model.get('d_model', '?')} "
+                f"h{model.get('n_heads', '?')}")
 
     def __init__(
-        self,
-        cfg: ModelConfig,
-        src_vocab_size: int,
-        tgt_vocab_size: int,
-        *,
+        self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *,
         joint_vocab: bool = False,
-        pad_id: int = 1,
-        bos_id: int = 2,
-        eos_id: int = 3,
     ) -> None:
-        super().__init__(pad_id, bos_id, eos_id)
+        super().__init__()
         d = cfg.d_model
         self.d_model, self.n_layers, self.max_positions = d, cfg.n_layers, cfg.max_positions
         self.scale = math.sqrt(d)  # sec. 3.4: embeddings are multiplied by sqrt(d_model)
@@ -177,6 +191,23 @@ class Transformer(EncoderDecoder):
         if cfg.tie_embeddings:
             self.out.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)
+
+    def init_weights(self, scheme: str) -> None:
+        """``"xavier"``: Xavier-uniform weights of every linear layer, as the recipe does;
+        biases, embeddings and LayerNorms keep PyTorch's defaults (a tied output projection is
+        a linear layer, so a tied embedding gets Xavier weights too). The fused
+        ``(3 d_model, d_model)`` query/key/value projection is initialised as three
+        ``(d_model, d_model)`` blocks, so each gets the bound of the recipe's separate layers.
+        """
+        if not xavier_requested(scheme):
+            return
+        fused = {id(m.in_proj) for m in self.modules() if isinstance(m, MultiHeadAttention)}
+        for module in self.modules():
+            if isinstance(module, nn.Linear) and id(module) in fused:
+                for block in module.weight.data.chunk(3, dim=0):
+                    nn.init.xavier_uniform_(block)
+            elif isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
 
     def _embed(self, embed: nn.Embedding, tokens: Tensor, start: int) -> Tensor:
         """``(B, T)`` ids -> ``(B, T, d_model)``: scaled embedding + positions start..start+T-1."""
