@@ -31,11 +31,13 @@ import torch
 import torch.nn.functional as F
 
 from nmt.config import ModelConfig
+from nmt.data.tokenizers import BOS_ID as BOS
+from nmt.data.tokenizers import EOS_ID as EOS
+from nmt.data.tokenizers import PAD_ID as PAD
 from nmt.decode import Hypothesis, beam_search, greedy
 from nmt.models import EncoderDecoder, build_model
 
 PATH = Path(__file__).parent / "data" / "golden_models.pt"
-PAD, BOS, EOS = 1, 2, 3
 VOCAB = 23  # target vocabulary (and source, when joint)
 SRC_VOCAB = 19  # source vocabulary of the variants without a joint one
 MAX_LEN = 8  # output limit of the searches

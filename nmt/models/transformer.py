@@ -159,7 +159,7 @@ class Transformer(EncoderDecoder):
 
     @classmethod
     def check_config(cls, cfg: ModelConfig) -> None:
-        if cfg.d_model % cfg.n_heads != 0:
+        if cfg.n_heads < 1 or cfg.d_model % cfg.n_heads != 0:
             raise ConfigError(
                 f"model.n_heads: expected a divisor of d_model={cfg.d_model}, got {cfg.n_heads}"
             )
