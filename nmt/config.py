@@ -64,22 +64,30 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """The network. Names follow the papers: d_model, n_heads, d_ff."""
+    """The network. Names follow the papers: d_model, n_heads, d_ff.
+
+    ``arch`` picks the family (``nmt.models.ARCHITECTURES``); a field of the other family is
+    accepted and ignored.
+    """
 
     arch: str = field(default="transformer", metadata=_choice("transformer", "gru"))
+    # Both families
     d_model: int = 256  # embedding size (and Transformer width)
-    hidden: int = 256  # GRU hidden size
     n_layers: int = 2  # layers in the encoder and in the decoder
-    n_heads: int = 4  # Transformer attention heads
-    d_ff: int = 1024  # Transformer feed-forward inner size
-    dropout: float = 0.1  # dropout on embeddings, attention weights and sublayer outputs
-    bidirectional: bool = False  # GRU encoder reads both directions (outputs are summed)
-    norm_first: bool = False  # Transformer pre-norm; the recipe (and the paper) is post-norm
+    dropout: float = 0.1  # dropout on embeddings, attention weights and sublayer outputs (GRU:
+    # also between stacked layers)
     tie_embeddings: bool = False  # share target embedding and output projection (and source,
-    # when the vocabulary is joint)
+    # when the vocabulary is joint); the GRU needs hidden == d_model
+    init: str = field(default="xavier", metadata=_choice("xavier", "default"))  # weight init
+    # GRU only
+    hidden: int = 256  # GRU hidden size
+    bidirectional: bool = False  # GRU encoder reads both directions (outputs are summed)
+    # Transformer only
+    n_heads: int = 4  # Transformer attention heads (a divisor of d_model)
+    d_ff: int = 1024  # Transformer feed-forward inner size
+    norm_first: bool = False  # Transformer pre-norm; the recipe (and the paper) is post-norm
     attn_bias: bool = False  # biases in attention projections (the recipe has none)
     max_positions: int = 1024  # longest sequence the sinusoidal table covers
-    init: str = field(default="xavier", metadata=_choice("xavier", "default"))  # weight init
 
 
 @dataclass(frozen=True)
@@ -232,8 +240,13 @@ def _check_consistency(cfg: Config, where: str) -> None:
     d, m, t = cfg.data, cfg.model, cfg.train
     if d.valid_frac + d.test_frac >= 0.5:
         raise ConfigError(f"{where}: data.valid_frac + data.test_frac: expected < 0.5")
+    # The families' own checks (check_config in nmt.models), repeated here so that a config is
+    # rejected when it is read, without importing torch; tests/test_models.py keeps them in step.
     if m.arch == "transformer" and m.d_model % max(m.n_heads, 1) != 0:
         raise ConfigError(f"{where}: model.n_heads: expected a divisor of d_model={m.d_model}")
+    if m.arch == "gru" and m.tie_embeddings and m.hidden != m.d_model:
+        raise ConfigError(f"{where}: model.tie_embeddings: the GRU needs hidden == d_model to "
+                          f"tie, got hidden={m.hidden}, d_model={m.d_model}")
     for key, value in (("model.d_model", m.d_model), ("model.hidden", m.hidden),
                        ("model.n_layers", m.n_layers), ("model.n_heads", m.n_heads),
                        ("train.batch_size", t.batch_size), ("train.accum_steps", t.accum_steps),

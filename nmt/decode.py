@@ -55,13 +55,12 @@ def length_penalty(length: int, alpha: float) -> float:
 def max_output_lengths(src_lengths: Tensor, cfg: DecodeConfig, model: EncoderDecoder) -> Tensor:
     """``(B,)`` source lengths -> ``(B,)`` output limits: ``a * len + b``, capped.
 
-    The cap is ``cfg.max_len_cap`` and, for models with a position table, what still fits in it
-    (``<bos>`` takes the first position).
+    The cap is ``cfg.max_len_cap`` and, for models with a limit on positions
+    (``model.max_positions``), what still fits in it (``<bos>`` takes the first position).
     """
     cap = cfg.max_len_cap
-    max_positions = getattr(model, "max_positions", None)  # only position-table models have it
-    if isinstance(max_positions, int):
-        cap = min(cap, max_positions - 1)
+    if model.max_positions is not None:
+        cap = min(cap, model.max_positions - 1)
     limits = torch.floor(src_lengths.double() * cfg.max_len_a).long() + cfg.max_len_b
     return limits.clamp(min=1, max=max(cap, 1))
 
@@ -82,31 +81,8 @@ def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
     """``(n, t, V)`` logits -> the last position's best token ``(n,)`` (never ``<pad>`` or
     ``<bos>``) and its log-probability ``(n,)``: what greedy search needs."""
     logp = _log_probs(logits)
-    token = argmax_rows(logp)
+    token = logp.argmax(dim=1)
     return logp.gather(1, token[:, None]).squeeze(1), token
-
-
-def argmax_rows(x: Tensor, block: int = 64) -> Tensor:
-    """``x.argmax(dim=1)`` of a 2-D tensor: the same indices (the first maximum of each row).
-
-    On the CPU, torch's index-returning reductions do not vectorise and cost as much as the whole
-    log-softmax over a ``(256, 4000)`` batch, while a plain ``amax`` is 15x cheaper. So: the
-    maximum of each block of ``block`` columns (``amax``), the first block holding the row's
-    maximum (a small ``argmax``), then the first maximum inside that block. Ties and NaN resolve
-    as in ``argmax``: the first block holding the first maximum holds it first too.
-    """
-    n, v = x.shape
-    if x.device.type != "cpu" or v <= 2 * block:
-        return x.argmax(dim=1)
-    full = v - v % block
-    maxima = x[:, :full].unflatten(1, (-1, block)).amax(dim=2)  # (n, full / block)
-    if full < v:
-        maxima = torch.cat((maxima, x[:, full:].amax(dim=1, keepdim=True)), dim=1)
-    start = maxima.argmax(dim=1) * block  # (n,) first column of the winning block
-    # the winning block's columns; past the last column, repeats of it (found later, so
-    # never chosen over the real one)
-    cols = (start[:, None] + torch.arange(block, device=x.device)).clamp_(max=v - 1)
-    return start + x.gather(1, cols).argmax(dim=1)
 
 
 PRUNE_AT = 0.2

@@ -47,13 +47,15 @@ class RunInfo:
 
 
 def describe_model(model: dict[str, Any]) -> str:
-    """A [model] table -> "transformer 2x256 h4" / "gru 2x512 bi" (layers x width, heads)."""
+    """A [model] table -> its family's one line, "transformer 2x256 h4" / "gru 2x512 bi";
+    an architecture this version does not know: "NAME LAYERSxD_MODEL"."""
+    from nmt.models import ARCHITECTURES  # imports torch, as reading a checkpoint does
+
     arch = model.get("arch", "?")
-    layers = model.get("n_layers", "?")
-    if arch == "gru":
-        bi = " bi" if model.get("bidirectional") else ""
-        return f"gru {layers}x{model.get('hidden', '?')}{bi}"
-    return f"{arch} {layers}x{model.get('d_model', '?')} h{model.get('n_heads', '?')}"
+    family = ARCHITECTURES.get(arch)
+    if family is not None:
+        return family.describe(model)
+    return f"{arch} {model.get('n_layers', '?')}x{model.get('d_model', '?')}"
 
 
 def count_state_parameters(state: dict[str, Any]) -> int:

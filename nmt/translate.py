@@ -46,9 +46,7 @@ def source_limit(
     """Most source tokens (``<eos>`` included) the model takes: the option, else the run's
     ``data.truncate`` (when training cut its sources), else 1024; capped by the model's position
     table when it has one."""
-    max_positions = getattr(model, "max_positions", None)  # position-table models only
-    return source_limit_for(max_positions if isinstance(max_positions, int) else None,
-                            max_src_tokens, truncate)
+    return source_limit_for(model.max_positions, max_src_tokens, truncate)
 
 
 def source_limit_for(

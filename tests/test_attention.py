@@ -1,4 +1,5 @@
-"""Attention components: the recipe's oracle values, masking semantics, fused vs explicit paths."""
+"""Attention components: the recipe's oracle values, masking semantics, fused vs explicit paths,
+multi-head attention against the per-head textbook computation."""
 
 from __future__ import annotations
 
@@ -8,15 +9,10 @@ import torch
 from nmt.models.attention import (
     AdditiveAttention,
     DotProductAttention,
-    Dropout,
-    Mask,
     MultiHeadAttention,
     causal_mask,
     dot_product_attention,
-    dropout,
-    dropout_mask,
     masked_softmax,
-    packed_heads_attention,
     valid_lens_to_mask,
 )
 
@@ -99,27 +95,34 @@ def test_masked_softmax_low_precision_does_not_overflow(dtype: torch.dtype) -> N
     torch.testing.assert_close(w.float().sum(-1), torch.ones(2, 3), atol=1e-2, rtol=0)
 
 
-@pytest.mark.parametrize("n_keys", [5, 20])  # both layouts of the explicit softmax
+@pytest.mark.parametrize("n_keys", [5, 20])
 @pytest.mark.parametrize("causal", [False, True])
 def test_fused_and_explicit_paths_agree(causal: bool, n_keys: int) -> None:
+    """Without weights the fused kernel runs, with them the explicit formula: same output."""
     torch.manual_seed(3)
     q = torch.randn(3, 2, n_keys, 4)
     k, v = torch.randn(3, 2, n_keys, 4), torch.randn(3, 2, n_keys, 4)
     mask = valid_lens_to_mask(torch.tensor([n_keys, 2, 3]), n_keys).unsqueeze(1)  # (B,1,1,K)
     if causal:
         mask = mask & causal_mask(n_keys, n_keys)
-    fused, none = dot_product_attention(q, k, v, mask, fused=True)
-    explicit, no_weights = dot_product_attention(q, k, v, mask, fused=False)
-    slow, w = dot_product_attention(q, k, v, mask, need_weights=True)
-    assert none is None and no_weights is None and w is not None
+    fused, none = dot_product_attention(q, k, v, mask)
+    explicit, w = dot_product_attention(q, k, v, mask, need_weights=True)
+    assert none is None and w is not None
     torch.testing.assert_close(fused, explicit)
-    torch.testing.assert_close(fused, slow)
     torch.testing.assert_close(w.sum(-1), torch.ones(3, 2, n_keys))
     assert w[1, :, :, 2:].abs().max() == 0
     if causal:
         assert torch.triu(w, diagonal=1).abs().max() == 0
-    with pytest.raises(ValueError):
-        dot_product_attention(q, k, v, mask, need_weights=True, fused=True)
+
+
+def test_explicit_path_dropout_drops_weights_after_they_are_returned() -> None:
+    torch.manual_seed(6)
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 4)
+    out, w = dot_product_attention(q, k, v, dropout_p=0.5, need_weights=True)
+    clean, w_clean = dot_product_attention(q, k, v, need_weights=True)
+    assert w is not None and w_clean is not None
+    torch.testing.assert_close(w, w_clean)  # the weights as computed, before dropout
+    assert not torch.allclose(out, clean)
 
 
 def per_head_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -130,127 +133,6 @@ def per_head_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
-
-
-PACKED_CASES = [  # (queries, keys, mask kind): training passes, a cached decoding step, no mask
-    (5, 5, "causal"), (5, 5, "padding"), (4, 6, "padding"), (1, 6, "padding"), (1, 3, "none"),
-    (3, 3, "both"),
-]
-
-
-def packed_case(n_q: int, n_k: int, kind: str, h: int = 4) -> tuple[torch.Tensor, ...]:
-    torch.manual_seed(n_q * 10 + n_k)
-    q = torch.randn(3, h, n_q, 8, dtype=torch.float64, requires_grad=True)
-    k = torch.randn(3, h, n_k, 8, dtype=torch.float64, requires_grad=True)
-    v = torch.randn(3, h, n_k, 6, dtype=torch.float64, requires_grad=True)
-    padding = valid_lens_to_mask(torch.tensor([n_k, 2, 1]), n_k).unsqueeze(1)  # (3, 1, 1, K)
-    causal = causal_mask(n_q, n_k)
-    mask = {"causal": causal, "padding": padding, "none": None, "both": padding & causal}[kind]
-    return q, k, v, mask
-
-
-def packed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: object,
-           dropout_p: float = 0.0) -> torch.Tensor:
-    """:func:`packed_heads_attention` on head-major ``(B, h, T, d)`` tensors (it takes and gives
-    token-major ones, ``(B, T, h, d)``)."""
-    out = packed_heads_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                 mask, dropout_p)  # type: ignore[arg-type]
-    return out.transpose(1, 2)
-
-
-@pytest.mark.parametrize(("n_q", "n_k", "kind"), PACKED_CASES)
-def test_packed_heads_equal_per_head_attention(n_q: int, n_k: int, kind: str) -> None:
-    """All heads in one product, the other heads' keys hidden by the bias: the same outputs
-    and gradients as one product per head (float64, so any leak across heads would show)."""
-    q, k, v, mask = packed_case(n_q, n_k, kind)
-    expected, _ = per_head_attention(q, k, v, mask)
-    got = packed(q, k, v, mask)
-    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
-    grad = torch.randn_like(expected)
-    torch.testing.assert_close(torch.autograd.grad(got, (q, k, v), grad),
-                               torch.autograd.grad(expected, (q, k, v), grad),
-                               rtol=1e-10, atol=1e-12)
-
-
-def test_packed_heads_with_every_key_masked_and_an_empty_batch() -> None:
-    """A query whose keys are all masked gets uniform weights over its own head's keys, as on
-    the explicit path (no mixing of other heads' values); an empty batch keeps its shape."""
-    q, k, v, _ = packed_case(4, 4, "none")
-    mask = valid_lens_to_mask(torch.tensor([0, 3, 4]), 4).unsqueeze(1)  # row 0: nothing
-    expected, _ = dot_product_attention(q, k, v, mask, need_weights=True)
-    torch.testing.assert_close(packed(q, k, v, mask), expected)
-    torch.testing.assert_close(expected[0], v[0].mean(dim=1, keepdim=True).expand(4, 4, 6))
-    empty = packed(q[:0], k[:0], v[:0], mask[:0])
-    assert empty.shape == (0, 4, 4, 6)
-
-
-def test_packed_heads_dropout_drops_each_heads_own_weights() -> None:
-    """Dropout on the packed path: entry (b, q, k, j) of one keep-mask serves query q of head
-    j at key k; the result is the per-head attention with those weights dropped and rescaled."""
-    q, k, v, mask = packed_case(4, 5, "padding")
-    b, h, n_q, n_k = 3, 4, 4, 5
-    torch.manual_seed(11)
-    got = packed(q, k, v, mask, dropout_p=0.3)
-    torch.manual_seed(11)
-    keep = dropout_mask((b, n_q, 1, n_k * h), 0.3, q)  # the same draw
-    per_head_keep = keep.view(b, n_q, n_k, h).permute(0, 3, 1, 2)  # (B, h, Q, K)
-    _, weights = per_head_attention(q, k, v, mask)
-    torch.testing.assert_close(got, (weights * per_head_keep) @ v, rtol=1e-12, atol=1e-12)
-    assert not torch.equal(got, per_head_attention(q, k, v, mask)[0])  # something was dropped
-
-
-def test_a_shared_mask_builds_its_bias_once_per_shape() -> None:
-    """A stack's layers share one Mask: the packed bias is built on first use, then reused;
-    the results equal those with the bare boolean mask."""
-    from nmt.models import attention
-
-    q, k, v, keep = packed_case(4, 4, "both")
-    built = []
-    real = attention.packed_heads_bias
-
-    def spy(*args: object) -> torch.Tensor:
-        built.append(args[1:4])
-        return real(*args)  # type: ignore[arg-type]
-
-    attention.packed_heads_bias = spy  # type: ignore[assignment]
-    try:
-        mask = Mask(keep)
-        first = packed(q, k, v, mask)
-        second = packed(q * 2, k, v, mask)
-        assert built == [(4, 4, 4)]
-        packed(q[:, :, :2], k, v, Mask(None))  # another mask: its own bias
-        assert built == [(4, 4, 4), (4, 2, 4)]
-    finally:
-        attention.packed_heads_bias = real  # type: ignore[assignment]
-    torch.testing.assert_close(first, packed(q, k, v, keep))
-    torch.testing.assert_close(second, packed(q * 2, k, v, keep))
-    out, _ = dot_product_attention(q, k, v, mask, need_weights=True)  # explicit path unwraps it
-    torch.testing.assert_close(out, first)
-
-
-def test_small_heads_take_the_packed_path() -> None:
-    """dot_product_attention packs heads too small for a vectorised product (d2l-sized ones)
-    and keeps the per-head products for larger ones; both agree with the weights path."""
-    from nmt.models import attention
-
-    calls = []
-    real = attention.packed_heads_attention
-
-    def spy(*args: object, **kwargs: object) -> torch.Tensor:
-        calls.append(args[0].shape)  # type: ignore[attr-defined]
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    attention.packed_heads_attention = spy  # type: ignore[assignment]
-    try:
-        for n, expect_packed in ((5, True), (12, False)):
-            q, k, v, mask = packed_case(n, n, "causal")
-            out, _ = dot_product_attention(q, k, v, mask)
-            reference, w = dot_product_attention(q, k, v, mask, need_weights=True)
-            assert w is not None
-            torch.testing.assert_close(out, reference)
-            assert (q.transpose(1, 2).shape in calls) == expect_packed
-    finally:
-        attention.packed_heads_attention = real  # type: ignore[assignment]
 
 
 def reference_multi_head(mha: MultiHeadAttention, x: torch.Tensor, memory: torch.Tensor,
@@ -269,38 +151,25 @@ def reference_multi_head(mha: MultiHeadAttention, x: torch.Tensor, memory: torch
     return mha.W_o(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], d))
 
 
+@pytest.mark.parametrize("need_weights", [False, True])  # the fused path, the explicit one
 @pytest.mark.parametrize("bias", [False, True])
-@pytest.mark.parametrize("packed_path", [True, False])
-def test_multi_head_attention_equals_the_textbook_computation(
-    bias: bool, packed_path: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Self- and cross-attention through the projections (query, key and value rows taken head
-    by head in one matmul), on the packed path and on the explicit one, as 2-D rows and as
-    (B, T, d): the textbook per-head result, outputs and gradients."""
-    from nmt.models import attention
-
-    if not packed_path:
-        monkeypatch.setattr(attention, "LOOP_MACS", 0)  # every shape takes the explicit path
+def test_multi_head_attention_equals_the_textbook_computation(bias: bool,
+                                                              need_weights: bool) -> None:
+    """Self- and cross-attention through the fused projection: the textbook per-head result,
+    outputs and gradients (float64, so any mixing of heads or projections would show)."""
     torch.manual_seed(3)
     mha = MultiHeadAttention(16, 4, bias=bias).double()
     x = torch.randn(3, 5, 16, dtype=torch.float64)
     memory = torch.randn(3, 6, 16, dtype=torch.float64)
     causal = causal_mask(5, 5)
     padding = valid_lens_to_mask(torch.tensor([6, 2, 4]), 6).unsqueeze(1)  # (B, 1, 1, K)
-    calls = []
-    real = attention.packed_heads_attention
-
-    def spy(*args: object, **kwargs: object) -> torch.Tensor:
-        calls.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(attention, "packed_heads_attention", spy)
-    q, k, v = mha.project_qkv(x.reshape(15, 16), batch=3)  # rows, as the Transformer passes
-    got_self, _ = mha.attend(q, k, v, causal)
-    got_cross, _ = mha.attend(mha.project_q(x), *mha.project_kv(memory), padding)
-    assert len(calls) == (2 if packed_path else 0)
-    expected_self = reference_multi_head(mha, x, x, causal).reshape(15, 16)
-    expected_cross = reference_multi_head(mha, x, memory, padding).reshape(15, 16)
+    q, k, v = mha.project_qkv(x)
+    assert q.shape == k.shape == v.shape == (3, 4, 5, 4)  # head-major (B, h, T, d_head)
+    got_self, _ = mha.attend(q, k, v, causal, need_weights=need_weights)
+    got_cross, _ = mha.attend(mha.project_q(x), *mha.project_kv(memory), padding,
+                              need_weights=need_weights)
+    expected_self = reference_multi_head(mha, x, x, causal)
+    expected_cross = reference_multi_head(mha, x, memory, padding)
     torch.testing.assert_close(got_self, expected_self, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(got_cross, expected_cross, rtol=1e-12, atol=1e-12)
     params = list(mha.parameters())
@@ -308,12 +177,12 @@ def test_multi_head_attention_equals_the_textbook_computation(
     expected = torch.autograd.grad(expected_self.sum() + (expected_cross ** 2).sum(), params)
     torch.testing.assert_close(grads, expected, rtol=1e-10, atol=1e-12)
     recipe_call, _ = mha(x, memory, memory, torch.tensor([6, 2, 4]))  # (B, Q, d), valid lengths
-    torch.testing.assert_close(recipe_call.reshape(15, 16), expected_cross)
+    torch.testing.assert_close(recipe_call, expected_cross)
 
 
 def test_multi_head_attention_keys_shared_by_the_batch() -> None:
-    """Keys and values of batch 1 serve every query row (broadcast), on the shapes that would
-    otherwise take the packed path: the same as the keys repeated per row."""
+    """Keys and values of batch 1 serve every query row (broadcast): the same as the keys
+    repeated per row."""
     torch.manual_seed(4)
     mha = MultiHeadAttention(8, 2).eval()
     q = mha.project_q(torch.randn(3, 2, 8))
@@ -351,19 +220,3 @@ def test_multi_head_attention_without_bias_by_default() -> None:
     assert MultiHeadAttention(8, 2, bias=True).W_o.bias is not None
     with pytest.raises(ValueError):
         MultiHeadAttention(10, 4)
-
-
-@pytest.mark.parametrize("p", [0.1, 0.5])
-def test_dropout_zeroes_a_share_p_and_rescales_the_rest(p: float) -> None:
-    torch.manual_seed(5)
-    x = torch.ones(200_000, requires_grad=True)
-    y = dropout(x, p, training=True)
-    zeros = (y == 0).float().mean().item()
-    assert abs(zeros - p) < 0.01
-    torch.testing.assert_close(y[y != 0], torch.full_like(y[y != 0], 1 / (1 - p)))
-    y.sum().backward()
-    assert x.grad is not None
-    torch.testing.assert_close(x.grad, y.detach())  # the gradient goes through the same mask
-    assert dropout(x, p, training=False) is x and dropout(x, 0.0, training=True) is x
-    module = Dropout(p).eval()
-    assert module(x) is x and f"p={p}" in repr(module)

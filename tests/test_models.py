@@ -8,10 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nmt.config import ModelConfig
+from nmt.config import ModelConfig, from_dict
 from nmt.errors import ConfigError
-from nmt.models import EncoderDecoder, build_model, count_parameters, select_rows
-from nmt.models.gru import _add_weighted_sum, gru_gates
+from nmt.models import ARCHITECTURES, EncoderDecoder, build_model, count_parameters, select_rows
+from nmt.models.attention import MultiHeadAttention
 from nmt.models.transformer import sinusoidal_positions
 
 PAD, BOS, EOS = 1, 2, 3
@@ -34,7 +34,7 @@ def tiny(arch: str = "transformer", **kw: object) -> ModelConfig:
 def make(variant: str, seed: int = 0, **kw: object) -> EncoderDecoder:
     torch.manual_seed(seed)
     cfg = tiny(**{**VARIANTS[variant], **kw})  # type: ignore[arg-type]
-    return build_model(cfg, V_SRC, V_TGT, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+    return build_model(cfg, V_SRC, V_TGT)
 
 
 def batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -155,13 +155,13 @@ def test_transformer_cache_grows_by_one_projected_position() -> None:
     src, lengths, tgt = batch()
     memory = model.encode(src, lengths)
     state = model.init_state(memory)
-    # (B, t, heads, d_head): token-major heads
-    assert state["self_k0"].shape == (3, 0, 4, 4) and state["cross_v1"].shape == (3, 7, 4, 4)
+    # (B, heads, t, d_head): head-major
+    assert state["self_k0"].shape == (3, 4, 0, 4) and state["cross_v1"].shape == (3, 4, 7, 4)
     for t in range(3):
         out = model.decode(tgt[:, t : t + 1], memory, state)
         assert out.state is not None
         state = out.state
-        assert state["self_k1"].shape == (3, t + 1, 4, 4)
+        assert state["self_k1"].shape == (3, 4, t + 1, 4)
     assert memory["src_mask"].dtype == torch.bool and memory["src_mask"].shape == (3, 7)
 
 
@@ -172,29 +172,6 @@ def test_gru_state_holds_hidden_and_projected_keys() -> None:
     state = model.init_state(memory)
     assert state["hidden"].shape == (3, 2, 12) and state["keys"].shape == (3, 7, 12)
     torch.testing.assert_close(state["hidden"], memory["enc_hidden"])
-
-
-def test_gru_cell_matches_torch() -> None:
-    torch.manual_seed(0)
-    cell = torch.nn.GRUCell(5, 6)
-    x, h = torch.randn(4, 5), torch.randn(4, 6)
-    gi = F.linear(x, cell.weight_ih, cell.bias_ih)
-    gh = F.linear(h, cell.weight_hh, cell.bias_hh)
-    torch.testing.assert_close(gru_gates(gi, gh, h), cell(x, h))
-
-
-@pytest.mark.parametrize("n_keys", [4, 5])  # 4 x 96 < 400: multiply and sum; 5 x 96: baddbmm
-def test_gru_context_sum_both_ways(n_keys: int) -> None:
-    torch.manual_seed(n_keys)
-    base = torch.randn(3, 96, dtype=torch.float64, requires_grad=True)
-    weights = torch.softmax(torch.randn(3, 1, n_keys, dtype=torch.float64), -1).requires_grad_()
-    values = torch.randn(3, n_keys, 96, dtype=torch.float64, requires_grad=True)
-    got = _add_weighted_sum(base, weights, values)
-    expected = base + torch.einsum("bk,bkd->bd", weights[:, 0], values)
-    torch.testing.assert_close(got, expected)
-    grad = torch.randn(3, 96, dtype=torch.float64)
-    torch.testing.assert_close(torch.autograd.grad(got, (base, weights, values), grad),
-                               torch.autograd.grad(expected, (base, weights, values), grad))
 
 
 def test_sinusoidal_golden_value_and_odd_width() -> None:
@@ -264,6 +241,84 @@ def test_xavier_init_bounds() -> None:
     assert default.enc_layers[0].self_attn.in_proj.weight.abs().max() < 0.9 * bound
 
 
+def recipe_xavier_(model: torch.nn.Module) -> None:
+    """The recipe's initialisation as it was written before each family owned its own: Xavier
+    on every linear layer (the fused q/k/v projection as three blocks) and GRU weight."""
+    fused = {id(m.in_proj) for m in model.modules() if isinstance(m, MultiHeadAttention)}
+    for module in model.modules():
+        if id(module) in fused:
+            for block in module.weight.data.chunk(3, dim=0):  # type: ignore[operator]
+                torch.nn.init.xavier_uniform_(block)
+        elif type(module) is torch.nn.Linear:
+            torch.nn.init.xavier_uniform_(module.weight)
+        elif isinstance(module, torch.nn.GRU):
+            for name, param in module.named_parameters():
+                if name.startswith("weight"):
+                    torch.nn.init.xavier_uniform_(param)
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_each_family_initialises_as_the_recipe(variant: str) -> None:
+    """init_weights("xavier") draws exactly the weights the recipe's loop draws."""
+    xavier = make(variant, seed=5, init="xavier")
+    reference = make(variant, seed=5, init="default")  # the RNG is where xavier's loop began
+    assert not torch.equal(reference.out.weight, xavier.out.weight)
+    recipe_xavier_(reference)
+    for (name, a), b in zip(xavier.state_dict().items(), reference.state_dict().values(),
+                            strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+
+
+def test_arch_choices_are_the_families() -> None:
+    choices = {f.name: f for f in dataclasses.fields(ModelConfig)}["arch"].metadata["choices"]
+    assert set(choices) == set(ARCHITECTURES)
+    assert ModelConfig().arch in ARCHITECTURES
+
+
+CONFIG_GRID = [dict(d_model=d, hidden=h, n_heads=n, tie_embeddings=tie)
+               for d in (12, 16) for h in (12, 16) for n in (3, 4) for tie in (False, True)]
+
+
+@pytest.mark.parametrize("arch", list(ARCHITECTURES))
+def test_config_file_checks_agree_with_the_family(arch: str) -> None:
+    """nmt.config rejects at load time (without torch) exactly the model tables the family's
+    check_config rejects, with the same option named."""
+    outcomes = set()
+    for fields in CONFIG_GRID:
+        cfg = tiny(arch, **fields)
+        try:
+            ARCHITECTURES[arch].check_config(cfg)
+            family_error = None
+        except ConfigError as e:
+            family_error = str(e).split(":")[0]
+        table = {"model": dataclasses.asdict(cfg)}
+        try:
+            from_dict(table)
+            config_error = None
+        except ConfigError as e:
+            config_error = str(e).split(": ")[1]
+        assert config_error == family_error, fields
+        outcomes.add(family_error)
+    assert len(outcomes) == 2  # the grid holds configs the family takes and one it rejects
+
+
+def test_a_family_must_implement_the_contract() -> None:
+    """A new family that forgets its config checks, initialisation or description fails
+    instead of keeping PyTorch's defaults."""
+
+    class Half(EncoderDecoder):
+        pass
+
+    with pytest.raises(NotImplementedError):
+        Half.check_config(tiny())
+    with pytest.raises(NotImplementedError):
+        Half.describe({})
+    with pytest.raises(NotImplementedError):
+        Half().init_weights("xavier")
+    assert Half.max_positions is None and make("gru").max_positions is None
+    assert make("transformer").max_positions == ModelConfig().max_positions
+
+
 def toy_batch(g: torch.Generator, n: int = 32, vocab: int = 12, reverse: bool = False):
     """Random sequences of 2..6 symbols, target = source (or reversed), both + ``<eos>``."""
     lengths = torch.randint(2, 7, (n,), generator=g)
@@ -325,8 +380,9 @@ def test_toy_copy_task_learns(arch: str) -> None:
 
 @pytest.mark.parametrize("variant", ["gru", "gru-bi"])
 def test_gru_decoder_equals_the_recipe_step(variant: str) -> None:
-    """The fused decoder loop computes the recipe's step: additive attention with the top
-    layer's previous hidden state as query, then nn.GRU on concat(context, embedding)."""
+    """The decoder computes the recipe's step: the recipe's call of additive attention (keys
+    projected at every step) with the top layer's previous hidden state as query, then nn.GRU
+    on concat(context, embedding)."""
     model = make(variant).eval()
     src, lengths, tgt = batch()
     memory = model.encode(src, lengths)

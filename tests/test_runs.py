@@ -130,7 +130,8 @@ def test_describe_model() -> None:
                            "bidirectional": True}) == "gru 2x512 bi"
     assert describe_model({"arch": "transformer", "n_layers": 6, "d_model": 512,
                            "n_heads": 8}) == "transformer 6x512 h8"
-    assert describe_model({}) == "? ?x? h?"
+    assert describe_model({"n_layers": 2}) == "? 2x?"
+    assert describe_model({"arch": "lstm", "d_model": 64}) == "lstm ?x64"
 
 
 def render(table: object, width: int = 80) -> str:

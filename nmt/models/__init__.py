@@ -6,12 +6,12 @@ from torch import nn
 
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
-from nmt.models.attention import MultiHeadAttention
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, select_rows
 from nmt.models.gru import GRUSeq2Seq
 from nmt.models.transformer import Transformer
 
 __all__ = [
+    "ARCHITECTURES",
     "DecodeOutput",
     "EncoderDecoder",
     "GRUSeq2Seq",
@@ -23,16 +23,16 @@ __all__ = [
     "select_rows",
 ]
 
+# model.arch -> the family that builds it (nmt.config's choices of model.arch are these keys;
+# tests/test_models.py keeps the two in step)
+ARCHITECTURES: dict[str, type[EncoderDecoder]] = {
+    "transformer": Transformer,
+    "gru": GRUSeq2Seq,
+}
+
 
 def build_model(
-    cfg: ModelConfig,
-    src_vocab_size: int,
-    tgt_vocab_size: int,
-    *,
-    joint_vocab: bool = False,
-    pad_id: int = 1,
-    bos_id: int = 2,
-    eos_id: int = 3,
+    cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *, joint_vocab: bool = False
 ) -> EncoderDecoder:
     """Build the model ``cfg.arch`` names, initialised as ``cfg.init`` says.
 
@@ -48,45 +48,15 @@ def build_model(
             f"joint vocabulary: expected equal source and target sizes, got "
             f"{src_vocab_size} and {tgt_vocab_size}"
         )
-    model: EncoderDecoder
-    family: type[GRUSeq2Seq] | type[Transformer]
-    if cfg.arch == "gru":
-        family = GRUSeq2Seq
-    elif cfg.arch == "transformer":
-        if cfg.d_model % cfg.n_heads != 0:
-            raise ConfigError(
-                f"model.n_heads: expected a divisor of d_model={cfg.d_model}, got {cfg.n_heads}"
-            )
-        family = Transformer
-    else:
-        raise ConfigError(f"model.arch: expected one of transformer, gru, got {cfg.arch!r}")
-    model = family(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=joint_vocab,
-                   pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
-    if cfg.init == "xavier":
-        xavier_init_(model)
+    family = ARCHITECTURES.get(cfg.arch)
+    if family is None:
+        raise ConfigError(
+            f"model.arch: expected one of {', '.join(ARCHITECTURES)}, got {cfg.arch!r}"
+        )
+    family.check_config(cfg)
+    model = family(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=joint_vocab)
+    model.init_weights(cfg.init)
     return model
-
-
-def xavier_init_(model: nn.Module) -> None:
-    """Xavier-uniform weights of every linear and GRU layer, as the recipe does; biases,
-    embeddings and LayerNorms keep PyTorch's defaults (a tied output projection is a linear
-    layer, so a tied embedding gets Xavier weights too).
-
-    The fused ``(3 d_model, d_model)`` query/key/value projection is initialised as three
-    ``(d_model, d_model)`` blocks, so each gets the bound of the recipe's separate layers.
-    """
-    fused = {id(m.in_proj) for m in model.modules() if isinstance(m, MultiHeadAttention)}
-    for module in model.modules():
-        if id(module) in fused:
-            assert isinstance(module, nn.Linear)
-            for block in module.weight.data.chunk(3, dim=0):
-                nn.init.xavier_uniform_(block)
-        elif type(module) is nn.Linear:
-            nn.init.xavier_uniform_(module.weight)
-        elif isinstance(module, nn.GRU):
-            for name, param in module.named_parameters():
-                if name.startswith("weight"):
-                    nn.init.xavier_uniform_(param)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -1,4 +1,13 @@
-"""The one encoder-decoder contract both model families implement.
+"""The one encoder-decoder contract every model family implements.
+
+A family (a subclass of :class:`EncoderDecoder`, listed in ``nmt.models.ARCHITECTURES``) owns:
+
+- ``check_config(cfg)``: the config checks only it needs (raises :class:`ConfigError`);
+- ``__init__(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=...)``: its modules;
+- ``init_weights(scheme)``: its initialisation for ``model.init`` (``"xavier"``: the recipe's);
+- ``describe(model_table)``: one line for ``nmt runs`` ("transformer 2x256 h4");
+- ``max_positions``: the longest sequence it takes (None: no limit), which bounds search;
+- and the three calls below.
 
 Search (greedy, beam), training, validation and attention pictures are written once against it:
 
@@ -21,10 +30,12 @@ Bahdanau weights as ``"cross"`` with one layer and one head.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
+
+from nmt.config import ModelConfig
 
 Memory = dict[str, Tensor]
 State = dict[str, Tensor]
@@ -37,11 +48,32 @@ class DecodeOutput(NamedTuple):
 
 
 class EncoderDecoder(nn.Module):
-    """Base class: subclasses implement ``encode``, ``init_state`` and ``decode``."""
+    """Base class: a family implements every method that raises ``NotImplementedError`` here
+    (see the module docstring), so a new one cannot silently keep PyTorch's initialisation or
+    skip its config checks.
 
-    def __init__(self, pad_id: int, bos_id: int, eos_id: int) -> None:
-        super().__init__()
-        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
+    Token ids are not stored here: ``<pad>``, ``<bos>`` and ``<eos>`` are the project-wide ids of
+    :mod:`nmt.data.tokenizers` (every tokenizer is built with them), which search reads directly.
+    """
+
+    max_positions: int | None = None  # longest sequence the model takes; None: no limit
+
+    @classmethod
+    def check_config(cls, cfg: ModelConfig) -> None:
+        """Raise :class:`~nmt.errors.ConfigError` for a ``[model]`` table this family cannot
+        build (the checks common to all families are in :mod:`nmt.config`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def describe(cls, model: dict[str, Any]) -> str:
+        """A ``[model]`` table (as stored in a run, keys may be missing) -> one short line, e.g.
+        ``"transformer 2x256 h4"``."""
+        raise NotImplementedError
+
+    def init_weights(self, scheme: str) -> None:
+        """Initialise the weights as ``model.init`` says: ``"default"`` keeps PyTorch's,
+        ``"xavier"`` is the recipe's."""
+        raise NotImplementedError
 
     def encode(self, src: Tensor, src_lengths: Tensor, need_weights: bool = False) -> Memory:
         raise NotImplementedError
@@ -68,3 +100,10 @@ def lengths_to_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
     """``(B,)`` lengths -> ``(B, S)`` bool mask, True at real (non-pad) positions."""
     s = int(lengths.max()) if max_len is None else max_len
     return torch.arange(s, device=lengths.device)[None, :] < lengths[:, None]
+
+
+def xavier_requested(scheme: str) -> bool:
+    """Whether ``model.init`` asks for the recipe's Xavier initialisation (else PyTorch's)."""
+    if scheme not in ("xavier", "default"):
+        raise ValueError(f"model.init: expected xavier or default, got {scheme!r}")
+    return scheme == "xavier"

@@ -7,28 +7,33 @@ each stack). Differences from the recipe, on purpose: the causal mask is applied
 *projected* keys and values of each decoder self-attention layer (the recipe re-projects the
 whole prefix at every step), and cross-attention keys/values are projected once per batch.
 
-Inside the stacks activations are ``(B T, d_model)`` rows, so every linear layer is one matrix
-product with no reshapes (forward or backward); attention views them per batch row.
-
 Memory: ``enc_out`` ``(B, S, d_model)``, ``src_mask`` ``(B, S)`` bool (True at real tokens),
 ``src_lengths`` ``(B,)``, and ``attn_enc`` ``(B, layers, heads, S, S)`` when asked for.
-State (all batch-first, heads token-major as :class:`MultiHeadAttention` lays them out):
-``self_k{i}``, ``self_v{i}`` ``(B, t, n_heads, d_head)`` growing by one position per step;
-``cross_k{i}``, ``cross_v{i}`` ``(B, S, n_heads, d_head)``.
+State (all batch-first, heads head-major as :class:`MultiHeadAttention` splits them):
+``self_k{i}``, ``self_v{i}`` ``(B, n_heads, t, d_head)``, the keys and values of decoder layer
+``i``'s self-attention, growing by one position per step; ``cross_k{i}``, ``cross_v{i}``
+``(B, n_heads, S, d_head)``, its cross-attention keys and values.
 """
 
 from __future__ import annotations
 
 import math
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
 
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
-from nmt.models.attention import Dropout, Mask, MultiHeadAttention, causal_mask
-from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
+from nmt.models.attention import MultiHeadAttention, causal_mask
+from nmt.models.base import (
+    DecodeOutput,
+    EncoderDecoder,
+    Memory,
+    State,
+    lengths_to_mask,
+    xavier_requested,
+)
 
 
 def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
@@ -73,22 +78,22 @@ class EncoderLayer(nn.Module):
         self.self_attn = MultiHeadAttention(d, cfg.n_heads, cfg.dropout, cfg.attn_bias)
         self.ffn = FeedForward(d, cfg.d_ff)
         self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.dropout = Dropout(cfg.dropout)
+        self.dropout = nn.Dropout(cfg.dropout)
         self.norm_first = cfg.norm_first
 
     def forward(
-        self, x: Tensor, batch: int, mask: Mask, need_weights: bool = False
+        self, x: Tensor, mask: Tensor, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        """x ``(B S, d_model)`` rows of ``batch`` sentences, mask of ``(B, 1, 1, S)`` ->
-        ``(B S, d_model)``, weights."""
+        """x ``(B, S, d_model)``, mask ``(B, 1, 1, S)`` -> ``(B, S, d_model)`` and, if asked,
+        the weights ``(B, h, S, S)``."""
         h = self.norm1(x) if self.norm_first else x
-        q, k, v = self.self_attn.project_qkv(h, batch)
-        y, w = self.self_attn.attend(q, k, v, mask, need_weights=need_weights)
+        y, weights = self.self_attn.attend(*self.self_attn.project_qkv(h), mask,
+                                           need_weights=need_weights)
         if self.norm_first:
             x = x + self.dropout(y)
-            return x + self.dropout(self.ffn(self.norm2(x))), w
+            return x + self.dropout(self.ffn(self.norm2(x))), weights
         x = self.norm1(x + self.dropout(y))
-        return self.norm2(x + self.dropout(self.ffn(x))), w
+        return self.norm2(x + self.dropout(self.ffn(x))), weights
 
 
 class DecoderLayer(nn.Module):
@@ -101,66 +106,75 @@ class DecoderLayer(nn.Module):
         self.cross_attn = MultiHeadAttention(d, cfg.n_heads, cfg.dropout, cfg.attn_bias)
         self.ffn = FeedForward(d, cfg.d_ff)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
-        self.dropout = Dropout(cfg.dropout)
+        self.dropout = nn.Dropout(cfg.dropout)
         self.norm_first = cfg.norm_first
 
     def forward(
         self,
         x: Tensor,
-        batch: int,
-        cross_k: Tensor,
-        cross_v: Tensor,
-        src_mask: Mask,
-        self_mask: Mask,
-        past_k: Tensor | None = None,
-        past_v: Tensor | None = None,
+        cross_keys: Tensor,
+        cross_values: Tensor,
+        src_mask: Tensor,
+        self_mask: Tensor | None,
+        past_keys: Tensor | None = None,
+        past_values: Tensor | None = None,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
         """One decoder layer over ``T`` new positions.
 
-        x ``(B T, d_model)`` rows of ``batch`` sentences; cross_k/cross_v ``(B, S, h, d_head)``;
-        src_mask of ``(B, 1, 1, S)``; self_mask of the ``(T, t + T)`` causal mask (of None when T
-        is 1); past_k/past_v ``(B, t, h, d_head)`` cached positions or None.
-        Returns x, the self-attention keys/values ``(B, t + T, h, d_head)`` (the new cache),
-        and the self and cross weights ``(B, h, T, t + T)``, ``(B, h, T, S)`` if asked.
+        x ``(B, T, d_model)``; cross_keys/cross_values ``(B, h, S, d_head)``; src_mask
+        ``(B, 1, 1, S)``; self_mask the ``(T, t + T)`` causal mask (None when T is 1: the one
+        new position may see every cached one); past_keys/past_values ``(B, h, t, d_head)``
+        cached positions, or None. Returns x, the self-attention keys/values
+        ``(B, h, t + T, d_head)`` (the new cache), and the self and cross weights
+        ``(B, h, T, t + T)``, ``(B, h, T, S)`` if asked.
         """
         h = self.norm1(x) if self.norm_first else x
-        q, k, v = self.self_attn.project_qkv(h, batch)
-        if past_k is not None and past_v is not None and past_k.shape[1] > 0:
-            k, v = torch.cat((past_k, k), dim=1), torch.cat((past_v, v), dim=1)
-        y, w_self = self.self_attn.attend(q, k, v, self_mask, need_weights=need_weights)
+        q, keys, values = self.self_attn.project_qkv(h)
+        if past_keys is not None and past_values is not None:
+            keys = torch.cat((past_keys, keys), dim=2)
+            values = torch.cat((past_values, values), dim=2)
+        y, self_weights = self.self_attn.attend(q, keys, values, self_mask,
+                                                need_weights=need_weights)
         x = x + self.dropout(y) if self.norm_first else self.norm1(x + self.dropout(y))
 
         h = self.norm2(x) if self.norm_first else x
-        q = self.cross_attn.project_q(h, batch)
-        y, w_cross = self.cross_attn.attend(q, cross_k, cross_v, src_mask,
-                                            need_weights=need_weights)
+        y, cross_weights = self.cross_attn.attend(self.cross_attn.project_q(h), cross_keys,
+                                                  cross_values, src_mask,
+                                                  need_weights=need_weights)
         x = x + self.dropout(y) if self.norm_first else self.norm2(x + self.dropout(y))
 
         if self.norm_first:
             x = x + self.dropout(self.ffn(self.norm3(x)))
         else:
             x = self.norm3(x + self.dropout(self.ffn(x)))
-        return x, k, v, w_self, w_cross
+        return x, keys, values, self_weights, cross_weights
 
 
 class Transformer(EncoderDecoder):
     """Encoder-decoder Transformer implementing the :class:`EncoderDecoder` contract."""
 
     pos: Tensor  # (max_positions, d_model) sinusoidal table, a non-persistent buffer
+    max_positions: int  # the rows of that table: the longest sequence either stack takes
+
+    @classmethod
+    def check_config(cls, cfg: ModelConfig) -> None:
+        if cfg.n_heads < 1 or cfg.d_model % cfg.n_heads != 0:
+            raise ConfigError(
+                f"model.n_heads: expected a divisor of d_model={cfg.d_model}, got {cfg.n_heads}"
+            )
+
+    @classmethod
+    def describe(cls, model: dict[str, Any]) -> str:
+        """``"transformer 2x256 h4"``: layers x d_model, heads."""
+        return (f"transformer {model.get('n_layers', '?')}x{model.get('d_model', '?')} "
+                f"h{model.get('n_heads', '?')}")
 
     def __init__(
-        self,
-        cfg: ModelConfig,
-        src_vocab_size: int,
-        tgt_vocab_size: int,
-        *,
+        self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *,
         joint_vocab: bool = False,
-        pad_id: int = 1,
-        bos_id: int = 2,
-        eos_id: int = 3,
     ) -> None:
-        super().__init__(pad_id, bos_id, eos_id)
+        super().__init__()
         d = cfg.d_model
         self.d_model, self.n_layers, self.max_positions = d, cfg.n_layers, cfg.max_positions
         self.scale = math.sqrt(d)  # sec. 3.4: embeddings are multiplied by sqrt(d_model)
@@ -176,39 +190,53 @@ class Transformer(EncoderDecoder):
         self.out = nn.Linear(d, tgt_vocab_size)
         if cfg.tie_embeddings:
             self.out.weight = self.tgt_embed.weight
-        self.dropout = Dropout(cfg.dropout)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def init_weights(self, scheme: str) -> None:
+        """``"xavier"``: Xavier-uniform weights of every linear layer, as the recipe does;
+        biases, embeddings and LayerNorms keep PyTorch's defaults (a tied output projection is
+        a linear layer, so a tied embedding gets Xavier weights too). The fused
+        ``(3 d_model, d_model)`` query/key/value projection is initialised as three
+        ``(d_model, d_model)`` blocks, so each gets the bound of the recipe's separate layers.
+        """
+        if not xavier_requested(scheme):
+            return
+        fused = {id(m.in_proj) for m in self.modules() if isinstance(m, MultiHeadAttention)}
+        for module in self.modules():
+            if isinstance(module, nn.Linear) and id(module) in fused:
+                for block in module.weight.data.chunk(3, dim=0):
+                    nn.init.xavier_uniform_(block)
+            elif isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
 
     def _embed(self, embed: nn.Embedding, tokens: Tensor, start: int) -> Tensor:
-        """``(B, T)`` ids -> ``(B T, d_model)`` rows: scaled embedding + positions
-        start..start+T-1."""
+        """``(B, T)`` ids -> ``(B, T, d_model)``: scaled embedding + positions start..start+T-1."""
         end = start + tokens.shape[1]
         if end > self.max_positions:
             raise ConfigError(
                 f"model.max_positions: expected at least {end} for a sequence this long, "
                 f"got {self.max_positions}"
             )
-        x = embed(tokens) * self.scale + self.pos[start:end]
-        return self.dropout(x.view(-1, self.d_model))
+        return self.dropout(embed(tokens) * self.scale + self.pos[start:end])
 
     def encode(self, src: Tensor, src_lengths: Tensor, need_weights: bool = False) -> Memory:
         """src ``(B, S)`` ids, src_lengths ``(B,)`` -> memory with ``enc_out`` ``(B, S, d)``,
         ``src_mask`` ``(B, S)`` bool, ``src_lengths`` and, if asked, ``attn_enc``
         ``(B, layers, heads, S, S)``."""
-        mask = lengths_to_mask(src_lengths, src.shape[1])
-        attn_mask = Mask(mask[:, None, None, :])  # shared by all layers
+        src_mask = lengths_to_mask(src_lengths, src.shape[1])
         x = self._embed(self.src_embed, src, 0)
         weights = []
         for layer in self.enc_layers:
-            x, w = layer(x, src.shape[0], attn_mask, need_weights)
-            if w is not None:
-                weights.append(w)
-        enc_out = self.enc_norm(x).view(src.shape[0], src.shape[1], self.d_model)
-        memory = {"enc_out": enc_out, "src_mask": mask, "src_lengths": src_lengths}
+            x, layer_weights = layer(x, src_mask[:, None, None, :], need_weights)
+            if layer_weights is not None:
+                weights.append(layer_weights)
+        memory = {"enc_out": self.enc_norm(x), "src_mask": src_mask, "src_lengths": src_lengths}
         if need_weights:
             memory["attn_enc"] = torch.stack(weights, dim=1)
         return memory
 
-    def _cross_kv(self, memory: Memory) -> State:
+    def _cross_keys_values(self, memory: Memory) -> State:
+        """Each decoder layer's cross-attention keys and values of the encoder output."""
         state = {}
         for i, layer in enumerate(self.dec_layers):
             attn = cast(DecoderLayer, layer).cross_attn
@@ -216,10 +244,11 @@ class Transformer(EncoderDecoder):
         return state
 
     def init_state(self, memory: Memory) -> State:
-        """Empty self-attention caches ``(B, 0, h, d_head)`` and the cross keys/values."""
-        state = self._cross_kv(memory)
-        k0 = state["cross_k0"]
-        empty = k0.new_zeros(k0.shape[0], 0, k0.shape[2], k0.shape[3])
+        """Empty self-attention caches ``(B, h, 0, d_head)`` and the cross keys/values."""
+        state = self._cross_keys_values(memory)
+        cross_keys = state["cross_k0"]
+        empty = cross_keys.new_zeros(cross_keys.shape[0], cross_keys.shape[1], 0,
+                                     cross_keys.shape[3])
         for i in range(self.n_layers):
             state[f"self_k{i}"], state[f"self_v{i}"] = empty, empty
         return state
@@ -233,30 +262,31 @@ class Transformer(EncoderDecoder):
         holds the new positions only; their positions start at the cache length, and the
         returned state holds the caches grown by ``T``.
         """
-        full = state is None
-        st = self._cross_kv(memory) if state is None else state
-        past = 0 if full else st["self_k0"].shape[1]
+        incremental = state is not None
+        if state is None:
+            state = self._cross_keys_values(memory)
+        past = state["self_k0"].shape[2] if incremental else 0
         x = self._embed(self.tgt_embed, tgt, past)
-        src_mask = Mask(memory["src_mask"][:, None, None, :])
-        t_new = tgt.shape[1]
-        # built once for all layers; causal in every mode, so an eval-mode pass never sees ahead
-        self_mask = Mask(causal_mask(t_new, past + t_new, tgt.device) if t_new > 1 else None)
+        src_mask = memory["src_mask"][:, None, None, :]  # (B, 1, 1, S)
+        n_new = tgt.shape[1]
+        # causal in every mode, so an eval-mode pass never sees ahead
+        self_mask = causal_mask(n_new, past + n_new, tgt.device) if n_new > 1 else None
         new_state: State = {}
-        w_self, w_cross = [], []
+        self_weights, cross_weights = [], []
         for i, layer in enumerate(self.dec_layers):
-            ck, cv = st[f"cross_k{i}"], st[f"cross_v{i}"]
-            pk = None if full else st[f"self_k{i}"]
-            pv = None if full else st[f"self_v{i}"]
-            x, k, v, ws, wc = layer(x, tgt.shape[0], ck, cv, src_mask, self_mask, pk, pv,
-                                    need_weights)
-            if not full:
-                new_state.update({f"self_k{i}": k, f"self_v{i}": v,
-                                  f"cross_k{i}": ck, f"cross_v{i}": cv})
-            if ws is not None and wc is not None:
-                w_self.append(ws)
-                w_cross.append(wc)
-        logits = self.out(self.dec_norm(x)).view(tgt.shape[0], t_new, -1)
+            cross_keys, cross_values = state[f"cross_k{i}"], state[f"cross_v{i}"]
+            past_keys = state[f"self_k{i}"] if incremental else None
+            past_values = state[f"self_v{i}"] if incremental else None
+            x, keys, values, layer_self, layer_cross = layer(
+                x, cross_keys, cross_values, src_mask, self_mask, past_keys, past_values,
+                need_weights)
+            new_state.update({f"self_k{i}": keys, f"self_v{i}": values,
+                              f"cross_k{i}": cross_keys, f"cross_v{i}": cross_values})
+            if layer_self is not None and layer_cross is not None:
+                self_weights.append(layer_self)
+                cross_weights.append(layer_cross)
+        logits = self.out(self.dec_norm(x))
         weights = {}
         if need_weights:
-            weights = {"self": torch.stack(w_self, 1), "cross": torch.stack(w_cross, 1)}
-        return DecodeOutput(logits, None if full else new_state, weights)
+            weights = {"self": torch.stack(self_weights, 1), "cross": torch.stack(cross_weights, 1)}
+        return DecodeOutput(logits, new_state if incremental else None, weights)

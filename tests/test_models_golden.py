@@ -1,0 +1,70 @@
+"""The models compute what they computed when ``tests/data/golden_models.pt`` was written.
+
+The file (made by ``tests/make_golden_models.py``, which says what it holds) pins logits,
+incremental logits, attention weights, greedy and beam outputs and training gradients of tiny
+seeded GRU and Transformer models. A rewrite of the model or search code that is meant to change
+nothing must pass this unchanged; a change that is meant to change the numbers regenerates the
+file on purpose and says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from make_golden_models import BEAM, MAX_LEN, PATH, build, eval_outputs, loss_gradients
+
+GOLDEN: dict[str, Any] = torch.load(PATH, weights_only=True)
+TOL = dict(atol=1e-5, rtol=1e-4)
+
+
+def model_of(record: dict[str, Any], dropout: float = 0.1) -> torch.nn.Module:
+    model = build(record["fields"], record["joint"], dropout=dropout)
+    model.load_state_dict(record["state_dict"])  # strict: names and shapes unchanged
+    return model
+
+
+def assert_same_hypotheses(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    assert [h["tokens"] for h in got] == [h["tokens"] for h in expected]
+    assert [h["finished"] for h in got] == [h["finished"] for h in expected]
+    torch.testing.assert_close(torch.tensor([h["score"] for h in got]),
+                               torch.tensor([h["score"] for h in expected]), **TOL)
+
+
+@pytest.mark.parametrize("name", list(GOLDEN))
+def test_eval_outputs_match_the_golden_file(name: str) -> None:
+    record = GOLDEN[name]
+    got = eval_outputs(model_of(record), record["inputs"])
+    torch.testing.assert_close(got["logits"], record["logits"], **TOL)
+    torch.testing.assert_close(got["step_logits"], record["step_logits"], **TOL)
+    assert set(got["weights"]) == set(record["weights"])
+    for key, weights in record["weights"].items():
+        torch.testing.assert_close(got["weights"][key], weights, **TOL)
+    assert len(got["greedy"]) == 4 and all(len(h["tokens"]) <= MAX_LEN for h in got["greedy"])
+    assert_same_hypotheses(got["greedy"], record["greedy"])
+    for hyps, expected in zip(got["beam"], record["beam"], strict=True):
+        assert len(hyps) <= BEAM
+        assert_same_hypotheses(hyps, expected)
+
+
+@pytest.mark.parametrize("name", list(GOLDEN))
+def test_training_gradients_match_the_golden_file(name: str) -> None:
+    record = GOLDEN[name]
+    grads = loss_gradients(model_of(record, dropout=0.0), record["inputs"])
+    assert set(grads) == set(record["grads"])
+    for param, grad in record["grads"].items():
+        torch.testing.assert_close(grads[param], grad, **TOL, msg=lambda m, p=param: f"{p}: {m}")
+
+
+def test_the_golden_file_holds_what_the_variants_need() -> None:
+    """Outputs that finish early and outputs cut at the limit, all attention kinds, and every
+    parameter's gradient: otherwise the tests above would check less than they claim."""
+    greedy = [h for record in GOLDEN.values() for h in record["greedy"]]
+    assert any(h["finished"] for h in greedy) and not all(h["finished"] for h in greedy)
+    kinds = {name: set(record["weights"]) for name, record in GOLDEN.items()}
+    assert kinds["gru-1"] == {"cross"}
+    assert kinds["transformer-postnorm"] == {"enc", "self", "cross"}
+    for record in GOLDEN.values():
+        names = {k for k in record["state_dict"]}
+        assert set(record["grads"]) <= names and len(record["grads"]) > 0
