@@ -4,14 +4,16 @@
 
 Each side is a detached ``git worktree`` of its revision (removed at the end); every
 measurement is a fresh process (``bench/revision_probe.py``) importing that side's ``nmt``,
-and the sides alternate, before, after, before, ..., so a machine that slows down or speeds
-up part-way hurts both alike. Both sides read the same configs (this checkout's), the same
+and the sides alternate (before, after, after, before, ...), so a machine that slows down or
+speeds up part-way hurts both alike. Both sides read the same configs (this checkout's), the same
 prepared data and the same trained run, so only the code differs.
 
 Workloads (``--workloads``, comma-separated):
 
 - ``demo``: ``configs/demo.toml`` training on the CPU (its 2 threads), no validation;
 - ``d2l``: the two textbook presets, ``configs/d2l-{gru,transformer}.toml``;
+- ``full``: ``configs/gru.toml`` and ``configs/transformer.toml`` (GPU configs), a few steps on
+  the CPU;
 - ``decode``: greedy decoding of the test split with ``--run`` (default ``runs/demo``), and
   beam 5 on its first 500 sources; equal output digests mean the same translations.
 
@@ -41,6 +43,11 @@ PROBE = Path(__file__).resolve().parent / "revision_probe.py"
 TRAIN_WORKLOADS: dict[str, list[tuple[str, int, int, list[str]]]] = {
     "demo": [("configs/demo.toml", 40, 5, [])],
     "d2l": [("configs/d2l-gru.toml", 300, 30, []), ("configs/d2l-transformer.toml", 300, 30, [])],
+    # the GPU configs, a few steps on the CPU (transformer.toml at a quarter of its batch: its
+    # own 16,000 tokens need over 12 GB here)
+    "full": [("configs/gru.toml", 4, 1, ["train.device=cpu", "train.precision=fp32"]),
+             ("configs/transformer.toml", 4, 1, ["train.device=cpu", "train.precision=fp32",
+                                                 "train.batch_size=4000"])],
 }
 
 
@@ -117,7 +124,8 @@ def main() -> None:
             load = os.getloadavg()[0]
             for label, spec in jobs:
                 for round_ in range(args.rounds):
-                    for side in ("before", "after"):
+                    # before, after; after, before; ...: neither side always runs first
+                    for side in ("before", "after")[:: 1 if round_ % 2 == 0 else -1]:
                         results[label][side].append(probe(trees[side], spec))
                     print(f"{label}: round {round_ + 1} of {args.rounds} done", file=sys.stderr)
         finally:
