@@ -30,6 +30,7 @@ import pytest
 import torch
 
 from nmt.config import DataConfig
+from nmt.models.base import EncoderDecoder, Memory
 
 
 @pytest.fixture(autouse=True)
@@ -40,6 +41,19 @@ def one_torch_thread() -> Any:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+def step_by_step_logits(model: EncoderDecoder, memory: Memory, tgt: torch.Tensor) -> torch.Tensor:
+    """The logits of ``tgt`` ``(B, T)`` decoded one position at a time through the incremental
+    state: what the teacher-forced pass ``decode(tgt, memory)`` must equal."""
+    state = model.init_state(memory)
+    steps = []
+    for t in range(tgt.shape[1]):
+        out = model.decode(tgt[:, t : t + 1], memory, state)
+        assert out.state is not None
+        state = out.state
+        steps.append(out.logits)
+    return torch.cat(steps, dim=1)
+
 
 SUBJECTS = [  # English, French forms (several = several references), verb person index
     ("I", ["je"], 0), ("You", ["tu", "vous"], 1), ("He", ["il"], 2), ("She", ["elle"], 2),

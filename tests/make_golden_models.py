@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from conftest import step_by_step_logits
 
 from nmt.config import ModelConfig
 from nmt.data.tokenizers import BOS_ID as BOS
@@ -90,16 +91,9 @@ def eval_outputs(model: EncoderDecoder, x: dict[str, torch.Tensor]) -> dict[str,
     weights = {name: w for name, w in full.weights.items()}
     if "attn_enc" in memory:
         weights["enc"] = memory["attn_enc"]
-    state = model.init_state(memory)
-    steps = []
-    for t in range(tgt.shape[1]):
-        out = model.decode(tgt[:, t : t + 1], memory, state)
-        assert out.state is not None
-        state = out.state
-        steps.append(out.logits)
     return {
         "logits": full.logits,
-        "step_logits": torch.cat(steps, dim=1),
+        "step_logits": step_by_step_logits(model, memory, tgt),
         "weights": weights,
         "greedy": hypotheses(greedy(model, src, lengths, MAX_LEN)),
         "beam": [hypotheses(h) for h in beam_search(model, src, lengths, MAX_LEN, BEAM,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import step_by_step_logits
 
 from nmt.config import DecodeConfig, ModelConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, WordTokenizer
@@ -154,14 +155,8 @@ def test_incremental_logits_equal_full_pass(model: EncoderDecoder) -> None:
     with torch.no_grad():
         memory = model.encode(src, lengths)
         full = model.decode(tgt, memory).logits
-        state = model.init_state(memory)
-        steps = []
-        for t in range(tgt.size(1)):
-            out = model.decode(tgt[:, t : t + 1], memory, state)
-            assert out.state is not None
-            state = out.state
-            steps.append(out.logits)
-    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-4)
+        steps = step_by_step_logits(model, memory, tgt)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-4)
 
 
 def test_cached_greedy_equals_uncached(model: EncoderDecoder) -> None:

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import step_by_step_logits
 
 from nmt.config import ModelConfig, from_dict
 from nmt.errors import ConfigError
@@ -121,14 +122,8 @@ def test_incremental_decoding_equals_full_pass(variant: str) -> None:
     src, lengths, tgt = batch()
     memory = model.encode(src, lengths)
     full = model.decode(tgt, memory).logits
-    state = model.init_state(memory)
-    steps = []
-    for t in range(tgt.shape[1]):
-        out = model.decode(tgt[:, t : t + 1], memory, state)
-        assert out.state is not None
-        state = out.state
-        steps.append(out.logits)
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(step_by_step_logits(model, memory, tgt), full, atol=1e-5,
+                               rtol=1e-4)
     # a prefix of two positions, then the rest in one call, lands on the same logits
     first = model.decode(tgt[:, :2], memory, model.init_state(memory))
     assert first.state is not None
