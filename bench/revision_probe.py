@@ -1,4 +1,4 @@
-"""One measurement of one revision of nmt, for ``bench/revisions.py``.
+"""One measurement of one revision of nmt, for :mod:`bench.revisions`.
 
 Run as ``PYTHONPATH=<checkout of the revision> python bench/revision_probe.py SPEC_JSON``: the
 ``nmt`` imported is the revision's. It uses only what every revision from aa0d4c0 on offers
@@ -53,7 +53,7 @@ def train_steps(spec: dict[str, Any]) -> dict[str, Any]:
 
 def load_run_function() -> Any:
     """``load_run`` wherever this revision keeps it."""
-    for module in ("nmt.loading", "nmt.run_loading", "nmt.checkpoint"):
+    for module in ("nmt.loading", "nmt.checkpoint"):  # after and before the split
         try:
             return importlib.import_module(module).load_run
         except (ImportError, AttributeError):

@@ -1,6 +1,6 @@
 """Speed of two revisions of nmt, measured in one invocation, alternating.
 
-    python bench/revisions.py --before REV [--after REV] [--rounds 3] [--out bench/out]
+    python -m bench.revisions --before REV [--after REV] [--rounds 3] [--out bench/out]
 
 Each side is a detached ``git worktree`` of its revision (removed at the end); every
 measurement is a fresh process (``bench/revision_probe.py``) importing that side's ``nmt``,
@@ -36,8 +36,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-PROBE = Path(__file__).resolve().parent / "revision_probe.py"
+from bench import ROOT
+from bench.processes import child_env, run_child
+from nmt.errors import NmtError
+
+# Run as a script, not with -m: its own folder goes first on sys.path, so the `nmt` it imports
+# is the one PYTHONPATH names, never this checkout's.
+PROBE = ROOT / "bench" / "revision_probe.py"
 
 # name: [(config, steps measured, steps left out at the start, overrides)]
 TRAIN_WORKLOADS: dict[str, list[tuple[str, int, int, list[str]]]] = {
@@ -52,18 +57,18 @@ TRAIN_WORKLOADS: dict[str, list[tuple[str, int, int, list[str]]]] = {
 
 
 def git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["no error output"])[0]
+        raise SystemExit(f"error: git {args[0]}: {reason}")
+    return done.stdout.strip()
 
 
 def probe(tree: Path, spec: dict[str, Any]) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(tree), NMT_NO_PROGRESS="1")
-    done = subprocess.run([sys.executable, str(PROBE), json.dumps(spec)], cwd=tree, env=env,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no error output"])[-1]
-        raise SystemExit(f"{tree}: {spec['workload']} failed: {last}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """One measurement in a fresh process that imports the ``nmt`` of ``tree``."""
+    env = dict(child_env(), PYTHONPATH=str(tree), NMT_NO_PROGRESS="1")
+    child = run_child([sys.executable, str(PROBE), json.dumps(spec)], env=env)
+    return child.last_json(f"{tree.name} ({spec['workload']})")
 
 
 def specs(workloads: list[str], data_dir: Path, run: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -100,8 +105,9 @@ def summary(spec: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, An
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--before", required=True, help="git revision measured first each round")
+    ap = argparse.ArgumentParser(prog="python -m bench.revisions",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", required=True, help="git revision compared against")
     ap.add_argument("--after", default="HEAD", help="git revision compared with it")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workloads", default="demo,decode,d2l")
@@ -128,6 +134,8 @@ def main() -> None:
                     for side in ("before", "after")[:: 1 if round_ % 2 == 0 else -1]:
                         results[label][side].append(probe(trees[side], spec))
                     print(f"{label}: round {round_ + 1} of {args.rounds} done", file=sys.stderr)
+        except NmtError as e:
+            raise SystemExit(f"error: {e}") from None
         finally:
             for tree in trees.values():
                 git("worktree", "remove", "--force", str(tree))
