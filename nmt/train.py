@@ -239,7 +239,6 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
 
     prog.stop_reason = reason
     if interrupted:
-        stop.requested = True
         save(run, state, "last")
         run.mlog.text(f"interrupted at step {prog.step}; saved last.pt")
         log(f"interrupted: saved {run_dir}/checkpoints/last.pt at step {prog.step}; "
