@@ -138,7 +138,8 @@ def train(
         str | None, typer.Option("--run-name", help="Run directory name (default: config name).")
     ] = None,
     overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace an existing run directory of that name.")
+        bool, typer.Option("--overwrite", help="Replace an existing run directory of that name "
+                           "(only a run, holding only what nmt wrote).")
     ] = False,
     runs_dir: Annotated[
         Path, typer.Option("--runs-dir", help="Where runs are kept.")
@@ -243,10 +244,15 @@ def _engine(engine: str | None, model: Path | None) -> str:
 def _ct2_translator(run: Path | None, checkpoint: str, model: Path | None, device: str,
                     compute_type: str, **kw: Any) -> Any:
     """A CTranslate2 translator of ``--model DIR``, else of the run's on-the-fly export."""
-    from nmt.export.ct2 import CT2Translator, run_export_dir
+    from nmt.export.ct2 import CT2Translator, run_export_dir, run_export_where
 
-    directory = model if model is not None else run_export_dir(run, checkpoint)
-    return CT2Translator.from_export(directory, device=device, compute_type=compute_type, **kw)
+    if model is not None:
+        directory, where = model, f"--model {model}"
+    else:
+        directory = run_export_dir(run, checkpoint)
+        where = run_export_where(directory)
+    return CT2Translator.from_export(directory, device=device, compute_type=compute_type,
+                                     where=where, **kw)
 
 
 def _warn_truncated(name: str) -> Callable[[int, int, int], None]:
@@ -461,7 +467,8 @@ def export(
                      "(argos); default exports/NAME-ctranslate2[-Q] or exports/NAME.argosmodel."),
     ] = None,
     overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace an existing --output.")
+        bool, typer.Option("--overwrite", help="Replace an earlier export or package at "
+                           "--output (nothing else: not a run, not a folder of one's own).")
     ] = False,
 ) -> None:
     """Export a Transformer run to CTranslate2 or as an Argos Translate package."""
@@ -483,17 +490,18 @@ def export(
         check_exportable(load_config(run_dir / "config.toml"), f"--run {run_dir}")
     loaded = load_run(run_dir, checkpoint, "cpu")
     name = loaded.run_dir.resolve().name
+    suffix = f"-{quantization}" if quantization else ""
+    default = f"{name}.argosmodel" if to == "argos" else f"{name}-ctranslate2{suffix}"
+    path = output if output is not None else Path("exports") / default
+    where = f"--output {output}" if output is not None else str(path)  # what the user named
     if to == "argos":
         from nmt.export.argos import package_run
 
-        path = package_run(loaded, output or Path("exports") / f"{name}.argosmodel",
-                           quantization, overwrite)
+        package_run(loaded, path, quantization, overwrite, where=where)
     else:
         from nmt.export.ct2 import export_run
 
-        suffix = f"-{quantization}" if quantization else ""
-        path = export_run(loaded, output or Path("exports") / f"{name}-ctranslate2{suffix}",
-                          quantization, overwrite)
+        export_run(loaded, path, quantization, overwrite, where=where)
     typer.echo(str(path))
 
 
@@ -564,7 +572,8 @@ def attention(
         image_format(output)  # before loading the model
     loaded = load_run(run, checkpoint, device, averaged=not no_ema)
     path = output if output is not None else loaded.run_dir / ATTENTION_FILE
-    picture = plot_attention(Translator.from_run(loaded), sentence, path)
+    picture = plot_attention(Translator.from_run(loaded), sentence, path,
+                             option="--output" if output is not None else "")
     typer.echo(picture.translation)
     console.print(f"attention: {picture.path}", highlight=False, markup=False)
 

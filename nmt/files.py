@@ -12,7 +12,7 @@ import glob
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -23,19 +23,21 @@ TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt
 _STARTED = time.time()  # temporary files older than this process are not being written by it
 
 
-def atomic_write_bytes(path: Path, write: Any) -> None:
+def atomic_write_bytes(path: Path, write: Any, where: str | None = None) -> None:
     """Call ``write(fileobj)`` on a temporary file beside ``path``, fsync, then rename over it.
 
     A crash at any moment leaves either the old file or the new one, never a partial file: the
     temporary file (``.NAME.XXXX.tmp``, hidden and not ending in ``.pt``) is removed on any
     failure, and a failure to write (disk full, read-only directory) is a one-line
-    :class:`NmtError` naming ``path``; the old file is left as it was.
+    :class:`NmtError` naming ``path`` (or ``where``, what the user named it); the old file is
+    left as it was.
     """
+    where = where or str(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     except OSError as e:
-        raise NmtError(f"{path}: cannot write ({os_reason(e)})") from None
+        raise NmtError(f"{where}: cannot write ({os_reason(e)})") from None
     _mode_like_open(fd, path)
     raw = os.fdopen(fd, "wb")
     f = _RecordingWriter(raw)
@@ -53,7 +55,7 @@ def atomic_write_bytes(path: Path, write: Any) -> None:
         if cause is not None and not isinstance(cause, Exception):
             raise cause from None  # KeyboardInterrupt stays an interruption
         if isinstance(e, Exception) and isinstance(cause, OSError):
-            raise NmtError(f"{path}: cannot write ({os_reason(cause)}); the previous "
+            raise NmtError(f"{where}: cannot write ({os_reason(cause)}); the previous "
                            "file, if any, is unchanged") from None
         raise
     with suppress(OSError):
@@ -118,6 +120,42 @@ def make_dirs(path: Path, option: str = "") -> None:
                        "way") from None
     except OSError as e:
         raise NmtError(f"{where}: cannot create the directory ({os_reason(e)})") from None
+
+
+def real_path(path: Path, where: str) -> Path:
+    """``path`` with its symbolic links, ``.`` and ``..`` resolved (it need not exist): where a
+    write to it lands, whatever the spelling. A link loop is a one-line error after ``where``."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as e:  # RuntimeError: a link loop (Python before 3.13)
+        raise NmtError(f"{where}: cannot resolve the path ({e})") from None
+
+
+def replaceable_output(path: Path, where: str, overwrite: bool,
+                       why_not_ours: Callable[[Path], str | None], ours: str) -> Path:
+    """The real path to write the output ``path`` (a file or directory nmt writes as a whole) to,
+    refusing to replace anything that is not nmt's own output.
+
+    Refused, in one line starting with ``where`` (what the user named, e.g. ``--output DIR``):
+    an existing ``path`` unless ``overwrite``; with it, a symbolic link (the link, not what it
+    points to, would be replaced), the current directory, and whatever ``why_not_ours`` (called
+    on the resolved path, which exists) gives a reason for; ``ours`` says what may be replaced.
+    Every spelling of one path (``./x``, ``x/``, ``a/../x``, a link to a parent) gets the same
+    answer, as the checks look at what is there, not at the name.
+    """
+    if os.path.lexists(path):
+        if not overwrite:
+            raise NmtError(f"{where}: already exists; choose another name or pass --overwrite")
+        if path.is_symlink():
+            raise NmtError(f"{where}: is a symbolic link; only {ours} is replaced, not a link "
+                           "to one (name what it points to)")
+    real = real_path(path, where)
+    if real.exists() and real == real_path(Path.cwd(), where):
+        raise NmtError(f"{where}: is the current directory; name a directory below it")
+    reason = why_not_ours(real) if real.exists() else None
+    if reason is not None:
+        raise NmtError(f"{where}: {reason}; only {ours} is replaced")
+    return real
 
 
 def remove_stale_files(directory: Path, pattern: str) -> None:

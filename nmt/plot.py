@@ -52,10 +52,12 @@ GROUPS = (
 
 
 def image_format(path: Path, option: str = "--output") -> str:
-    """``.png``/``.svg``/``.pdf`` (any case) -> the matplotlib format; else a one-line error."""
+    """``.png``/``.svg``/``.pdf`` (any case) -> the matplotlib format; else a one-line error
+    naming ``option`` (the command-line option ``path`` came from; "" for a default path)."""
     fmt = IMAGE_FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
-        raise ConfigError(f"{option} {path}: expected a file name ending in .png, .svg or .pdf")
+        where = f"{option} {path}" if option else str(path)
+        raise ConfigError(f"{where}: expected a file name ending in .png, .svg or .pdf")
     return fmt
 
 
@@ -74,7 +76,7 @@ def save_figure(fig: Figure, path: Path, option: str = "--output") -> Path:
         atomic_write_bytes(path, lambda f: fig.savefig(f, format=fmt, dpi=DPI,
                                                        metadata=_metadata(fmt)))
     except NmtError as e:
-        raise DataError(f"{option} {e}") from None
+        raise DataError(f"{option} {e}" if option else str(e)) from None
     return path
 
 
@@ -385,7 +387,9 @@ def plot_training_curves(run_dir: Path, output: Path | None = None) -> Path:
         raise CheckpointError(
             f"{run_dir / 'metrics.jsonl'}: no loss or BLEU values yet; nothing to plot"
         ) from None
-    return save_figure(fig, output if output is not None else run_dir / CURVES_FILE)
+    if output is None:  # the default picture: no option to name in a message
+        return save_figure(fig, run_dir / CURVES_FILE, option="")
+    return save_figure(fig, output)
 
 
 def _run_title(run_dir: Path, records: list[dict[str, Any]]) -> str:

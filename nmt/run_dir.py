@@ -9,37 +9,90 @@ it holds ``.NAME.lock`` beside it (:func:`run_lock`).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import shutil
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from nmt.checkpoint import load_checkpoint
 from nmt.config import Config, from_dict, load_config
-from nmt.errors import CheckpointError, ConfigError, NmtError
-from nmt.files import append_text, atomic_write_bytes, atomic_write_text, make_dirs
+from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
+from nmt.files import (
+    TMP_SUFFIX,
+    append_text,
+    atomic_write_bytes,
+    atomic_write_text,
+    make_dirs,
+    real_path,
+)
 
 # Sections whose change would make a checkpoint meaningless; the rest may change on --resume.
 FROZEN_ON_RESUME = ("data", "model")
 
 
+# What nmt writes directly in a run directory (glob patterns): `nmt train` (config, tokenizer,
+# checkpoints, logs), `nmt plot` and `nmt attention` (nmt.plot.CURVES_FILE, ATTENTION_FILE),
+# `nmt bleu` (hypotheses and scores), --engine ctranslate2 (nmt.export.ct2.RUN_EXPORTS), and
+# the temporary file of a write killed before its rename. `--overwrite` deletes nothing else.
+RUN_ENTRIES = ("config.toml", "tokenizer", "checkpoints", "metrics.jsonl", "train.log",
+               "curves.png", "attention.png", "hyp.*.txt", "scores.*.json", "ctranslate2",
+               f".*{TMP_SUFFIX}")
+# What a start writes first (metrics.jsonl, then config.toml, before any training step): a run
+# directory holds one of them, even one whose start failed before its first checkpoint.
+RUN_MARKERS = ("metrics.jsonl", "config.toml", "checkpoints")
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory ``nmt train`` made (it holds one of :data:`RUN_MARKERS`)."""
+    return path.is_dir() and any(os.path.lexists(path / name) for name in RUN_MARKERS)
+
+
+def foreign_entry(run_dir: Path) -> Path | None:
+    """The first entry of ``run_dir`` that nmt does not write there (None: all are nmt's)."""
+    for entry in sorted(run_dir.iterdir()):
+        if not any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in RUN_ENTRIES):
+            return entry
+    return None
+
+
+def check_run_path(run_dir: Path, path: Path) -> Path:
+    """``path``, a folder inside ``run_dir`` that nmt writes into, replaces or deletes; refused in
+    one line when it, or a folder between it and ``run_dir``, is a symbolic link.
+
+    Whatever links are planted in a run, what nmt writes there stays inside the run's own
+    folders. A file written by rename (:func:`nmt.files.atomic_write_bytes`) replaces a link
+    at its own name rather than following it: pass the file's folder.
+    """
+    rel = path.relative_to(run_dir)  # a programming error (ValueError) when outside the run
+    if ".." in rel.parts:
+        raise ValueError(f"{path}: not inside {run_dir}")
+    current = run_dir
+    for part in rel.parts:
+        current = current / part
+        if current.is_symlink():
+            raise CheckpointError(f"{current}: is a symbolic link; a run directory writes only "
+                                  "into its own folders (remove the link)")
+    return path
+
+
 def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
-    """Refuse to train into an existing run unless resuming (or explicitly overwriting)."""
+    """Refuse to train into an existing run unless resuming (or explicitly overwriting: then
+    only a run directory holding nothing but what nmt writes is emptied, see
+    :func:`empty_run_dir`)."""
     ckpt = run_dir / "checkpoints" / "last.pt"
     if resume:
         if not ckpt.is_file():
             raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
         for name in ("checkpoints", "tokenizer"):
-            if (run_dir / name).is_symlink():
-                raise CheckpointError(f"{run_dir / name}: is a symbolic link; a run directory "
-                                      "writes only into its own folders (remove the link)")
+            check_run_path(run_dir, run_dir / name)
         return
-    if run_dir.exists() and any(run_dir.iterdir()):
+    if run_dir.is_dir() and any(run_dir.iterdir()):
         if not overwrite:
             raise NmtError(
                 f"{run_dir}: run directory exists; use --resume to continue it, --run-name to "
@@ -47,19 +100,61 @@ def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
                 f"{run_dir}: directory exists and holds no checkpoint to resume (a start that "
                 "failed?); use --overwrite to replace it, or --run-name to start another"
             )
-        try:
-            shutil.rmtree(run_dir)
-        except OSError as e:
-            raise NmtError(f"--overwrite: cannot remove {run_dir} ({e.strerror or e})") from None
+        empty_run_dir(run_dir)
     make_dirs(run_dir)
+
+
+def empty_run_dir(run_dir: Path) -> None:
+    """What ``--overwrite`` does to an existing run directory: delete what nmt wrote in it.
+
+    Refused in one line, deleting nothing, unless ``run_dir`` is a run directory
+    (:func:`is_run_dir`) and everything in it is something nmt writes there
+    (:data:`RUN_ENTRIES`): a folder of one's own under ``runs/``, or a run holding a file nmt
+    did not write, is left alone. The directory itself is kept (it may be a link to a run on
+    another disk); links inside it are removed, never followed.
+    """
+    if not is_run_dir(run_dir):
+        raise NmtError(f"{run_dir}: not a run directory (no config.toml, checkpoints/ or "
+                       "metrics.jsonl); --overwrite replaces only a run nmt train made: move "
+                       "the folder away, or use --run-name to start another")
+    foreign = foreign_entry(run_dir)
+    if foreign is not None:
+        raise NmtError(f"{run_dir}: holds {foreign.name}, which nmt did not write; --overwrite "
+                       "deletes only a run's own files: move it away, or use --run-name to "
+                       "start another")
+    for entry in sorted(run_dir.iterdir()):
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        except OSError as e:
+            raise NmtError(f"--overwrite: cannot remove {entry} ({os_reason(e)})") from None
+
+
+@contextmanager
+def no_empty_run_dir_left(run_dir: Path) -> Iterator[None]:
+    """Remove ``run_dir`` at the end of the block if the block left it empty and it was not an
+    empty directory before (a start that failed before writing anything: the data could not be
+    prepared, the model not built): no empty folder is left behind under ``runs/``. Only an
+    empty directory is ever removed (``rmdir``)."""
+    was_empty = run_dir.is_dir() and not any(run_dir.iterdir())
+    try:
+        yield
+    finally:
+        if not was_empty:
+            with suppress(OSError):  # not empty (or gone): nothing to tidy
+                run_dir.rmdir()
 
 
 @contextmanager
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold ``run_dir`` for one training process: a second writer is refused, naming the
     holder's PID. The lock is ``.NAME.lock`` beside the run directory (so ``--overwrite``, which
-    removes the directory, cannot drop it) and is an ``flock``, which the operating system
-    releases when the process ends, however it ends: a killed run leaves no stale lock.
+    empties the directory, cannot drop it) and is an ``flock``, which the operating system
+    releases when the process ends, however it ends: a killed run leaves no stale lock. It sits
+    beside the directory the name resolves to, so two names of one run (a link to it, another
+    spelling of ``--runs-dir``) take the same lock.
     """
     try:
         import fcntl
@@ -67,7 +162,8 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         yield
         return
     make_dirs(run_dir.parent)
-    path = run_dir.parent / f".{run_dir.name}.lock"
+    real = real_path(run_dir, str(run_dir))
+    path = real.parent / f".{real.name}.lock"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
     except OSError as e:

@@ -56,6 +56,7 @@ from nmt.run_dir import (
     adopt_newer_best,
     frozen_change,
     last_valid_step,
+    no_empty_run_dir_left,
     run_lock,
     start_run_dir,
 )
@@ -164,8 +165,10 @@ def train(
     dist = init_distributed(cfg.train.device)
     ok = False
     try:
-        # rank 0 holds the run directory for as long as it trains: one writer per run
-        with run_lock(run_dir) if dist.main else nullcontext():
+        # rank 0 holds the run directory for as long as it trains: one writer per run; a start
+        # that fails before writing anything leaves no empty run directory behind
+        with (run_lock(run_dir) if dist.main else nullcontext(),
+              no_empty_run_dir_left(run_dir) if dist.main else nullcontext()):
             result = _train(cfg, run_dir, dist, data_dir, resume, overwrite,
                             log if dist.main else (lambda s: None),
                             display if display is not None and dist.main else Display(),

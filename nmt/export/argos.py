@@ -86,24 +86,27 @@ def _readme(run: LoadedRun) -> str:
 
 
 def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
-                overwrite: bool = False) -> Path:
+                overwrite: bool = False, where: str | None = None) -> Path:
     """Write the ``.argosmodel`` package of ``run`` to ``output`` (a new file unless
-    ``overwrite``; written beside it and renamed into place)."""
+    ``overwrite``, and then only a package nmt wrote is replaced: :func:`why_not_a_package`;
+    written beside it and renamed into place). ``where`` starts the error messages: what the
+    user named (default ``--output OUTPUT``)."""
     from nmt.export.ct2 import check_exportable, export_run
-    from nmt.files import atomic_write_bytes
+    from nmt.files import atomic_write_bytes, replaceable_output
 
     output = Path(output)
+    where = where or f"--output {output}"
     check_exportable(run.config, f"--run {run.run_dir}")
     check_packageable(run)
     if output.suffix != EXTENSION:
-        raise NmtError(f"--output {output}: expected a file name ending in {EXTENSION}")
-    if output.exists() and not overwrite:
-        raise NmtError(f"--output {output}: already exists; choose another name or pass "
-                       "--overwrite")
+        raise NmtError(f"{where}: expected a file name ending in {EXTENSION}")
+    target = replaceable_output(output, where, overwrite, why_not_a_package,
+                                "a package nmt export wrote")
     name = package_name(run)
     with tempfile.TemporaryDirectory(prefix="nmt-argos-") as tmp:
         root = Path(tmp) / name
-        export_run(run, root / "model", quantization, add_source_eos=True)  # Argos adds none
+        export_run(run, root / "model", quantization, add_source_eos=True,  # Argos adds none
+                   where=where)
         shutil.copyfile(root / "model" / "spm.model", root / "sentencepiece.model")
         (root / "metadata.json").write_text(json.dumps(metadata(run), indent=1) + "\n",
                                             encoding="utf-8")
@@ -114,5 +117,26 @@ def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
             for path in sorted(root.rglob("*")):
                 z.write(path, path.relative_to(tmp).as_posix())
         with archive.open("rb") as src:
-            atomic_write_bytes(output, lambda f: shutil.copyfileobj(src, f))
+            atomic_write_bytes(target, lambda f: shutil.copyfileobj(src, f), where)
     return output
+
+
+def why_not_a_package(path: Path) -> str | None:
+    """Why the existing ``path`` may not be replaced by a package; None when it may: it is a
+    zip archive of one directory whose ``metadata.json`` carries the ``nmt`` entry that
+    :func:`metadata` writes."""
+    if not path.is_file():
+        return "exists and is not a file"
+    meta = None
+    try:
+        with zipfile.ZipFile(path) as z:
+            tops = {n.split("/")[0] for n in z.namelist()}
+            info = z.getinfo(f"{tops.pop()}/metadata.json") if len(tops) == 1 else None
+            if info is not None and info.file_size < 2**20:
+                meta = json.loads(z.read(info))
+    except (OSError, ValueError, KeyError, RuntimeError, NotImplementedError, EOFError,
+            zipfile.BadZipFile):
+        pass  # not a zip archive, or not one of ours: refused below
+    if not isinstance(meta, dict) or not isinstance(meta.get("nmt"), dict):
+        return "is not an Argos package written by nmt (no metadata.json with an nmt entry)"
+    return None

@@ -43,6 +43,7 @@ line differs.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import shutil
@@ -61,7 +62,8 @@ import nmt.data.normalize as normalize_module
 from nmt.config import DecodeConfig, from_dict
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SPECIALS, Tokenizer, load_tokenizer
-from nmt.errors import CheckpointError, ConfigError, DataError, NmtError, first_line
+from nmt.errors import CheckpointError, ConfigError, DataError, NmtError, first_line, os_reason
+from nmt.files import replaceable_output
 from nmt.translate import (
     StreamTranslator,
     TruncateHook,
@@ -284,25 +286,26 @@ def _checkpoint_stamp(path: Path) -> dict[str, int]:
 
 
 def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
-               overwrite: bool = False, add_source_eos: bool | None = None) -> Path:
+               overwrite: bool = False, add_source_eos: bool | None = None,
+               where: str | None = None) -> Path:
     """Convert a loaded run into the directory ``output`` (see the module docstring).
 
     ``add_source_eos``: the model appends ``<eos>`` to its inputs; by default unless the run
     trained on cut sources (``data.truncate``), where the input must carry it.
 
-    ``output`` must not exist unless ``overwrite``; the export is written beside it and renamed
-    into place, so a failure leaves whatever was there before.
+    ``output`` must not exist unless ``overwrite``, and then only an earlier export or an empty
+    directory is replaced (:func:`why_not_an_export`); the export is written beside it and
+    renamed into place, so a failure leaves whatever was there before. ``where`` starts the
+    error messages: what the user named (default ``--output OUTPUT``).
     """
     check_exportable(run.config, f"--run {run.run_dir}")
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise ConfigError(f"--quantization {quantization}: expected one of "
                           f"{', '.join(QUANTIZATIONS)}")
     output = Path(output)
-    if output.exists() and not overwrite:
-        raise NmtError(f"--output {output}: already exists; choose another directory or pass "
-                       "--overwrite")
-    if output.exists() and not output.is_dir():
-        raise NmtError(f"--output {output}: exists and is not a directory")
+    where = where or f"--output {output}"
+    target = replaceable_output(output, where, overwrite, why_not_an_export,
+                                "an earlier export (or an empty directory)")
     from nmt.models.transformer import Transformer
 
     model = run.model
@@ -327,10 +330,10 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
             run.config.data.truncate <= 0),
     }
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     except OSError as e:
-        raise NmtError(f"--output {output}: cannot write ({e.strerror})") from None
+        raise NmtError(f"{where}: cannot write ({os_reason(e)})") from None
     try:
         converter = TransformerConverter(model, run.tokenizer, run.config.model,
                                          meta["add_source_eos"])
@@ -339,16 +342,52 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
         shutil.copyfile(Path(normalize_module.__file__), tmp / "normalize.py")
         (tmp / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(_readme(meta), encoding="utf-8")
-        _replace_dir(tmp, output)
+        _replace_dir(tmp, target)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise NmtError(f"--output {output}: cannot write ({e.strerror or e})") from None
+        raise NmtError(f"{where}: cannot write ({os_reason(e)})") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
         model.train(was_training)
     return output
+
+
+# What an export directory holds (glob patterns): the CTranslate2 model and its vocabularies,
+# the tokenizer (tokenizer.json with spm.model, src/tgt.model or the word vocabularies),
+# normalize.py, nmt-export.json and the README. Replacing an export deletes nothing else.
+EXPORT_ENTRIES = ("model.bin", "config.json", "*vocabulary*", "tokenizer.json", "*.model",
+                  "*vocab.txt", "normalize.py", META_FILE, "README.md")
+
+
+def why_not_an_export(path: Path) -> str | None:
+    """Why the existing ``path`` may not be replaced by an export; None when it may: it is an
+    empty directory, or one ``nmt export`` wrote (its ``nmt-export.json`` is of :data:`FORMAT`)
+    holding nothing else than an export does (:data:`EXPORT_ENTRIES`)."""
+    from nmt.run_dir import is_run_dir
+
+    if not path.is_dir():
+        return "exists and is not a directory"
+    entries = sorted(path.iterdir())
+    if not entries:
+        return None
+    if is_run_dir(path):
+        return "is a run directory, not an export"
+    runs = [e for e in entries if is_run_dir(e)]
+    if runs:
+        return f"holds the run directory {runs[0].name}"
+    try:
+        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        return f"is not an nmt export (no {META_FILE} of format {FORMAT})"
+    for entry in entries:
+        if entry.is_dir() or not any(fnmatch.fnmatchcase(entry.name, pattern)
+                                     for pattern in EXPORT_ENTRIES):
+            return f"holds {entry.name}, which nmt export did not write"
+    return None
 
 
 def _replace_dir(new: Path, target: Path) -> None:
@@ -370,14 +409,16 @@ def _replace_dir(new: Path, target: Path) -> None:
 
 def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
     """The on-the-fly export of ``run_dir``'s checkpoint, made (or remade, when the
-    checkpoint changed since) under ``RUN/ctranslate2/<checkpoint>/``."""
+    checkpoint changed since) under ``RUN/ctranslate2/<checkpoint>/``. A link planted on the
+    way is refused (:func:`nmt.run_dir.check_run_path`): what is replaced stays in the run."""
     from nmt.loading import latest_run, load_run, resolve_checkpoint
+    from nmt.run_dir import check_run_path
 
     run_dir = latest_run() if run_dir is None else Path(run_dir)
     if not run_dir.is_dir():
         raise CheckpointError(f"--run {run_dir}: run directory not found")
     path = resolve_checkpoint(run_dir, checkpoint)
-    target = run_dir / RUN_EXPORTS / path.stem
+    target = check_run_path(run_dir, run_dir / RUN_EXPORTS / path.stem)
     meta_path = target / META_FILE
     if meta_path.is_file():
         try:
@@ -389,22 +430,29 @@ def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
                 and all(meta.get(k) == v for k, v in _checkpoint_stamp(path).items())):
             return target
     run = load_run(run_dir, str(path), "cpu")
-    return export_run(run, target, overwrite=True)
+    return export_run(run, target, overwrite=True, where=run_export_where(target))
+
+
+def run_export_where(directory: Path) -> str:
+    """How messages name the on-the-fly export ``directory`` (the user named no directory)."""
+    return f"{directory} (the run's export for --engine ctranslate2)"
 
 
 # --- translation -------------------------------------------------------------------------------
 
 
-def read_export(directory: Path) -> dict[str, Any]:
-    """``nmt-export.json`` of an exported directory (a one-line error if it is not one)."""
+def read_export(directory: Path, where: str | None = None) -> dict[str, Any]:
+    """``nmt-export.json`` of an exported directory (a one-line error if it is not one, starting
+    with ``where``: how the user named it, by default ``--model DIRECTORY``)."""
     directory = Path(directory)
+    where = where or f"--model {directory}"
     path = directory / META_FILE
     if not directory.is_dir():
-        raise CheckpointError(f"--model {directory}: directory not found")
+        raise CheckpointError(f"{where}: directory not found")
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CheckpointError(f"--model {directory}: not an nmt export (no {META_FILE}; make "
+        raise CheckpointError(f"{where}: not an nmt export (no {META_FILE}; make "
                               "one with `nmt export --to ctranslate2`)") from None
     except (OSError, ValueError) as e:
         raise CheckpointError(f"{path}: unreadable ({e})") from None
@@ -454,13 +502,15 @@ class CT2Translator(StreamTranslator):
     def from_export(
         cls, directory: Path, beam: int | None = None, batch_size: int | None = None,
         max_src_tokens: int | None = None, device: str = "cpu", compute_type: str = "default",
-        threads: int = 0,
+        threads: int = 0, where: str | None = None,
     ) -> CT2Translator:
         """Load an export; ``beam``/``batch_size`` override its [decode], ``compute_type``
         (``default``: the export's weights, or ``int8``, ``float32``, ...) converts at load,
-        ``threads`` is CTranslate2's ``intra_threads`` (0: its default)."""
+        ``threads`` is CTranslate2's ``intra_threads`` (0: its default). ``where`` names the
+        export in errors (default ``--model DIRECTORY``)."""
         directory = Path(directory)
-        meta = read_export(directory)
+        where = where or f"--model {directory}"
+        meta = read_export(directory, where)
         cfg = from_dict({"decode": meta["decode"]}, where=str(directory / META_FILE)).decode
         if beam is not None:
             cfg = replace(cfg, beam=beam)
@@ -472,7 +522,10 @@ class CT2Translator(StreamTranslator):
                                                 compute_type=compute_type,
                                                 intra_threads=threads)
         except (RuntimeError, ValueError) as e:
-            raise CheckpointError(f"--model {directory}: CTranslate2 cannot load it "
+            if compute_type != "default" and "compute type" in str(e):
+                raise ConfigError(f"--compute-type {compute_type}: {first_line(e, 200)}"
+                                  ) from None
+            raise CheckpointError(f"{where}: CTranslate2 cannot load it "
                                   f"({first_line(e, 200)})") from None
         data = meta["data"]
         return cls(translator, load_tokenizer(directory), cfg, bool(data["lowercase"]),
