@@ -163,7 +163,8 @@ def test_bf16_autocast_trains_like_fp32_on_cuda(arch: str, tiny_data_dir: Path,
 @pytest.mark.parametrize("optimizer", ["adam", "adamw"])
 def test_cuda_uses_the_fused_optimizer(optimizer: str) -> None:
     """On CUDA the optimizer is the fused kernel, and its step equals the per-tensor one."""
-    cfg = tiny_config("transformer", f"train.optimizer={optimizer}", "train.weight_decay=0.01")
+    cfg = tiny_config("transformer", "model.dropout=0", f"train.optimizer={optimizer}",
+                      "train.weight_decay=0.01")
     torch.manual_seed(0)
     model = build_model(cfg.model, 40, 40).cuda()
     fused, _ = build_optimizer(cfg.train, model)
@@ -180,7 +181,7 @@ def test_cuda_uses_the_fused_optimizer(optimizer: str) -> None:
             m(src, lengths, tgt).float().logsumexp(-1).mean().backward()
             opt.step()
     for a, b in zip(model.parameters(), twin.parameters(), strict=True):
-        assert torch.allclose(a, b, atol=1e-6)
+        assert torch.allclose(a, b, atol=1e-5)
 
 
 @pytest.mark.gpu
