@@ -243,3 +243,115 @@ def test_checkpoints_move_between_cuda_and_the_cpu(arch: str, tiny_data_dir: Pat
         gpu_logits = on_gpu.model(src.cuda(), lengths.cuda(), tgt.cuda()).cpu()
         cpu_logits = on_cpu.model(src, lengths, tgt)
     assert torch.allclose(gpu_logits, cpu_logits, atol=1e-4)
+
+
+# --- the check and its bundle (bench/gpu.py) ---------------------------------------------------
+
+
+def test_bundle_holds_every_dependency_but_torch() -> None:
+    from bench.gpu import bundle_requirements, requirement_name
+
+    names = {requirement_name(r) for r in bundle_requirements()}
+    assert {"numpy", "sacrebleu", "sentencepiece", "typer", "pytest", "hypothesis",
+            "ctranslate2"} <= names
+    assert not names & {"torch", "ruff", "mypy"}
+
+
+def test_bundle_leaves_out_what_the_gpu_machine_has(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path,
+                                                    tiny_corpus_zip: Path) -> None:
+    """pip download is asked for CPython 3.12 wheels only; the wheels of projects the machine
+    lists (``pip list --format=freeze``) are dropped; the corpus travels along."""
+    import subprocess
+
+    import bench.gpu as gpu
+
+    asked = []
+
+    def download(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        asked.append(cmd)
+        dest = Path(cmd[cmd.index("--dest") + 1])
+        for wheel in ("numpy-2.5.5-cp312-cp312-manylinux_2_28_x86_64.whl",
+                      "ctranslate2-4.8.5-cp312-cp312-manylinux_2_28_x86_64.whl",
+                      "Typing_Extensions-4.16.0-py3-none-any.whl"):
+            (dest / wheel).write_bytes(b"x")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", download)
+    present = tmp_path / "present.txt"
+    present.write_text("numpy==2.5.2\ntyping-extensions==4.15.0\n# a comment\n")
+    manifest = gpu.make_bundle(tmp_path / "bundle", present=gpu.read_present(present),
+                               corpus=tiny_corpus_zip, log=lambda s: None)
+    assert "--only-binary=:all:" in asked[0] and "3.12" in asked[0]
+    assert manifest["wheels"] == ["ctranslate2-4.8.5-cp312-cp312-manylinux_2_28_x86_64.whl"]
+    assert len(manifest["left_out_as_present"]) == 2
+    assert (tmp_path / "bundle" / "fra-eng.zip").read_bytes() == tiny_corpus_zip.read_bytes()
+    assert "torch" not in (tmp_path / "bundle" / "requirements.txt").read_text()
+
+
+def test_bundle_download_failure_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    import subprocess
+
+    import bench.gpu as gpu
+    from nmt.errors import NmtError
+
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(
+        cmd, 1, "", "ERROR: Could not find a version\nERROR: No matching distribution found"))
+    with pytest.raises(NmtError, match="pip download: exited with status 1: ERROR: No match"):
+        gpu.make_bundle(tmp_path / "bundle", log=lambda s: None)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks what happens without CUDA")
+def test_check_without_cuda_skips_every_step_and_says_so(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """Never a silent pass: each step's files and the terminal say it was skipped and why;
+    the exit status is 0 (a CPU-only CI stays green) unless --require-gpu asks for 1."""
+    import json
+
+    from bench.gpu import STEPS, main
+
+    main(["check", "--out", str(tmp_path)])
+    shown = capsys.readouterr().out
+    for step in STEPS:
+        result = json.loads((tmp_path / f"{step}.json").read_text())
+        assert result["status"] == "skipped" and "no CUDA device" in result["reason"]
+        assert "skipped: no CUDA device is visible" in (tmp_path / f"{step}.md").read_text()
+        assert f"gpu-check {step}: skipped: no CUDA device is visible" in shown
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "--step", "speed", "--out", str(tmp_path), "--require-gpu"])
+    assert stopped.value.code == 1
+    assert "error: --require-gpu: no CUDA device is visible" in capsys.readouterr().err
+
+
+def test_decode_step_needs_the_runs_of_the_training_steps(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    import bench.gpu as gpu
+
+    monkeypatch.setattr(gpu, "ROOT", tmp_path)
+    result, _ = gpu.step_decode(gpu.Step("decode", tmp_path, lambda s: None))
+    assert result["status"] == "error" and "run STEP=transformer and STEP=gru first" in \
+        result["reason"]
+
+
+def test_speed_measurement_runs_on_the_cpu(tiny_data_dir: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The throughput child on the CPU with a tiny model: real steps at the config's batch, a
+    doubled batch that fits, and the figures of each (memory only on CUDA)."""
+    import json
+
+    from bench.gpu import speed_child
+
+    tiny = ["data.vocab_size=64", "data.valid_frac=0.1", "data.test_frac=0.1",
+            "model.d_model=16", "model.d_ff=32", "model.n_heads=2", "model.n_layers=1",
+            "train.batch_size=300"]
+    speed_child(Path("configs/transformer.toml"), False, steps=2, warmup=1, doublings=1,
+                data_dir=tiny_data_dir, device_name="cpu", overrides=tiny)
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["which"] for r in rows] == ["config", "fits", "search", "largest"]
+    assert rows[2] == {"which": "search", "largest": 600, "out_of_memory_at": None}
+    for r in (rows[0], rows[3]):
+        assert r["target_tokens_per_s"] > 0 and r["steps"] == 2 and r["flops_per_token"] > 0
+        assert r["mfu"] is None and r["peak_memory_bytes"] is None
+    assert 0 < rows[0]["estimated_memory_bytes"] < rows[3]["estimated_memory_bytes"]
