@@ -211,13 +211,20 @@ def gpu_machine() -> dict[str, Any]:
 
 def last_json(child: ChildRun) -> dict[str, Any] | None:
     """The last stdout line of ``child`` that is a JSON object, or None."""
-    for line in reversed(child.stdout.splitlines()):
+    rows = json_lines(child.stdout)
+    return rows[-1] if rows else None
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """Every line of ``text`` that is a JSON object (a line cut short by a kill is skipped)."""
+    rows = []
+    for line in text.splitlines():
         if line.startswith("{"):
             try:
-                return dict(json.loads(line))
+                rows.append(dict(json.loads(line)))
             except json.JSONDecodeError:
-                return None
-    return None
+                continue
+    return rows
 
 
 def failure(child: ChildRun) -> str:
@@ -434,7 +441,7 @@ def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
         if data_dir is not None:
             cmd += ["--data-dir", str(data_dir.resolve())]
         child = step.child(cmd, seconds)
-        found = [json.loads(x) for x in child.stdout.splitlines() if x.startswith("{")]
+        found = json_lines(child.stdout)
         measured = [dict(r, config=config, compile=compiled) for r in found
                     if r.get("which") in ("config", "largest")]
         search = next((r for r in found if r.get("which") == "search"), None)

@@ -355,3 +355,18 @@ def test_speed_measurement_runs_on_the_cpu(tiny_data_dir: Path,
         assert r["target_tokens_per_s"] > 0 and r["steps"] == 2 and r["flops_per_token"] > 0
         assert r["mfu"] is None and r["peak_memory_bytes"] is None
     assert 0 < rows[0]["estimated_memory_bytes"] < rows[3]["estimated_memory_bytes"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--step", "train"], "--step train: expected all or one of tests, speed, transformer"),
+    (["--minutes", "9"], "--minutes: expected 0 < minutes <= 8.5 (a step has 9)"),
+])
+def test_bad_check_options_are_one_line_errors(args: list[str], message: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.gpu import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "--out", str(tmp_path), *args])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 1
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1
