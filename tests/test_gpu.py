@@ -137,7 +137,7 @@ def test_compile_option_compiles_the_training_forward(monkeypatch: pytest.Monkey
 
 @pytest.mark.slow
 def test_compile_option_with_the_compiler(tiny_data_dir: Path, tmp_path: Path) -> None:
-    """The same with torch's default compiler (Inductor, C++ on the CPU): about two minutes of
+    """The same with torch's default compiler (Inductor, C++ on the CPU): about four minutes of
     compiling on a slow two-core machine, hence slow. Its kernels round differently."""
     plain, with_compile = compiled_and_plain(tiny_data_dir, tmp_path)
     assert [r.keys() for r in with_compile] == [r.keys() for r in plain]
