@@ -16,7 +16,8 @@ CONFIG ?= configs/demo.toml
 RUN ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install data train translate bleu quality test test-all test-argos lint bench demo clean
+.PHONY: help install data train translate bleu quality test test-all test-argos lint bench demo clean \
+	gpu-bundle gpu-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -81,6 +82,29 @@ demo: install ## download, train the small CPU demo model (10-14 min), translate
 	$(NMT) train --config configs/demo.toml --run-name demo --overwrite
 	$(NMT) translate --run runs/demo "I'm home." "He's calm." "Go." "I lost." "i'm home ."
 	$(NMT) bleu --run runs/demo
+
+# The GPU check (docs/BENCHMARKS.md). gpu-bundle, where a package registry is reachable: the
+# wheels of every dependency but torch for the GPU machine's CPython 3.12, and the corpus
+# (GPU_PRESENT=FILE, that machine's `pip list --format=freeze`, leaves out what it has).
+# gpu-check, on the GPU machine: installs the bundle offline, then runs STEP (tests, speed,
+# transformer, gru, decode; default all, in that order), at most 9 minutes each, writing
+# GPU_OUT/STEP.json and STEP.md. Without a CUDA device each step says it is skipped.
+GPU_BUNDLE ?= build/gpu-bundle
+GPU_PYTHON ?= python3
+GPU_OUT ?= bench/out/gpu
+STEP ?= all
+
+gpu-bundle: ## download what the GPU check needs besides torch into build/gpu-bundle/
+	$(PYTHON) -m bench.gpu bundle --dest $(GPU_BUNDLE) $(if $(GPU_PRESENT),--present $(GPU_PRESENT)) \
+		$(if $(wildcard $(NMT_DATA_MIRROR)),--corpus $(NMT_DATA_MIRROR))
+
+gpu-check: ## on a CUDA machine: STEP=tests|speed|transformer|gru|decode (default all); bench/out/gpu/
+	if [ -f $(GPU_BUNDLE)/requirements.txt ]; then \
+	  $(GPU_PYTHON) -m pip install --quiet --no-index --find-links $(GPU_BUNDLE)/wheels \
+	    -r $(GPU_BUNDLE)/requirements.txt; \
+	fi
+	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m bench.gpu check --step $(STEP) --out $(GPU_OUT) \
+		--bundle $(GPU_BUNDLE) $(if $(REQUIRE_GPU),--require-gpu)
 
 clean: ## remove caches (keeps data/ and runs/)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build *.egg-info

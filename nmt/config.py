@@ -118,7 +118,9 @@ class TrainConfig:
     precision: str = field(default="fp32", metadata=_choice("fp32", "bf16", "fp16"))  # bf16:
     # autocast on CUDA (plain fp32 elsewhere); fp16 loads (runs made with it) but does not train,
     # as it needs loss scaling
-    compile: bool = False  # torch.compile the model
+    compile: bool = False  # torch.compile the model for the training steps (validation and
+    # decoding run it as it is; checkpoints hold its plain weights); compiling costs the first
+    # steps a minute or more (`make gpu-check STEP=speed` measures what it gains on a GPU)
     threads: int = 0  # CPU threads for torch (0: torch's default)
     seed: int = 1  # seeds random, numpy and torch
     log_every: int = 50  # steps between metric lines

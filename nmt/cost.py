@@ -1,0 +1,249 @@
+"""What training a model costs: FLOPs per target token, the share of a GPU's peak they reach
+(model-FLOPs utilisation), and the peak memory a training step needs.
+
+**FLOPs** (:func:`forward_flops`, :func:`training_flops_per_target_token`). Only matrix
+products are counted, 2 FLOPs per multiply-add (``2 m n k`` for an ``(m, k) @ (k, n)``
+product); embeddings (lookups), biases, norms, activations, softmax and dropout are left out,
+as they are in the usual model-FLOPs figures (they are a few percent of the products here).
+One sentence pair of ``S`` source and ``T`` target tokens (``<eos>`` included) costs:
+
+- Transformer (``d`` = d_model, ``f`` = d_ff, ``L`` layers of each stack, ``V`` target
+  vocabulary): per encoder layer ``S (6d² + 2d² + 4df)`` for the query/key/value and output
+  projections and the feed-forward, plus ``4 S² d`` for ``Q Kᵀ`` and ``weights · V`` over all
+  heads; per decoder layer ``T (6d² + 2d² + 2d² + 2d² + 4df)`` (self-attention projections,
+  the cross-attention's query and output projections, feed-forward), ``4 S d²`` for the
+  cross-attention keys and values of the encoder output, ``4 T² d`` for causal
+  self-attention (counted whole: the masked half is computed, as the explicit formula does)
+  and ``4 T S d`` for cross-attention; the output layer ``2 T d V``.
+- GRU (``e`` = d_model, ``h`` = hidden, ``L`` layers): a GRU layer with input size ``i`` costs
+  ``6 h (i + h)`` per token (three gates, input and recurrent products); the encoder runs
+  ``L`` layers over ``S`` tokens in each direction (its upper layers take ``2h`` inputs when
+  bidirectional), the decoder ``L`` layers over ``T`` tokens (the first takes the context and
+  the embedding, ``h + e``). Bahdanau attention: ``2 S h²`` for the keys once per pair,
+  ``2 T h²`` for the queries, ``2 T S h`` for the scores (``w_v``) and ``2 T S h`` for the
+  context; the output layer ``2 T h V``.
+
+Training is counted as 3x the forward (the backward takes two products for each forward one:
+the gradients of the input and of the weight). FLOPs per target token divide a pair's count
+by ``T``; given mean lengths, the quadratic attention terms use the mean's square (a slight
+undercount for lengths that vary). Padding is not counted: it is work the hardware does but
+the model does not need, so utilisation is measured on the tokens that matter.
+``tests/test_cost.py`` checks these counts against a count by hand and against
+``torch.utils.flop_counter`` on real models.
+
+**Utilisation** (:func:`mfu`): achieved FLOP/s over the GPU's dense bf16 peak from its data
+sheet (:data:`BF16_PEAK_TFLOPS`); an unknown GPU gets None, not a guess.
+
+**Memory** (:func:`training_memory`): see its docstring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from nmt.config import Config, ModelConfig
+
+# --- FLOPs -------------------------------------------------------------------------------------
+
+
+def forward_flops(cfg: ModelConfig, tgt_vocab: int, src_len: float, tgt_len: float) -> float:
+    """Matrix-product FLOPs of one forward pass over a pair of ``src_len`` source and
+    ``tgt_len`` target tokens (see the module docstring for what is counted)."""
+    s, t, n = float(src_len), float(tgt_len), cfg.n_layers
+    if cfg.arch == "transformer":
+        d, f = cfg.d_model, cfg.d_ff
+        encoder = n * (s * (6 * d * d + 2 * d * d + 4 * d * f) + 4 * s * s * d)
+        decoder = n * (t * (12 * d * d + 4 * d * f) + 4 * s * d * d
+                       + 4 * t * t * d + 4 * t * s * d)
+        return encoder + decoder + 2 * t * d * tgt_vocab
+    if cfg.arch == "gru":
+        e, h = cfg.d_model, cfg.hidden
+        directions = 2 if cfg.bidirectional else 1
+
+        def gru(tokens: float, first_input: int, upper_input: int) -> float:
+            return sum(tokens * 6 * h * ((first_input if layer == 0 else upper_input) + h)
+                       for layer in range(n))
+
+        encoder = directions * gru(s, e, directions * h)
+        decoder = gru(t, h + e, h)
+        attention = 2 * s * h * h + 2 * t * h * h + 4 * t * s * h
+        return encoder + decoder + attention + 2 * t * h * tgt_vocab
+    raise ValueError(f"model.arch={cfg.arch!r}: no FLOP count for this family")
+
+
+def training_flops_per_target_token(cfg: ModelConfig, tgt_vocab: int, src_len: float,
+                                    tgt_len: float) -> float:
+    """FLOPs of training (forward and backward, 3x the forward) per target token, for pairs
+    of mean lengths ``src_len`` and ``tgt_len`` (``<eos>`` included)."""
+    if tgt_len <= 0:
+        raise ValueError(f"tgt_len={tgt_len}: expected > 0")
+    return 3.0 * forward_flops(cfg, tgt_vocab, src_len, tgt_len) / tgt_len
+
+
+# Dense (no sparsity) bf16 tensor-core peaks from NVIDIA's data sheets, in TFLOP/s, by a part
+# of the name torch.cuda.get_device_name() gives; the first that matches is taken.
+BF16_PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
+    ("H100 PCIe", 756.0),
+    ("H100 NVL", 835.0),
+    ("H100", 989.0),  # SXM ("NVIDIA H100 80GB HBM3")
+    ("H200", 989.0),
+    ("GH200", 989.0),
+    ("A100", 312.0),
+    ("L40S", 362.0),
+    ("A10G", 70.0),
+    ("L4", 121.0),
+)
+
+
+def bf16_peak_flops(device_name: str) -> float | None:
+    """The dense bf16 peak in FLOP/s of the GPU called ``device_name``, or None when it is not
+    in :data:`BF16_PEAK_TFLOPS`."""
+    for part, tflops in BF16_PEAK_TFLOPS:
+        if part.lower() in device_name.lower():
+            return tflops * 1e12
+    return None
+
+
+def mfu(tokens_per_sec: float, flops_per_token: float, device_name: str) -> float | None:
+    """Model-FLOPs utilisation: achieved FLOP/s over the GPU's dense bf16 peak (0-1), or None
+    for a GPU whose peak is not known."""
+    peak = bf16_peak_flops(device_name)
+    return None if peak is None else tokens_per_sec * flops_per_token / peak
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+# Bytes per value: autocast runs the matrix products in bf16 (their saved inputs and outputs
+# are bf16); the residual stream, norms, softmax and the loss stay fp32; dropout keeps a
+# one-byte mask.
+BF16, FP32, MASK = 2, 4, 1
+# Room for what the model leaves out: the caching allocator's fragmentation, the gradients of
+# the activations while the backward runs, cuBLAS/cuDNN workspaces.
+HEADROOM = 1.25
+# A batch's padded source tokens per padded target token, at most: English sources are shorter
+# than their French targets on this corpus (0.9 on average), and a batch holds pairs of equal
+# target length, so 1.5 bounds the source padding of the worst batch with room to spare.
+SOURCE_PER_TARGET = 1.5
+# Subword tokens per word, at most, for the longest padded sequence (data.max_words words).
+TOKENS_PER_WORD = 2
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Peak memory of one training step, in bytes, by what holds it."""
+
+    parameters: int  # trainable parameters (tied weights once)
+    weights: float  # parameters, gradients, Adam's two moments, the moving average, bf16 copies
+    activations: float  # what the forward keeps for the backward, both stacks
+    logits: float  # the output layer's logits, their fp32 log-probabilities and gradients
+    headroom: float = HEADROOM
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.headroom * (self.activations + self.logits)
+
+
+def count_config_parameters(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, *,
+                            joint_vocab: bool) -> int:
+    """The trainable parameters of ``cfg``'s model, from a copy built on the meta device (no
+    memory is allocated and nothing is initialised)."""
+    from nmt.models import build_model, count_parameters
+
+    with torch.device("meta"):
+        model = build_model(cfg, src_vocab, tgt_vocab, joint_vocab=joint_vocab)
+    return count_parameters(model)
+
+
+def activation_bytes(cfg: ModelConfig, src_tokens: float, tgt_tokens: float,
+                     max_len: float) -> float:
+    """Bytes the forward keeps for the backward over a batch of ``src_tokens`` and
+    ``tgt_tokens`` padded tokens whose longest sequence has ``max_len`` tokens, under bf16
+    autocast, up to the output layer's input (its logits: :func:`logit_bytes`).
+
+    Counted per token and layer from what each operation keeps on the unfused path, the
+    CPU's (``tests/test_cost.py`` measures it): the fp32 inputs of norms, the bf16 inputs of
+    matrix products, dropout masks in their input's dtype, attention computed in fp32 with its
+    weights, their dropout mask and the dropped weights kept (``12`` bytes per head, query and
+    key), a GRU cell's gates and states. CUDA keeps less (fused attention keeps no weights,
+    dropout masks are one byte), so this bounds it from above.
+    """
+    n = cfg.n_layers
+    if cfg.arch == "transformer":
+        d, f, h = cfg.d_model, cfg.d_ff, cfg.n_heads
+        weights = 3 * FP32 * h  # per query and key
+        # two norms' inputs (fp32), the qkv, output and FFN inputs (bf16), q/k/v (fp32), the
+        # ReLU output, two dropout masks (bf16)
+        block = 2 * FP32 * d + 3 * BF16 * d + 3 * FP32 * d + BF16 * f + 2 * BF16 * d
+        # cross-attention: a norm's input, the query and output projections' inputs, q,
+        # a dropout mask; its keys and values (fp32) and their input (bf16) per source token
+        cross = FP32 * d + 2 * BF16 * d + FP32 * d + BF16 * d
+        encoder = src_tokens * (block + weights * max_len)
+        decoder = (tgt_tokens * (block + cross + 2 * weights * max_len)
+                   + src_tokens * (2 * FP32 + BF16) * d)
+        # embedding dropout masks (fp32) and token ids; final norms; the output layer's input
+        ends = (src_tokens + tgt_tokens) * (2 * FP32 * d + 8) + tgt_tokens * BF16 * d
+        return n * (encoder + decoder) + ends
+    if cfg.arch == "gru":
+        e, hid = cfg.d_model, cfg.hidden
+        directions = 2 if cfg.bidirectional else 1
+
+        def gru(first_input: int, upper_input: int) -> float:
+            """Per token: the cell's gates and states (18 h bytes) and the layer's input in
+            fp32 and bf16, every layer."""
+            return sum(18 * hid + (FP32 + BF16) * (first_input if layer == 0 else upper_input)
+                       for layer in range(n))
+
+        encoder = src_tokens * directions * gru(e, directions * hid)
+        decoder = tgt_tokens * gru(hid + e, hid)
+        # Bahdanau attention per target step: tanh(W_q q + keys) and the values' bf16 copy
+        # over every source position, the scores, mask and weights, the query's input; the
+        # keys and their input once per source token
+        attention = (tgt_tokens * (max_len * (2 * BF16 * hid + 4 * BF16) + BF16 * hid)
+                     + src_tokens * 2 * BF16 * hid)
+        ends = (src_tokens + tgt_tokens) * (FP32 * e + 8) + tgt_tokens * BF16 * hid
+        return encoder + decoder + attention + ends
+    raise ValueError(f"model.arch={cfg.arch!r}: no memory model for this family")
+
+
+def logit_bytes(tgt_tokens: float, tgt_vocab: int) -> float:
+    """The output layer at its worst moment, the backward of the loss: bf16 logits, fp32
+    log-probabilities (saved), the fp32 gradient of the log-probabilities and of the logits,
+    and its bf16 copy; 16 bytes per target token and vocabulary entry."""
+    return tgt_tokens * tgt_vocab * (BF16 + FP32 + FP32 + FP32 + BF16)
+
+
+def training_memory(cfg: Config, src_vocab: int, tgt_vocab: int, *, joint_vocab: bool,
+                    batch_tokens: float | None = None) -> MemoryEstimate:
+    """Peak memory of a training step of ``cfg`` with bf16 autocast, as a model, not a
+    measurement: made to be above what a step takes, so that a config it says fits does fit.
+
+    - Weights: 4 bytes each for the fp32 parameters, their gradients and Adam's two moments,
+      4 more for the moving average (``train.ema_decay``) and 2 for autocast's bf16 copies.
+    - Activations (:func:`activation_bytes`) for a batch of ``batch_tokens`` padded target
+      tokens (default: ``train.batch_size`` when batching by tokens; by sentences, the
+      sentences times the longest sequence), :data:`SOURCE_PER_TARGET` as many source tokens,
+      and sequences of up to ``data.max_words`` x :data:`TOKENS_PER_WORD` tokens (or
+      ``data.truncate``) for the attention weights.
+    - Logits (:func:`logit_bytes`).
+    - Activations and logits times :data:`HEADROOM` for what is not modelled.
+    ``train.accum_steps`` does not change the peak: each batch's activations are freed by its
+    backward. Decoding during validation needs far less than a training step and is left out.
+    """
+    m, t, d = cfg.model, cfg.train, cfg.data
+    max_len = float(d.truncate or (d.max_words or 100) * TOKENS_PER_WORD)
+    if batch_tokens is None:
+        batch_tokens = float(t.batch_size if t.batch_by == "tokens" else t.batch_size * max_len)
+    params = count_config_parameters(m, src_vocab, tgt_vocab, joint_vocab=joint_vocab)
+    per_parameter = 4 * FP32 + (FP32 if t.ema_decay else 0) + BF16
+    return MemoryEstimate(
+        parameters=params, weights=float(params * per_parameter),
+        activations=activation_bytes(m, SOURCE_PER_TARGET * batch_tokens, batch_tokens,
+                                     max_len),
+        logits=logit_bytes(batch_tokens, tgt_vocab))
+
+
+__all__ = ["BF16_PEAK_TFLOPS", "MemoryEstimate", "activation_bytes", "bf16_peak_flops",
+           "count_config_parameters", "forward_flops", "logit_bytes", "mfu",
+           "training_flops_per_target_token", "training_memory"]

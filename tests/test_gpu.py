@@ -1,0 +1,372 @@
+"""The GPU path. What the CPU can prove is proven here on every machine: the mixed-precision
+code path under bf16 autocast, and ``train.compile``. What needs CUDA is marked ``gpu`` and runs
+where a CUDA device is visible (``make gpu-check STEP=tests``), skipped with the reason
+elsewhere: bf16 autocast and the fused optimizer on the GPU, the key/value cache, batched
+decoding = one sentence at a time, checkpoints moved between the GPU and the CPU."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from conftest import run_metrics, step_by_step_logits
+from test_decode import TEXTS, src_ids, trained_toy
+from test_train import tiny_config
+
+import nmt.device
+from nmt.config import Config, DecodeConfig
+from nmt.data.batching import Collator
+from nmt.data.prepare import prepare
+from nmt.decode import beam_search, greedy, max_output_lengths, pad_batch, search_ids
+from nmt.distributed import Dist
+from nmt.loading import load_run
+from nmt.models import build_model
+from nmt.optim import build_optimizer
+from nmt.run_dir import MetricsLog
+from nmt.train import Display, Progress, Run, TrainingState, train, train_step
+
+ARCHS = ("transformer", "gru")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="needs a CUDA device, and none is visible")
+
+
+def one_step(cfg: Config, data_dir: Path, device: torch.device) -> tuple[float, torch.dtype]:
+    """One optimizer step of a freshly seeded model of ``cfg`` on a fixed batch of the tiny
+    corpus: the step's summed cross-entropy and the dtype the output layer computed in."""
+    prepared = prepare(cfg.data, data_dir, log=lambda s: None)
+    tok = prepared.tokenizer
+    run = Run(cfg, data_dir, Dist(), device, prepared, MetricsLog(data_dir, enabled=False), [],
+              Display(), elapsed0=0.0)
+    torch.manual_seed(0)
+    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size,
+                        joint_vocab=tok.joint).to(device)
+    optimizer, scheduler = build_optimizer(cfg.train, model)
+    state = TrainingState(model, optimizer, scheduler, None, Progress())
+    dtypes = []
+    model.out.register_forward_hook(lambda m, i, out: dtypes.append(out.dtype))
+    _, loss, _ = train_step(model, state, [np.arange(0, 24)],
+                            Collator(prepared.splits["train"], truncate=0), run)
+    return loss, dtypes[0]
+
+
+def train_losses(cfg: Config, run: Path, data_dir: Path) -> list[float]:
+    """Train ``cfg`` into ``run``; the logged train losses."""
+    train(cfg, run, data_dir=data_dir, log=lambda s: None)
+    return [r["train_loss"] for r in run_metrics(run) if "train_loss" in r]
+
+
+def assert_bf16_trains_like_fp32(arch: str, device: str, data_dir: Path, tmp_path: Path) -> None:
+    """bf16 autocast: the output layer computes in bf16, one step's loss is within 1% of
+    fp32's, and three epochs learn (the loss falls by a third) to within 5% of fp32's."""
+    def config(precision: str, *extra: str) -> Config:
+        return tiny_config(arch, "model.dropout=0", f"train.device={device}",
+                           f"train.precision={precision}", *extra)
+
+    (loss32, dtype32), (loss16, dtype16) = (one_step(config(p), data_dir, torch.device(device))
+                                            for p in ("fp32", "bf16"))
+    assert (dtype32, dtype16) == (torch.float32, torch.bfloat16)
+    assert loss16 == pytest.approx(loss32, rel=0.01)
+    curve32, curve16 = (train_losses(config(p, "train.epochs=3", "train.eval_every=0"),
+                                     tmp_path / p, data_dir) for p in ("fp32", "bf16"))
+    assert curve16[-1] < 0.67 * curve16[0]
+    assert curve16[-1] == pytest.approx(curve32[-1], rel=0.05)
+
+
+# --- on the CPU --------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def cpu_autocast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``train.precision = "bf16"`` autocasts on the CPU too. nmt.device keeps autocast to
+    CUDA, where it pays; here it lets the CPU run the code path a GPU runs."""
+    cuda_only = nmt.device.autocast_dtype
+
+    def everywhere(device: torch.device, precision: str) -> torch.dtype | None:
+        return torch.bfloat16 if precision == "bf16" else cuda_only(device, precision)
+
+    monkeypatch.setattr(nmt.device, "autocast_dtype", everywhere)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bf16_autocast_trains_like_fp32_on_the_cpu(arch: str, cpu_autocast: None,
+                                                   tiny_data_dir: Path, tmp_path: Path) -> None:
+    assert_bf16_trains_like_fp32(arch, "cpu", tiny_data_dir, tmp_path)
+
+
+def test_bf16_without_cuda_trains_in_fp32(tiny_data_dir: Path) -> None:
+    """Without the fixture above, bf16 on the CPU is plain fp32 (what nmt.device promises)."""
+    cfg = tiny_config("transformer", "train.precision=bf16")
+    assert one_step(cfg, tiny_data_dir, torch.device("cpu"))[1] == torch.float32
+
+
+def compiled_and_plain(tiny_data_dir: Path, tmp_path: Path) -> tuple[list[dict[str, Any]], ...]:
+    """The metric lines of the same short training with and without ``train.compile``."""
+    runs = []
+    for compiled in (False, True):
+        cfg = tiny_config("transformer", "model.dropout=0", "train.max_steps=6",
+                          "train.eval_every=3", f"train.compile={str(compiled).lower()}")
+        train(cfg, tmp_path / str(compiled), data_dir=tiny_data_dir, log=lambda s: None)
+        load_run(tmp_path / str(compiled))  # the checkpoint holds the plain model's weights
+        runs.append(run_metrics(tmp_path / str(compiled)))
+    return tuple(runs)
+
+
+def test_compile_option_compiles_the_training_forward(monkeypatch: pytest.MonkeyPatch,
+                                                      tiny_data_dir: Path,
+                                                      tmp_path: Path) -> None:
+    """``train.compile = true`` hands the training forward to torch.compile (traced by
+    TorchDynamo and run eagerly here, which takes seconds; the real compiler: the slow test
+    below) and trains exactly as without it."""
+    compiled = []
+    real_compile = torch.compile
+
+    def traced_only(model: torch.nn.Module, **kwargs: Any) -> Any:
+        compiled.append(model)
+        return real_compile(model, backend="eager", **kwargs)
+
+    monkeypatch.setattr(torch, "compile", traced_only)
+    plain, with_compile = compiled_and_plain(tiny_data_dir, tmp_path)
+    assert len(compiled) == 1
+    assert with_compile == plain
+
+
+@pytest.mark.slow
+def test_compile_option_with_the_compiler(tiny_data_dir: Path, tmp_path: Path) -> None:
+    """The same with torch's default compiler (Inductor, C++ on the CPU): about four minutes of
+    compiling on a slow two-core machine, hence slow. Its kernels round differently."""
+    plain, with_compile = compiled_and_plain(tiny_data_dir, tmp_path)
+    assert [r.keys() for r in with_compile] == [r.keys() for r in plain]
+    for a, b in zip(with_compile, plain, strict=True):
+        for key in ("train_loss", "valid_loss"):
+            if a.get(key) is not None:
+                assert a[key] == pytest.approx(b[key], rel=1e-3)
+
+
+# --- on CUDA -----------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bf16_autocast_trains_like_fp32_on_cuda(arch: str, tiny_data_dir: Path,
+                                                tmp_path: Path) -> None:
+    assert_bf16_trains_like_fp32(arch, "cuda", tiny_data_dir, tmp_path)
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_cuda_uses_the_fused_optimizer(optimizer: str) -> None:
+    """On CUDA the optimizer is the fused kernel, and its step equals the per-tensor one."""
+    cfg = tiny_config("transformer", "model.dropout=0", f"train.optimizer={optimizer}",
+                      "train.weight_decay=0.01")
+    torch.manual_seed(0)
+    model = build_model(cfg.model, 40, 40).cuda()
+    fused, _ = build_optimizer(cfg.train, model)
+    assert fused.defaults["fused"] is True
+    twin = copy.deepcopy(model)
+    plain = type(fused)(twin.parameters(), lr=cfg.train.lr, betas=(0.9, 0.999),
+                        weight_decay=0.01, foreach=False)
+    src, tgt = torch.randint(4, 40, (3, 5), device="cuda"), torch.randint(4, 40, (3, 6),
+                                                                          device="cuda")
+    lengths = torch.tensor([5, 4, 2], device="cuda")
+    for m, opt in ((model, fused), (twin, plain)):
+        for _ in range(3):
+            opt.zero_grad()
+            m(src, lengths, tgt).float().logsumexp(-1).mean().backward()
+            opt.step()
+    for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("arch", ARCHS)
+def test_cache_on_cuda_equals_the_full_pass_and_the_cpu(arch: str) -> None:
+    """The incremental state on the GPU gives the teacher-forced pass's logits, and the CPU's."""
+    cpu_model = trained_toy(arch)
+    model = copy.deepcopy(cpu_model).cuda()
+    src, lengths = pad_batch([src_ids(t) for t in TEXTS[:8]], torch.device("cuda"))
+    tgt = torch.randint(4, 10, (8, 6), device="cuda")
+    with torch.no_grad():
+        memory = model.encode(src, lengths)
+        full = model.decode(tgt, memory).logits
+        cached = step_by_step_logits(model, memory, tgt)
+        on_cpu = cpu_model.decode(tgt.cpu(), cpu_model.encode(src.cpu(), lengths.cpu())).logits
+    assert torch.allclose(cached, full, atol=1e-4)
+    assert torch.allclose(full.cpu(), on_cpu, atol=1e-4)
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("beam", [1, 3])
+def test_batched_equals_one_by_one_on_cuda(arch: str, beam: int) -> None:
+    """As tests/test_decode.py's test on the CPU, with the trained toy model on the GPU."""
+    model = copy.deepcopy(trained_toy(arch)).cuda()
+    ids = [src_ids(t) for t in TEXTS[:20]]
+    cfg = DecodeConfig(beam=beam, max_len_a=1.0, max_len_b=4)
+    batched = search_ids(model, ids, replace(cfg, batch_size=8))
+    alone = []
+    for one in ids:
+        src, lengths = pad_batch([one], torch.device("cuda"))
+        limit = max_output_lengths(lengths, cfg, model)
+        alone.append(greedy(model, src, lengths, limit)[0] if beam == 1 else
+                     beam_search(model, src, lengths, limit, beam, cfg.length_penalty)[0][0])
+    assert [h.tokens for h in batched] == [h.tokens for h in alone]
+    assert [h.score for h in batched] == pytest.approx([h.score for h in alone], abs=1e-4)
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("arch", ARCHS)
+def test_checkpoints_move_between_cuda_and_the_cpu(arch: str, tiny_data_dir: Path,
+                                                   tmp_path: Path) -> None:
+    """A run trained on the GPU resumes on the CPU and back on the GPU, and its checkpoint
+    translates alike on both."""
+    run = tmp_path / "run"
+    for device, epochs in (("cuda", 1), ("cpu", 2), ("cuda", 3)):
+        cfg = tiny_config(arch, f"train.device={device}", f"train.epochs={epochs}",
+                          "train.precision=bf16")
+        result = train(cfg, run, data_dir=tiny_data_dir, resume=epochs > 1,
+                       log=lambda s: None)
+        assert result.progress.epoch == epochs and result.device.startswith(device)
+    on_gpu, on_cpu = load_run(run, device="cuda"), load_run(run, device="cpu")
+    src, lengths = pad_batch([[5, 6, 7, 2], [8, 9, 2]], torch.device("cpu"))
+    tgt = torch.tensor([[1, 5, 6], [1, 7, 8]])
+    with torch.no_grad():
+        gpu_logits = on_gpu.model(src.cuda(), lengths.cuda(), tgt.cuda()).cpu()
+        cpu_logits = on_cpu.model(src, lengths, tgt)
+    assert torch.allclose(gpu_logits, cpu_logits, atol=1e-4)
+
+
+# --- the check and its bundle (bench/gpu.py) ---------------------------------------------------
+
+
+def test_bundle_holds_every_dependency_but_torch() -> None:
+    from bench.gpu import bundle_requirements, requirement_name
+
+    names = {requirement_name(r) for r in bundle_requirements()}
+    assert {"numpy", "sacrebleu", "sentencepiece", "typer", "pytest", "hypothesis",
+            "ctranslate2"} <= names
+    assert not names & {"torch", "ruff", "mypy"}
+
+
+def test_bundle_leaves_out_what_the_gpu_machine_has(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path,
+                                                    tiny_corpus_zip: Path) -> None:
+    """pip download is asked for CPython 3.12 wheels only; the wheels of projects the machine
+    lists (``pip list --format=freeze``) are dropped; the corpus travels along."""
+    import subprocess
+
+    import bench.gpu as gpu
+
+    asked = []
+
+    def download(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        asked.append(cmd)
+        dest = Path(cmd[cmd.index("--dest") + 1])
+        for wheel in ("numpy-2.5.5-cp312-cp312-manylinux_2_28_x86_64.whl",
+                      "ctranslate2-4.8.5-cp312-cp312-manylinux_2_28_x86_64.whl",
+                      "Typing_Extensions-4.16.0-py3-none-any.whl"):
+            (dest / wheel).write_bytes(b"x")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", download)
+    present = tmp_path / "present.txt"
+    present.write_text("numpy==2.5.2\ntyping-extensions==4.15.0\n# a comment\n")
+    manifest = gpu.make_bundle(tmp_path / "bundle", present=gpu.read_present(present),
+                               corpus=tiny_corpus_zip, log=lambda s: None)
+    assert "--only-binary=:all:" in asked[0] and "3.12" in asked[0]
+    assert manifest["wheels"] == ["ctranslate2-4.8.5-cp312-cp312-manylinux_2_28_x86_64.whl"]
+    assert len(manifest["left_out_as_present"]) == 2
+    assert (tmp_path / "bundle" / "fra-eng.zip").read_bytes() == tiny_corpus_zip.read_bytes()
+    assert "torch" not in (tmp_path / "bundle" / "requirements.txt").read_text()
+
+
+def test_bundle_download_failure_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    import subprocess
+
+    import bench.gpu as gpu
+    from nmt.errors import NmtError
+
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(
+        cmd, 1, "", "ERROR: Could not find a version\nERROR: No matching distribution found"))
+    with pytest.raises(NmtError, match="pip download: exited with status 1: ERROR: No match"):
+        gpu.make_bundle(tmp_path / "bundle", log=lambda s: None)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks what happens without CUDA")
+def test_check_without_cuda_skips_every_step_and_says_so(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """Never a silent pass: each step's files and the terminal say it was skipped and why;
+    the exit status is 0 (a CPU-only CI stays green) unless --require-gpu asks for 1."""
+    import json
+
+    from bench.gpu import STEPS, main
+
+    main(["check", "--out", str(tmp_path)])
+    shown = capsys.readouterr().out
+    for step in STEPS:
+        result = json.loads((tmp_path / f"{step}.json").read_text())
+        assert result["status"] == "skipped" and "no CUDA device" in result["reason"]
+        assert "skipped: no CUDA device is visible" in (tmp_path / f"{step}.md").read_text()
+        assert f"gpu-check {step}: skipped: no CUDA device is visible" in shown
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "--step", "speed", "--out", str(tmp_path), "--require-gpu"])
+    assert stopped.value.code == 1
+    assert "error: --require-gpu: no CUDA device is visible" in capsys.readouterr().err
+
+
+def test_decode_step_needs_the_runs_of_the_training_steps(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    import bench.gpu as gpu
+
+    monkeypatch.setattr(gpu, "ROOT", tmp_path)
+    result, _ = gpu.step_decode(gpu.Step("decode", tmp_path, lambda s: None))
+    assert result["status"] == "error" and "run STEP=transformer and STEP=gru first" in \
+        result["reason"]
+
+
+def test_speed_measurement_runs_on_the_cpu(tiny_data_dir: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The throughput child on the CPU with a tiny model: real steps at the config's batch, a
+    doubled batch that fits, and the figures of each (memory only on CUDA)."""
+    import json
+
+    from bench.gpu import speed_child
+
+    tiny = ["data.vocab_size=64", "data.valid_frac=0.1", "data.test_frac=0.1",
+            "model.d_model=16", "model.d_ff=32", "model.n_heads=2", "model.n_layers=1",
+            "train.batch_size=300"]
+    speed_child(Path("configs/transformer.toml"), False, steps=2, warmup=1, doublings=1,
+                data_dir=tiny_data_dir, device_name="cpu", overrides=tiny)
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["which"] for r in rows] == ["config", "fits", "search", "largest"]
+    assert rows[2] == {"which": "search", "largest": 600, "out_of_memory_at": None}
+    for r in (rows[0], rows[3]):
+        assert r["target_tokens_per_s"] > 0 and r["steps"] == 2 and r["flops_per_token"] > 0
+        assert r["mfu"] is None and r["peak_memory_bytes"] is None
+    assert 0 < rows[0]["estimated_memory_bytes"] < rows[3]["estimated_memory_bytes"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--step", "train"], "--step train: expected all or one of tests, speed, transformer"),
+    (["--minutes", "9"], "--minutes: expected 0 < minutes <= 8.5 (a step has 9)"),
+])
+def test_bad_check_options_are_one_line_errors(args: list[str], message: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.gpu import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "--out", str(tmp_path), *args])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 1
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1
