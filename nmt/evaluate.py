@@ -280,12 +280,14 @@ def evaluate_run(
     else:
         if refs:
             raise DataError("--ref: expected --src with it (the source sentences to translate)")
+        from nmt.data.corpora.record import check_same_data
         from nmt.data.download import default_data_dir
         from nmt.data.prepare import prepare
 
         prepared = prepare(run.config.data, data_dir or default_data_dir(), log=log)
         if split not in prepared.splits:
             raise DataError(f"--split {split}: expected one of {', '.join(prepared.splits)}")
+        check_same_data(run.run_dir, prepared.identity, split)
         sources, references = prepared.splits[split].grouped()
         name, data = split, f"split {split}"
     if limit > 0:
