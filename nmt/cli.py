@@ -380,7 +380,8 @@ def bleu(
                                        help="Only the first N sources.")] = 0,
     examples: Annotated[
         bool,
-        typer.Option("--examples", help="The recipe's four check sentences, per-sentence BLEU."),
+        typer.Option("--examples", help="The recipe's four check sentences, per-sentence BLEU "
+                     "(English-French runs, either direction)."),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     data_dir: Annotated[
@@ -420,7 +421,7 @@ def bleu(
         loaded = load_run(run, checkpoint, device, averaged=not no_ema)
         translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size)
     if examples:
-        rows = run_examples(translator)
+        rows = run_examples(translator, loaded.config.data.source, loaded.config.data.target)
         if json_:
             typer.echo(json.dumps(rows, ensure_ascii=False))
         for r in [] if json_ else rows:

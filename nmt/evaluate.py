@@ -304,7 +304,21 @@ def evaluate_run(
                     run.checkpoint_path.name, run.step, tag)
 
 
-def run_examples(translator: StreamTranslator) -> list[dict[str, Any]]:
+def check_sentences(source: str, target: str, natural: bool) -> tuple[tuple[str, str], ...]:
+    """The recipe's check sentences for the pair ``source``-``target`` (English-French either
+    way), as people write them (``natural``) or in the textbook's form; a one-line error for a
+    pair that has none."""
+    examples = NATURAL_EXAMPLES if natural else EXAMPLES
+    if (source, target) == ("en", "fr"):
+        return examples
+    if (source, target) == ("fr", "en"):
+        return tuple((ref, src) for src, ref in examples)
+    raise DataError(f"--examples: the check sentences are English and French, and this run "
+                    f"translates {source} to {target}; score it with nmt bleu on its test split")
+
+
+def run_examples(translator: StreamTranslator, source: str = "en",
+                 target: str = "fr") -> list[dict[str, Any]]:
     """The recipe's four check sentences: translation, reference and per-sentence BLEU (k=2).
 
     A natural-text run gets them as people write them; the recipe's BLEU then compares the
@@ -312,7 +326,7 @@ def run_examples(translator: StreamTranslator) -> list[dict[str, Any]]:
     from nmt.data.normalize import textbook_form
 
     natural = not translator.tokenized_text
-    examples = NATURAL_EXAMPLES if natural else EXAMPLES
+    examples = check_sentences(source, target, natural)
     hyps = translator.translate([src for src, _ in examples])
     rows = []
     for (src, ref), hyp in zip(examples, hyps, strict=True):
