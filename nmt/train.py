@@ -578,7 +578,8 @@ def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
         sources, refs = sources[:n], refs[:n]
     hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1,
                                 truncate=cfg.data.truncate)
-    return corpus_scores(hyps, refs, tokenized=not cfg.data.natural_text).bleu
+    return corpus_scores(hyps, refs, tokenized=not cfg.data.natural_text,
+                         lang=cfg.data.target).bleu
 
 
 def validate(run: Run, state: TrainingState) -> None:

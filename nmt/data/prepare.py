@@ -222,19 +222,31 @@ def read_pairs(
     return src, tgt, counts, ref
 
 
+def title_case(text: str) -> str:
+    """Each space-separated word with a capital first letter (``"I'm Home."``; ``str.title``
+    would write ``"I'M Home."``)."""
+    return " ".join(w[:1].upper() + w[1:] for w in text.split(" "))
+
+
+# The forms case augmentation writes the source in, in turn: the textbook's, ALL CAPS, the
+# textbook's again, Title Case (input typed lower-case is the most common of them)
+CASE_FORMS: tuple[Callable[[str], str], ...] = (textbook_form, str.upper, textbook_form,
+                                                title_case)
+
+
 def case_augmented(
     src: list[str], tgt: list[str], ref: list[str], share: float, seed: int
 ) -> tuple[list[str], list[str], list[str]]:
-    """Pairs to add to the train split: a random ``share`` of them (seeded), the source in the
-    textbook's form (lower-cased, punctuation split off), the target as it is. Sources already
-    in that form are not repeated."""
+    """Pairs to add to the train split: a random ``share`` of them (seeded), the source in one
+    of :data:`CASE_FORMS` in turn (lower-cased with punctuation split off, ALL CAPS, Title
+    Case), the target as it is. A source already in its form is not repeated."""
     if share <= 0 or not src:
         return [], [], []
     rng = np.random.default_rng(seed)
     picked = np.sort(rng.choice(len(src), size=round(share * len(src)), replace=False))
     out: tuple[list[str], list[str], list[str]] = ([], [], [])
-    for i in picked.tolist():
-        noisy = textbook_form(src[i])
+    for k, i in enumerate(picked.tolist()):
+        noisy = CASE_FORMS[k % len(CASE_FORMS)](src[i])
         if noisy != src[i]:
             out[0].append(noisy)
             out[1].append(tgt[i])
@@ -264,7 +276,7 @@ def train_tokenizer(cfg: DataConfig, src: list[str], tgt: list[str]) -> Tokenize
         return WordTokenizer.train(src, tgt, min_freq=cfg.min_freq, joint=cfg.joint_vocab)
     return SentencePieceTokenizer.train(
         src, tgt, vocab_size=cfg.vocab_size, model_type=cfg.sp_model_type,
-        joint=cfg.joint_vocab, seed=cfg.split_seed)
+        joint=cfg.joint_vocab, seed=cfg.split_seed, character_coverage=cfg.character_coverage)
 
 
 # --- the cache -------------------------------------------------------------------------------
@@ -301,7 +313,7 @@ def build_cache(
         src_t, tgt_t, ref_t = texts["train"]
         texts["train"] = (src_t + extra[0], tgt_t + extra[1], ref_t + extra[2])
         log(f"case augmentation: {len(extra[0]):,} training pairs added with the source "
-            "lower-cased and punctuation split off")
+            "lower-cased and punctuation split off, in capitals or in title case")
     counts["case_augmented"] = len(extra[0])
     splits = {k: encode_split(k, tok, *texts[k]) for k in SPLITS}
     for k, sp in splits.items():
