@@ -288,8 +288,8 @@ def _check_consistency(cfg: Config, where: str) -> None:
         if not 0.0 <= beta < 1.0:
             raise ConfigError(f"{where}: {name}: expected 0 <= value < 1, got {beta}")
     _check_languages(d, where)
-    if not 0.0 < d.character_coverage <= 1.0:
-        raise ConfigError(f"{where}: data.character_coverage: expected 0 < value <= 1, "
+    if not 0.98 <= d.character_coverage <= 1.0:  # SentencePiece's own bounds
+        raise ConfigError(f"{where}: data.character_coverage: expected 0.98 <= value <= 1, "
                           f"got {d.character_coverage}")
     if not _DEVICE.fullmatch(t.device):
         raise ConfigError(f"{where}: train.device: expected auto, cpu, cuda, cuda:N or mps, "
