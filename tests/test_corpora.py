@@ -321,6 +321,7 @@ def script_corpus(prefix: Path, lang: str) -> None:
         Path(f"{prefix}.{code}").write_text("".join(r[side] + "\n" for r in rows * 3))
 
 
+@pytest.mark.slow  # 25-40 s on a busy 2-core machine: training, decoding and scoring twice
 @pytest.mark.parametrize(("lang", "vocab", "tok"), [("ru", 55, "tok:13a"), ("zh", 48, "tok:zh")])
 def test_other_scripts_train_decode_and_score(tmp_path: Path, lang: str, vocab: int,
                                               tok: str) -> None:
@@ -346,3 +347,33 @@ def test_other_scripts_train_decode_and_score(tmp_path: Path, lang: str, vocab: 
     assert tok in out
     code, out, err = invoke("bleu", "--run", str(runs / lang), "--examples")
     assert code == 1 and "check sentences are English and French" in err
+
+
+@pytest.mark.slow  # about 50 s: 25 epochs of a tiny model
+def test_french_to_english_learns_to_translate_french(tiny_data_dir: Path,
+                                                       tmp_path: Path) -> None:
+    """Turned around, the shipped corpus (here its fake slice) teaches French to English: a tiny
+    model's test BLEU and its English output, not one exact sentence (floating point differs
+    between machines)."""
+    runs = tmp_path / "runs"
+    config = tmp_path / "fr-en.toml"
+    config.write_text('[data]\nsource = "fr"\ntarget = "en"\n[model]\narch = "transformer"\n')
+    code, out, err = invoke(
+        "train", "--config", str(config), "--runs-dir", str(runs), "--run-name", "fr-en",
+        "--set", "data.vocab_size=80", "--set", "data.valid_frac=0.1",
+        "--set", "data.test_frac=0.1", "--set", "model.d_model=32", "--set", "model.d_ff=64",
+        "--set", "model.n_layers=1", "--set", "train.epochs=25", "--set", "train.batch_size=32",
+        "--set", "train.device=cpu", "--set", "train.eval_sentences=0",
+        "--set", "model.dropout=0")
+    assert code == 0, err
+    code, out, err = invoke("translate", "--run", str(runs / "fr-en"), "Je vois le chien.",
+                            "Nous mangeons la pomme.")
+    assert code == 0, err
+    english = {w.strip(".").lower() for line in out.splitlines() for w in line.split()}
+    assert {"the", "dog"} <= english or {"the", "apple"} <= english, out
+    code, out, err = invoke("bleu", "--run", str(runs / "fr-en"), "--json")
+    assert code == 0, err
+    import json
+
+    assert json.loads(out)["multi"]["bleu"] > 30
+    assert json.loads((runs / "fr-en" / "corpus.json").read_text())["corpus"]["source"] == "fr"
