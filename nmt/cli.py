@@ -18,12 +18,14 @@ from nmt.config import INT_MAX, int_limit
 from nmt.errors import NmtError, os_reason
 
 app = typer.Typer(
-    help="Neural machine translation, English to French: data, train, translate, bleu.",
+    help="Neural machine translation of any language pair (English to French by default): "
+         "data, train, translate, bleu.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-data_app = typer.Typer(help="Get and prepare the fra-eng corpus.", no_args_is_help=True)
+data_app = typer.Typer(help="Get and prepare the corpus the config declares ([data] corpus, "
+                       "source, target; the built-in fra-eng by default).", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 
 console = Console(stderr=True)
@@ -72,8 +74,9 @@ DataDirOpt = Annotated[
 ]
 SourceOpt = Annotated[
     str | None,
-    typer.Option("--source", help="fra-eng.zip to use: a file, a directory holding it, or a URL "
-                 "(default $NMT_DATA_MIRROR, then the original address)."),
+    typer.Option("--source", help="The archive of a downloaded corpus (fra-eng.zip, deu-eng.zip): "
+                 "a file, a directory holding it, or a URL (default $NMT_DATA_MIRROR, then the "
+                 "original address)."),
 ]
 
 
@@ -83,11 +86,16 @@ def _data_log(message: str) -> None:
 
 @data_app.command("download")
 @friendly
-def data_download(source: SourceOpt = None, data_dir: DataDirOpt = None) -> None:
-    """Get fra-eng.zip, verify fra.txt's SHA-256 and extract it (does nothing when present)."""
-    from nmt.data.download import default_data_dir, ensure_corpus
+def data_download(source: SourceOpt = None, data_dir: DataDirOpt = None,
+                  config: ConfigOpt = None, set_: SetOpt = None) -> None:
+    """Get the config's corpus when it is downloaded (fra-eng.zip, or a Tatoeba pair such as
+    deu-eng), check it and extract it (does nothing when present); a user's files are checked."""
+    from nmt.config import load_config
+    from nmt.data.corpora import open_data
+    from nmt.data.download import default_data_dir
 
-    ensure_corpus(data_dir or default_data_dir(), source, log=_data_log)
+    cfg = load_config(config, set_ or [])
+    open_data(cfg.data, data_dir or default_data_dir(), source=source, log=_data_log)
 
 
 @data_app.command("prepare")
@@ -378,7 +386,8 @@ def bleu(
                                        help="Only the first N sources.")] = 0,
     examples: Annotated[
         bool,
-        typer.Option("--examples", help="The recipe's four check sentences, per-sentence BLEU."),
+        typer.Option("--examples", help="The recipe's four check sentences, per-sentence BLEU "
+                     "(English-French runs, either direction)."),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     data_dir: Annotated[
@@ -418,7 +427,7 @@ def bleu(
         loaded = load_run(run, checkpoint, device, averaged=not no_ema)
         translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size)
     if examples:
-        rows = run_examples(translator)
+        rows = run_examples(translator, loaded.config.data.source, loaded.config.data.target)
         if json_:
             typer.echo(json.dumps(rows, ensure_ascii=False))
         for r in [] if json_ else rows:

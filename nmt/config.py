@@ -30,10 +30,18 @@ def _choice(*values: str) -> Any:
 
 @dataclass(frozen=True)
 class DataConfig:
-    """What to read from the corpus, how to clean, split and tokenize it."""
+    """What to read from the corpus, how to clean, split and tokenize it (docs/DATA.md)."""
 
-    max_pairs: int = 0  # read only the first N lines of fra.txt (0: all); the d2l recipe reads
-    # 601 (it means 600, but `if i > num_examples: break` keeps line 600 too)
+    corpus: str = "fra-eng"  # the parallel data: the built-in "fra-eng", a Tatoeba pair name
+    # ("deu-eng", downloaded), a Tatoeba .zip/.txt file, aligned files by prefix ("mydata/train"
+    # reads mydata/train.<source> and .<target>) or a TSV file with `columns`
+    source: str = "en"  # language translated from (ISO 639-1 code)
+    target: str = "fr"  # language translated into
+    columns: str = ""  # a TSV corpus: the language of each column, "en,fr" (or a TOML list)
+    valid: str = ""  # validation data of the same kinds as `corpus`, used as it is ("": split)
+    test: str = ""  # test data, used as it is by `nmt bleu` ("": held out from the corpus)
+    max_pairs: int = 0  # read only the first N pairs of the corpus (0: all); the d2l recipe
+    # reads 601 (it means 600, but `if i > num_examples: break` keeps line 600 too)
     lowercase: bool = False  # lower-case both sides (the recipe does; the d2l presets set it)
     normalization: str = field(default="natural", metadata=_choice("natural", "full", "recipe"))
     # natural: text as written, only a Unicode clean-up (NFC, whitespace, invisible characters,
@@ -43,14 +51,17 @@ class DataConfig:
     # source lower-cased and its punctuation split off ("i'm home ."), so a cased model also
     # translates input typed the textbook's way (as Marian's case augmentation); 0: off
     dedup: bool = True  # drop exact duplicate (source, target) pairs
-    max_words: int = 50  # drop pairs with a side longer than this many words (0: keep all)
-    valid_frac: float = 0.02  # share of distinct English sentences held out for validation
-    test_frac: float = 0.02  # share of distinct English sentences held out for testing
+    max_words: int = 50  # drop pairs with a side longer than this many words (0: keep all);
+    # in a script written without spaces (Chinese, Japanese, Thai) each character counts
+    valid_frac: float = 0.02  # share of distinct source sentences held out for validation
+    test_frac: float = 0.02  # share of distinct source sentences held out for testing
     split_seed: int = 1  # seed of the grouped train/valid/test split
     tokenizer: str = field(default="sentencepiece", metadata=_choice("sentencepiece", "word"))
     sp_model_type: str = field(default="unigram", metadata=_choice("unigram", "bpe"))
     vocab_size: int = 8000  # SentencePiece vocabulary size (per side unless joint)
     joint_vocab: bool = True  # one SentencePiece model and vocabulary for both languages
+    character_coverage: float = 1.0  # SentencePiece: share of characters covered by pieces
+    # of their own, the rarest mapped to <unk>; below 1.0 (0.9995) for Chinese or Japanese
     min_freq: int = 2  # word-level tokenizer: minimum count to enter the vocabulary
     truncate: int = 0  # cut encoded sentences (with <eos>) to N tokens (0: never); d2l uses 10
 
@@ -171,6 +182,9 @@ INT_LIMITS: dict[str, int] = {
 }
 
 
+LIST_KEYS = {"data.columns"}  # string settings also written as a TOML list of strings
+
+
 def int_limit(key: str) -> int:
     """The largest value the integer setting ``key`` (``section.name``) may take."""
     return INT_LIMITS.get(key, INT_MAX)
@@ -188,6 +202,8 @@ def _type_name(tp: Any) -> str:
 
 def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
     tp = {"int": int, "float": float, "bool": bool, "str": str}[str(f.type)]
+    if key in LIST_KEYS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = ",".join(value)  # columns = ["en", "fr"] is held as "en,fr"
     ok = isinstance(value, tp) and not (tp is int and isinstance(value, bool))
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         value, ok = float(value), True
@@ -273,12 +289,45 @@ def _check_consistency(cfg: Config, where: str) -> None:
     for name, beta in (("train.beta1", t.beta1), ("train.beta2", t.beta2)):
         if not 0.0 <= beta < 1.0:
             raise ConfigError(f"{where}: {name}: expected 0 <= value < 1, got {beta}")
+    _check_languages(d, where)
+    if not 0.98 <= d.character_coverage <= 1.0:  # SentencePiece's own bounds
+        raise ConfigError(f"{where}: data.character_coverage: expected 0.98 <= value <= 1, "
+                          f"got {d.character_coverage}")
     if not _DEVICE.fullmatch(t.device):
         raise ConfigError(f"{where}: train.device: expected auto, cpu, cuda, cuda:N or mps, "
                           f"got {t.device!r:.60}")
 
 
 _DEVICE = re.compile(r"auto|(cpu|cuda|mps)(:\d+)?")
+
+
+def _check_languages(d: DataConfig, where: str) -> None:
+    """The pair's language codes, the TSV's columns, and a tokenizer that suits the scripts.
+    (Paths are checked when the data is prepared: loading a config reads no other file.)"""
+    from nmt.data.languages import LANGUAGES, language
+
+    for key, code in (("data.source", d.source), ("data.target", d.target)):
+        if code not in LANGUAGES:
+            raise ConfigError(f"{where}: {key}: unknown language code {code!r:.30}; expected an "
+                              "ISO 639-1 code such as en, fr, de, ru, zh (docs/DATA.md)")
+    if d.source == d.target:
+        raise ConfigError(f"{where}: data.source and data.target: expected two languages, got "
+                          f"{d.source!r} on both sides")
+    if d.columns:
+        names = d.columns.split(",")
+        if len(set(names)) != len(names) or not all(names):
+            raise ConfigError(f"{where}: data.columns: expected distinct column names, got "
+                              f"{d.columns!r:.60}")
+        for key, code in (("data.source", d.source), ("data.target", d.target)):
+            if code not in names:
+                raise ConfigError(f"{where}: data.columns: no column {code!r} for {key} "
+                                  f"(columns {d.columns!r:.60})")
+    if d.tokenizer == "word":
+        for code in (d.source, d.target):
+            if not language(code).spaced:
+                raise ConfigError(f"{where}: data.tokenizer: the word tokenizer splits at spaces "
+                                  f"and {language(code).name} is written without them; use "
+                                  "\"sentencepiece\"")
 
 
 def parse_override(text: str) -> tuple[str, str, Any]:

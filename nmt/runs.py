@@ -30,6 +30,7 @@ class RunInfo:
     name: str
     path: Path
     model: str = ""  # "transformer 2x256 h4", "gru 2x512 bi"
+    pair: str = ""  # "en-fr": data.source-data.target
     parameters: int | None = None  # trainable, tied weights counted once
     steps: int | None = None  # optimizer steps in last.pt
     best_valid_bleu: float | None = None
@@ -56,6 +57,14 @@ def describe_model(model: dict[str, Any]) -> str:
     if family is not None:
         return family.describe(model)
     return f"{arch} {model.get('n_layers', '?')}x{model.get('d_model', '?')}"
+
+
+def describe_pair(data: dict[str, Any]) -> str:
+    """``"en-fr"``: the direction of a run's ``[data]`` (runs made before the pair was
+    configurable have no source or target key: they are English to French)."""
+    from nmt.config import DataConfig
+
+    return f"{data.get('source', DataConfig.source)}-{data.get('target', DataConfig.target)}"
 
 
 def count_state_parameters(state: dict[str, Any]) -> int:
@@ -159,6 +168,8 @@ def run_info(run_dir: Path) -> RunInfo:
                 notes.append("config.toml invalid")
         if isinstance(config, dict) and isinstance(config.get("model"), dict):
             info.model = describe_model(config["model"])
+        if isinstance(config, dict) and isinstance(config.get("data"), dict):
+            info.pair = describe_pair(config["data"])
         if (run_dir / "metrics.jsonl").is_file():
             info.best_valid_bleu, info.best_valid_step = _best_valid_bleu(run_dir)
         info.test_bleu, info.test_beam, note = _test_bleu(run_dir)
@@ -200,16 +211,17 @@ def _fmt_time(t: float | None, now: float | None = None) -> str:
 
 
 def runs_table(infos: list[RunInfo], title: str = "runs") -> Table:
-    """A rich table of ``infos``: run, model, params, steps, best valid BLEU, test BLEU (with
-    ``bN`` for beam size N), last update and state; what is missing or broken is starred and
-    listed under the table (so the table reads in 80 columns)."""
+    """A rich table of ``infos``: run, language pair, model, params, steps, best valid BLEU,
+    test BLEU (with ``bN`` for beam size N), last update and state; what is missing or broken
+    is starred and listed under the table (so the table reads in 80 columns)."""
     from rich import box
 
     # One space between columns (the box's), no padding: every character counts in 80 columns.
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=0, title_justify="left",
                   caption_justify="left")
     table.add_column("run", style="bold", overflow="fold")
-    table.add_column("model", no_wrap=True)
+    table.add_column("pair", no_wrap=True)
+    table.add_column("model")
     table.add_column("params", justify="right", no_wrap=True)
     table.add_column("steps", justify="right", no_wrap=True)
     table.add_column("valid\nBLEU", justify="right", no_wrap=True)
@@ -225,7 +237,8 @@ def runs_table(infos: list[RunInfo], title: str = "runs") -> Table:
         if i.note:
             state = f"[yellow]{state}*[/yellow]"
             notes.append(f"* {_escape(i.name)}: {_escape(i.note)}")
-        table.add_row(_escape(i.name), i.model or "—", _fmt_params(i.parameters),
+        table.add_row(_escape(i.name), _escape(i.pair) or "—", i.model or "—",
+                      _fmt_params(i.parameters),
                       "—" if i.steps is None else f"{i.steps:,}", valid, test,
                       _fmt_time(i.updated), state)
     if notes:

@@ -33,6 +33,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from nmt.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from nmt.config import Config, TrainConfig, from_dict
 from nmt.data.batching import Batch, Collator, collate, make_batches
+from nmt.data.corpora.record import write_record
 from nmt.data.prepare import Prepared, prepare
 from nmt.data.tokenizers import PAD_ID
 from nmt.device import autocast, resolve_device, set_threads
@@ -202,6 +203,8 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         atomic_write_text(run_dir / "config.toml", cfg.to_toml())
         if saved is None:
             prepared.tokenizer.save(run_dir / "tokenizer")
+            if prepared.identity:  # nmt bleu scores the run on this data only
+                write_record(run_dir, prepared.identity)
     run.mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, "
                   f"{count_parameters(model):,} parameters, device {device}, "
                   f"{dist.world_size} process(es)")
@@ -578,7 +581,8 @@ def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
         sources, refs = sources[:n], refs[:n]
     hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1,
                                 truncate=cfg.data.truncate)
-    return corpus_scores(hyps, refs, tokenized=not cfg.data.natural_text).bleu
+    return corpus_scores(hyps, refs, tokenized=not cfg.data.natural_text,
+                         lang=cfg.data.target).bleu
 
 
 def validate(run: Run, state: TrainingState) -> None:

@@ -143,15 +143,19 @@ class FakeResponse(io.BytesIO):
 def test_url_download(good_zip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     payload = good_zip.read_bytes()
     urls: list[str] = []
+    agents: list[str | None] = []
 
-    def fake_urlopen(url: str, timeout: float) -> FakeResponse:
-        urls.append(url)
+    def fake_urlopen(request: urllib.request.Request, timeout: float) -> FakeResponse:
+        urls.append(request.full_url)
+        agents.append(request.get_header("User-agent"))
         return FakeResponse(payload)
 
     monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
     path = ensure_corpus(tmp_path / "data", None, expected_sha256=DIGEST, log=quiet,
                          progress=False)
     assert urls == [CORPUS_URL] and path.read_text() == TEXT
+    # ManyThings.org is reported to refuse urllib's default User-Agent
+    assert agents == [dl.USER_AGENT] and "urllib" not in (agents[0] or "")
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["fra-eng"]
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from nmt.config import DataConfig, load_config
 from nmt.data.normalize import normalize, textbook_form
-from nmt.data.prepare import case_augmented, prepare
+from nmt.data.prepare import case_augmented, prepare, title_case
 from nmt.ema import ExponentialMovingAverage
 from nmt.errors import ConfigError
 from nmt.evaluate import corpus_scores
@@ -71,10 +71,20 @@ def test_case_augmented_pairs() -> None:
     assert 49 <= len(a_src) <= 50  # round(0.25 * 201); "ok" is already lower-case and spaced
     for s, t, r in zip(a_src, a_tgt, a_ref, strict=True):
         i = tgt.index(t)
-        assert s == textbook_form(src[i]) != src[i] and r == ref[i]
+        assert s in (textbook_form(src[i]), src[i].upper(), title_case(src[i])) and r == ref[i]
+        assert s != src[i]
     assert case_augmented(src, tgt, ref, 0.0, seed=3) == ([], [], [])
     all_src = case_augmented(src, tgt, ref, 1.0, seed=3)[0]
-    assert sorted(all_src) == sorted(textbook_form(s) for s in src[:200])
+    # every form in turn: "i see dog number 3 .", "I SEE DOG NUMBER 4.", "I See Dog Number 5."
+    assert len(all_src) == 200
+    assert sum(s == textbook_form(s) for s in all_src) == 100
+    assert sum(s.isupper() for s in all_src) == 50
+    assert sum(s == title_case(s) and not s.isupper() for s in all_src) == 50
+
+
+def test_title_case_keeps_apostrophes() -> None:
+    assert title_case("I'm home.") == "I'm Home."
+    assert title_case("the cat is black.") == "The Cat Is Black."
 
 
 def test_natural_cache_keeps_text_and_references_as_written(tiny_data_dir: Path) -> None:
@@ -107,7 +117,8 @@ def test_case_augmentation_adds_training_pairs_only(tiny_data_dir: Path) -> None
     assert extra.src_text[:n] == plain.splits["train"].src_text  # the corpus pairs come first
     added = extra.src_text[n:]
     assert 0.4 * n <= len(added) <= round(0.5 * n)
-    assert all(a == textbook_form(a) for a in added)
+    assert all(a == textbook_form(a) or a.isupper() or a == title_case(a) for a in added)
+    assert any(a.isupper() for a in added)  # THE CAT IS BLACK. is learnt too
     for k in ("valid", "test"):  # held-out data is never augmented
         assert augmented.splits[k].src_text == plain.splits[k].src_text
     assert augmented.meta["counts"]["case_augmented"] == len(added)
@@ -198,9 +209,10 @@ def test_tiny_natural_model_translates_cased_punctuated_text(
     fed: list[object] = []
     score = nmt.evaluate.score_multi_and_single
 
-    def spy(hyps: list[str], refs: list[list[str]], tokenized: bool = False) -> object:
+    def spy(hyps: list[str], refs: list[list[str]], tokenized: bool = False,
+            lang: str | None = None) -> object:
         fed.append((refs, tokenized))
-        return score(hyps, refs, tokenized)
+        return score(hyps, refs, tokenized, lang)
 
     monkeypatch.setattr(nmt.evaluate, "score_multi_and_single", spy)
     code, out, err = invoke("bleu", "--run", str(runs / "nat"))

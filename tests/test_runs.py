@@ -143,7 +143,7 @@ def render(table: object, width: int = 80) -> str:
 def test_table_shows_every_run_and_lists_the_problems(runs_dir: Path) -> None:
     infos = list_runs(runs_dir)
     text = render(runs_table(infos), width=100)
-    for word in ("good", "transformer 2x16 h2", "11.4k", "31.25", "29.50 b4", "unfinished",
+    for word in ("good", "en-fr", "transformer 2x16 h2", "11.4k", "31.25", "29.50 b4", "unfinished",
                  "partial*", "broken*", "not a run*", "* corrupt: last.pt unreadable; "
                  "scores.test.json unreadable", "* empty: not a run (no config.toml or "
                  "checkpoint)"):

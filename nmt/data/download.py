@@ -1,8 +1,11 @@
-"""Get ``fra-eng.zip``, check it, and extract ``fra-eng/fra.txt`` safely into the data directory.
+"""Get a Tatoeba archive (the built-in ``fra-eng.zip``, or a pair such as ``deu-eng.zip``),
+check it, and extract its text file safely into the data directory.
 
 Where the archive comes from, first match wins: ``source`` (``--source FILE|DIR|URL``), the
-``NMT_DATA_MIRROR`` environment variable (a zip file or a directory holding ``fra-eng.zip``), the
-original address :data:`CORPUS_URL`. The text file's SHA-256 must equal :func:`expected_digest`.
+``NMT_DATA_MIRROR`` environment variable (a zip file or a directory holding ``NAME.zip``), the
+original address (:data:`CORPUS_URL` for ``fra-eng``, ManyThings.org for other pairs). The
+built-in corpus's text must have the SHA-256 :func:`expected_digest`; another pair's digest is
+recorded (the site updates its files), not pinned.
 
 Extraction refuses the whole archive when any entry has an absolute path, a ``..`` component, is
 a symbolic link, or declares (or turns out) more bytes than :data:`MAX_ENTRY_BYTES`; only the two
@@ -13,6 +16,7 @@ interrupted run never leaves a half corpus that looks valid.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import stat
 import tempfile
@@ -21,6 +25,7 @@ import urllib.request
 import zipfile
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -32,12 +37,45 @@ CORPUS_SHA256 = "0bb85dbaa1c896844649094d7eaf2e34bee34e84fe362b26ce7e8f2e12aae10
 ZIP_NAME = "fra-eng.zip"
 TEXT_ENTRY = "fra-eng/fra.txt"
 ABOUT_ENTRY = "fra-eng/_about.txt"  # licence and attribution: kept beside the text
-MAX_ENTRY_BYTES = 64 * 2**20  # fra.txt is 11.7 MB; anything far larger is a zip bomb
+TATOEBA_URL = "https://www.manythings.org/anki/{name}.zip"
+# the site is reported to refuse urllib's default User-Agent
+USER_AGENT = "nmt (https://github.com/; a neural machine translation toolkit)"
+MAX_ENTRY_BYTES = 256 * 2**20  # fra.txt is 11.7 MB, the site's largest pairs tens of MB
 _CHUNK = 2**20
-HINT = (
-    "point it at a local copy with --source FILE|DIR|URL or the NMT_DATA_MIRROR environment "
-    "variable (a fra-eng.zip or a directory holding one)"
-)
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A Tatoeba archive: ``NAME.zip`` holding ``XXX.txt`` (ManyThings.org) or
+    ``NAME/XXX.txt`` (the d2l copy), extracted into ``data_dir/NAME/XXX.txt``."""
+
+    name: str  # "fra-eng"
+    url: str
+    sha256: str | None  # the text's pinned digest; None: recorded at download, not checked
+
+    @property
+    def zip_name(self) -> str:
+        return f"{self.name}.zip"
+
+    @property
+    def text_name(self) -> str:
+        return f"{self.name.split('-')[0]}.txt"
+
+
+FRA_ENG = Archive("fra-eng", CORPUS_URL, CORPUS_SHA256)
+
+
+def tatoeba_archive(pair: str) -> Archive:
+    """A pair of the site, ``"deu-eng"``: downloaded from ManyThings.org, digest recorded."""
+    return Archive(pair, TATOEBA_URL.format(name=pair), None)
+
+
+def hint(archive: Archive = FRA_ENG) -> str:
+    return ("point it at a local copy with --source FILE|DIR|URL or the NMT_DATA_MIRROR "
+            f"environment variable (a {archive.zip_name} or a directory holding one)")
+
+
+HINT = hint()
 
 
 def default_data_dir() -> Path:
@@ -45,14 +83,16 @@ def default_data_dir() -> Path:
     return Path(os.environ.get("NMT_DATA_DIR") or "data")
 
 
-def expected_digest() -> str:
-    """SHA-256 the text file must have: ``$NMT_CORPUS_SHA256`` (another corpus version, test
-    corpora) or the published digest."""
+def expected_digest(archive: Archive = FRA_ENG) -> str | None:
+    """SHA-256 the text file must have: for the built-in corpus ``$NMT_CORPUS_SHA256`` (another
+    corpus version, test corpora) or the published digest; for another pair none."""
+    if archive != FRA_ENG:
+        return archive.sha256
     return os.environ.get("NMT_CORPUS_SHA256") or CORPUS_SHA256
 
 
-def corpus_path(data_dir: Path) -> Path:
-    return Path(data_dir) / TEXT_ENTRY
+def corpus_path(data_dir: Path, archive: Archive = FRA_ENG) -> Path:
+    return Path(data_dir) / archive.name / archive.text_name
 
 
 def sha256_file(path: Path) -> str:
@@ -73,38 +113,48 @@ def ensure_corpus(
     log: Callable[[str], None] = print,
     expected_sha256: str | None = None,
     progress: bool = True,
+    archive: Archive = FRA_ENG,
 ) -> Path:
-    """Return the path of a verified ``fra.txt`` under ``data_dir``, fetching it when missing.
+    """Return the path of a verified text file (``fra-eng/fra.txt``) under ``data_dir``,
+    fetching ``archive`` when it is missing.
 
     A present file with the expected digest is used as it is (nothing is fetched or written);
-    one with another digest (an older or damaged copy) is replaced.
+    one with another digest (an older or damaged copy) is replaced. An archive without a pinned
+    digest is used as it is once present.
     """
     data_dir = Path(data_dir)
-    digest = expected_sha256 or expected_digest()
-    target = corpus_path(data_dir)
+    digest = expected_sha256 or expected_digest(archive)
+    target = corpus_path(data_dir, archive)
     if target.is_file():
         found = sha256_file(target)
-        if found == digest:
-            log(f"corpus present and verified: {target} (sha256 {digest[:12]}...)")
+        if digest is None or found == digest:
+            what = "verified" if digest else "recorded"
+            log(f"corpus present and {what}: {target} (sha256 {found[:12]}...)")
             return target
         log(f"{target}: sha256 {found[:12]}... is not the expected {digest[:12]}...; "
             "fetching again")
-    where = resolve_source(source)
+    where = resolve_source(source, archive)
     make_dirs(data_dir, "--data-dir")
     if where.startswith(("http://", "https://")):
         with tempfile.TemporaryDirectory(dir=data_dir, prefix=".download-") as tmp:
-            archive = Path(tmp) / ZIP_NAME
-            _download(where, archive, log=log, progress=progress)
-            extract_corpus(archive, data_dir, digest, label=where)
+            zip_path = Path(tmp) / archive.zip_name
+            _download(where, zip_path, archive, log=log, progress=progress)
+            extract_corpus(zip_path, data_dir, digest, label=where, archive=archive)
     else:
         log(f"using local copy {where}")
-        extract_corpus(Path(where), data_dir, digest)
-    log(f"corpus verified and extracted: {target} (sha256 {digest[:12]}...)")
+        extract_corpus(Path(where), data_dir, digest, archive=archive)
+    if digest:
+        log(f"corpus verified and extracted: {target} (sha256 {digest[:12]}...)")
+    else:
+        log(f"corpus extracted: {target} (sha256 {sha256_file(target)[:12]}..., recorded)")
     return target
 
 
-def resolve_source(source: str | None) -> str:
-    """A URL or the path of a zip file, from ``source``, ``$NMT_DATA_MIRROR`` or the default."""
+def resolve_source(source: str | None, archive: Archive = FRA_ENG) -> str:
+    """A URL or the path of a zip file, from ``source``, ``$NMT_DATA_MIRROR`` or the default.
+
+    A mirror directory is searched for the archive's own ``NAME.zip``; a mirror that is one zip
+    file serves the built-in corpus, and another pair only when it has that pair's name."""
     mirror = os.environ.get("NMT_DATA_MIRROR")
     for value, name in ((source, "--source"), (mirror, "NMT_DATA_MIRROR")):
         if not value:
@@ -113,31 +163,35 @@ def resolve_source(source: str | None) -> str:
             return value
         path = Path(value).expanduser()
         if path.is_dir():
-            path = path / ZIP_NAME
+            path = path / archive.zip_name
             if not path.is_file():
-                raise DataError(f"{name}={value}: directory has no {ZIP_NAME}")
+                raise DataError(f"{name}={value}: directory has no {archive.zip_name}")
         elif not path.is_file():
-            raise DataError(f"{name}={value}: file not found (expected {ZIP_NAME}, a directory "
-                            "holding it, or an http(s) URL)")
+            raise DataError(f"{name}={value}: file not found (expected {archive.zip_name}, a "
+                            "directory holding it, or an http(s) URL)")
+        elif name == "NMT_DATA_MIRROR" and archive != FRA_ENG and path.name != archive.zip_name:
+            continue  # a one-file mirror of another corpus
         return str(path)
-    return CORPUS_URL
+    return archive.url
 
 
-def _download(url: str, dest: Path, *, log: Callable[[str], None], progress: bool) -> None:
+def _download(url: str, dest: Path, archive: Archive, *, log: Callable[[str], None],
+              progress: bool) -> None:
     from tqdm import tqdm
 
     log(f"downloading {url}")
+    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     try:
-        with urllib.request.urlopen(url, timeout=30) as resp, open(dest, "wb") as out:
+        with urllib.request.urlopen(request, timeout=30) as resp, open(dest, "wb") as out:
             total = int(resp.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=ZIP_NAME,
+            with tqdm(total=total, unit="B", unit_scale=True, desc=archive.zip_name,
                       disable=not progress, leave=False) as bar:
                 for chunk in iter(lambda: resp.read(_CHUNK), b""):
                     out.write(chunk)
                     bar.update(len(chunk))
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", None) or e
-        raise DataError(f"cannot download {url} ({reason}); {HINT}") from None
+        raise DataError(f"cannot download {url} ({reason}); {hint(archive)}") from None
 
 
 def _check_entry(info: zipfile.ZipInfo, label: str) -> None:
@@ -170,33 +224,45 @@ def _copy_limited(src: IO[bytes], dst: IO[bytes], name: str, label: str) -> str:
 PART_PREFIX = ".part-"  # entries being extracted
 
 
-def extract_corpus(archive: Path, data_dir: Path, digest: str, label: str | None = None) -> Path:
-    """Check every entry of ``archive``, then write ``fra-eng/fra.txt`` (and ``_about.txt``)
-    under ``data_dir`` atomically, the text only when its SHA-256 is ``digest``."""
-    label = label or str(archive)
-    if not archive.is_file():
+def _entries(by_name: dict[str, zipfile.ZipInfo], archive: Archive,
+             label: str) -> tuple[str, str | None]:
+    """The text entry (``NAME/XXX.txt`` or ``XXX.txt``) and the about entry, if any."""
+    for folder in (f"{archive.name}/", ""):
+        if folder + archive.text_name in by_name:
+            about = folder + "_about.txt"
+            return folder + archive.text_name, about if about in by_name else None
+    raise DataError(f"{label}: wrong content: no {archive.name}/{archive.text_name} "
+                    f"(nor {archive.text_name}) in the archive")
+
+
+def extract_corpus(archive_path: Path, data_dir: Path, digest: str | None,
+                   label: str | None = None, archive: Archive = FRA_ENG) -> Path:
+    """Check every entry of ``archive_path``, then write the text file (``fra-eng/fra.txt``)
+    and ``_about.txt`` under ``data_dir/NAME/`` atomically, the text only when its SHA-256 is
+    ``digest`` (any, when None)."""
+    label = label or str(archive_path)
+    if not archive_path.is_file():
         raise DataError(f"{label}: file not found")
     try:  # is_zipfile says False for a file it cannot open
-        archive.open("rb").close()
+        archive_path.open("rb").close()
     except OSError as e:
         raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
-    if not zipfile.is_zipfile(archive):
-        raise DataError(f"{label}: not a zip archive (expected {ZIP_NAME})")
+    if not zipfile.is_zipfile(archive_path):
+        raise DataError(f"{label}: not a zip archive (expected {archive.zip_name})")
     try:
-        with zipfile.ZipFile(archive) as z:
+        with zipfile.ZipFile(archive_path) as z:
             infos = z.infolist()
             for info in infos:
                 _check_entry(info, label)
             by_name = {i.filename: i for i in infos}
-            if TEXT_ENTRY not in by_name:
-                raise DataError(f"{label}: wrong content: no {TEXT_ENTRY} in the archive")
-            out_dir = Path(data_dir) / "fra-eng"
+            text_entry, about_entry = _entries(by_name, archive, label)
+            out_dir = Path(data_dir) / archive.name
             make_dirs(out_dir)
             remove_stale_files(out_dir, f"{PART_PREFIX}*")  # left by a killed extraction
             staged: list[tuple[Path, Path]] = []
-            try:
-                for name in (ABOUT_ENTRY, TEXT_ENTRY):  # the text last: its presence means done
-                    if name not in by_name:
+            try:  # the text last: its presence means done
+                for name in (about_entry, text_entry):
+                    if name is None:
                         continue
                     fd, tmp_name = tempfile.mkstemp(dir=out_dir, prefix=PART_PREFIX)
                     os.fchmod(fd, umask_mode(0o666))  # as any extracted file, not mkstemp's 0600
@@ -204,8 +270,8 @@ def extract_corpus(archive: Path, data_dir: Path, digest: str, label: str | None
                     staged.append((tmp, out_dir / Path(name).name))
                     with os.fdopen(fd, "wb") as dst, z.open(by_name[name]) as src:
                         found = _copy_limited(src, dst, name, label)
-                    if name == TEXT_ENTRY and found != digest:
-                        raise DataError(f"{label}: wrong content: SHA-256 of {TEXT_ENTRY} is "
+                    if name == text_entry and digest is not None and found != digest:
+                        raise DataError(f"{label}: wrong content: SHA-256 of {text_entry} is "
                                         f"{found}, expected {digest}")
                 for tmp, final in staged:
                     os.replace(tmp, final)
@@ -217,5 +283,37 @@ def extract_corpus(archive: Path, data_dir: Path, digest: str, label: str | None
         raise DataError(f"{label}: damaged zip archive ({e})") from None
     except OSError as e:
         raise DataError(f"{label}: cannot extract into {data_dir} ({e.strerror or e})") from None
-    return Path(data_dir) / TEXT_ENTRY
+    return corpus_path(data_dir, archive)
 
+
+def read_archive(path: Path, label: str) -> tuple[bytes, bytes | None, str]:
+    """The one ``*.txt`` text entry of a user's zip (ManyThings.org's ``deu.txt`` or the d2l
+    copy's ``deu-eng/deu.txt``) and its ``_about.txt``, read with the same checks as an
+    extraction, without writing anything: ``(text, about or None, entry name)``."""
+    if not zipfile.is_zipfile(path):
+        raise DataError(f"{label}: not a zip archive")
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+            for info in infos:
+                _check_entry(info, label)
+            texts = [i for i in infos if i.filename.endswith(".txt") and not i.is_dir()
+                     and Path(i.filename).name != "_about.txt"]
+            if len(texts) != 1:
+                names = ", ".join(i.filename for i in texts) or "none"
+                raise DataError(f"{label}: expected one text file (XXX.txt) in the archive, "
+                                f"found {names:.200}")
+            abouts = [i for i in infos if Path(i.filename).name == "_about.txt"]
+
+            def read(info: zipfile.ZipInfo) -> bytes:
+                out = io.BytesIO()
+                with z.open(info) as src:
+                    _copy_limited(src, out, info.filename, label)
+                return out.getvalue()
+
+            return read(texts[0]), read(abouts[0]) if abouts else None, texts[0].filename
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
+            zlib.error, RuntimeError) as e:
+        raise DataError(f"{label}: damaged zip archive ({e})") from None
+    except OSError as e:
+        raise DataError(f"{label}: cannot read ({os_reason(e)})") from None

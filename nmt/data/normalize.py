@@ -28,8 +28,9 @@ UTF-8 text without newlines (the cache stores one sentence per line). See docs/D
 - Curly apostrophes ``’`` and ``‘`` become ``'``: the corpus writes ``j'ai`` 95k times and
   ``j’ai`` a few hundred, and they should be one token.
 - ``…`` becomes ``...``, which the punctuation rule then splits like the recipe splits ``...``.
-- French guillemets ``« »`` are kept (they are what references use) but always stand apart from
-  the quoted words: ``«ouistiti»`` becomes ``« ouistiti »`` like the corpus' usual spelling.
+- French guillemets ``« »`` are kept (they are what references use) but, in French text, always
+  stand apart from the quoted words: ``«ouistiti»`` becomes ``« ouistiti »`` like the corpus'
+  usual spelling.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ _CLOSE_QUOTE = re.compile(r"(?<=[^ ])»")
 POLICIES = ("natural", "full", "recipe")
 
 
-def normalize(text: str, lowercase: bool = True, policy: str = "full") -> str:
+def normalize(text: str, lowercase: bool = True, policy: str = "full",
+              lang: str | None = None) -> str:
     """Normalise one sentence (see the module docstring for the policies). Callers pass the
     run's ``data.lowercase`` and ``data.normalization``; the defaults here are the textbook's.
 
@@ -82,6 +84,10 @@ def normalize(text: str, lowercase: bool = True, policy: str = "full") -> str:
     tokenized style). Both are idempotent, total on any ``str`` (lone surrogates included) and
     free of newlines. ``policy="recipe"`` applies only the recipe's rules, to reproduce its
     vocabulary exactly (it keeps ``’``, U+2009 and double spaces); it is idempotent and total too.
+
+    ``lang``: the text's language; the rule that holds for French only (guillemets stand apart
+    from the quoted words) applies to French text, or to any when the language is not given
+    (translation input of runs made before the pair was configurable).
     """
     if policy == "recipe":
         text = text.replace("\u202f", " ").replace("\xa0", " ")
@@ -95,8 +101,9 @@ def normalize(text: str, lowercase: bool = True, policy: str = "full") -> str:
     text = " ".join(text.split())  # only " " is whitespace by now
     if policy == "natural":
         return text
-    text = _OPEN_QUOTE.sub("« ", text)
-    text = _CLOSE_QUOTE.sub(" »", text)
+    if lang in (None, "fr"):
+        text = _OPEN_QUOTE.sub("« ", text)
+        text = _CLOSE_QUOTE.sub(" »", text)
     return _PUNCT.sub(r" \1", text)
 
 

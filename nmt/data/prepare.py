@@ -1,17 +1,18 @@
 """Corpus -> normalised, cleaned, split, tokenized and cached arrays.
 
-``prepare(cfg, data_dir)`` makes sure the corpus is there (:func:`ensure_corpus`), then loads the
-cache for this corpus and data config or builds it. The cache lives in
-``data_dir/cache/<key>/`` where ``key`` hashes the corpus SHA-256 and every :class:`DataConfig`
-field that changes the arrays, so a changed config builds a new cache and an unchanged one loads
-in well under a second. Layout (docs/DATA.md)::
+``prepare(cfg, data_dir)`` opens the data the config declares (:mod:`nmt.data.corpora`: the
+built-in corpus, downloaded when missing, or the user's files), then loads the cache for this
+data and config or builds it. The cache lives in ``data_dir/cache/<key>/`` where ``key`` hashes
+the corpus SHA-256 (and the held-out files', when given) and every :class:`DataConfig` field
+that changes the arrays, so a changed config or an edited file builds a new cache and an
+unchanged one loads in well under a second. Layout (docs/DATA.md)::
 
-    meta.json                     config, corpus digest, counts, build time
+    meta.json                     config, corpus digest and identity, counts, build time
     tokenizer.json, *.model|*.txt  the tokenizer, trained on the train split only
     {split}.npz                   src_ids, tgt_ids (int32, flat), src_offsets, tgt_offsets (int64)
     {split}.src.txt, .tgt.txt     normalised text, one pair per line
     {split}.ref.txt               the references BLEU is computed against, one per pair: the
-                                  French as the corpus writes it (natural text), or the
+                                  target as the corpus writes it (natural text), or the
                                   normalised target (the textbook's lower-cased, spaced text)
 
 With ``data.case_augment`` the train split ends with the augmented pairs: a share of its pairs
@@ -39,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from nmt.config import DataConfig
-from nmt.data.download import ensure_corpus, expected_digest
+from nmt.data.corpora import Corpus, Data, open_data
+from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form
 from nmt.data.split import grouped_split
 from nmt.data.tokenizers import (
@@ -48,14 +50,21 @@ from nmt.data.tokenizers import (
     WordTokenizer,
     load_tokenizer,
 )
-from nmt.errors import DataError, os_reason, write_errors
+from nmt.errors import DataError, write_errors
 from nmt.files import make_dirs, umask_mode
 
 CACHE_VERSION = 2  # bump when the cache layout or the preparation changes meaning
 SPLITS = ("train", "valid", "test")
 # DataConfig fields that do not change the cached arrays (truncation happens when batching)
 _NOT_IN_KEY = {"truncate"}
-_TOKENIZER_ONLY = {"sentencepiece": {"min_freq"}, "word": {"sp_model_type", "vocab_size"}}
+_TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
+                   "word": {"sp_model_type", "vocab_size", "character_coverage"}}
+# Where the data is: the key holds the digests of the content instead, so a moved file keeps
+# its cache and an edited one builds a new cache
+_PATHS = {"corpus", "valid", "test"}
+# Fields added after CACHE_VERSION 2: left out of the key at their defaults, so that the caches
+# of the configs that existed before them keep their keys
+_ADDED = ("source", "target", "columns", "character_coverage")
 
 
 @dataclass
@@ -103,16 +112,25 @@ class Prepared:
     tokenizer: Tokenizer
     splits: dict[str, Split]  # "train", "valid", "test" (valid/test may be empty)
     cache_dir: Path
-    digest: str  # SHA-256 of fra.txt
+    digest: str  # SHA-256 of the corpus (Identity.sha256)
     meta: dict[str, Any] = field(default_factory=dict)  # meta.json: config, counts, seconds
+    identity: dict[str, Any] = field(default_factory=dict)  # Data.identity(): what a run records
 
 
-def cache_key(cfg: DataConfig, digest: str) -> str:
-    """16 hex digits naming the cache of ``cfg`` on the corpus with SHA-256 ``digest``."""
-    skip = _NOT_IN_KEY | _TOKENIZER_ONLY.get(cfg.tokenizer, set())
+def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = None) -> str:
+    """16 hex digits naming the cache of ``cfg`` on the corpus with SHA-256 ``digest`` (and the
+    ``valid`` / ``test`` files with the digests ``held_out``, when given)."""
+    skip = _NOT_IN_KEY | _PATHS | _TOKENIZER_ONLY.get(cfg.tokenizer, set())
+    skip |= {k for k in _ADDED if getattr(cfg, k) == getattr(_DEFAULTS, k)}
     fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in skip}
-    blob = json.dumps({"v": CACHE_VERSION, "corpus": digest, "data": fields}, sort_keys=True)
+    content: dict[str, Any] = {"v": CACHE_VERSION, "corpus": digest, "data": fields}
+    if held_out:
+        content["held_out"] = held_out
+    blob = json.dumps(content, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+_DEFAULTS = DataConfig()
 
 
 def prepare(
@@ -123,93 +141,112 @@ def prepare(
     log: Callable[[str], None] = print,
     rebuild: bool = False,
 ) -> Prepared:
-    """Ensure the corpus (downloading when missing), then load the cache or build it."""
+    """Open the declared data (downloading the corpus when missing), then load the cache or
+    build it."""
     data_dir = Path(data_dir)
-    corpus = ensure_corpus(data_dir, source, log=log)
-    digest = expected_digest()  # ensure_corpus has just checked the file against it
-    cache_dir = data_dir / "cache" / cache_key(cfg, digest)
+    data = open_data(cfg, data_dir, source=source, log=log)
+    digest = data.corpus.identity.sha256
+    cache_dir = data_dir / "cache" / cache_key(cfg, digest, data.held_out_digests())
     if cache_dir.is_dir() and not rebuild:
         try:
             prepared = load_cache(cache_dir)
             log(f"loaded cache {cache_dir}")
+            prepared.identity = data.identity()
             return prepared
         except (DataError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             log(f"cache {cache_dir} unreadable ({e}); rebuilding")
-    return build_cache(cfg, corpus, digest, cache_dir, log=log)
+    return build_cache(cfg, data, cache_dir, log=log)
 
 
 # --- reading and cleaning --------------------------------------------------------------------
 
 
 def reference_text(raw: str, normalized: str, cfg: DataConfig) -> str:
-    """What a translation is scored against: natural text is scored against the French as the
+    """What a translation is scored against: natural text is scored against the target as the
     corpus writes it (sacrebleu's own tokenizer does the rest, as published scores are
     computed); the textbook's lower-cased, spaced text against the target normalised the same
     way, so a model trained on it is not scored on case."""
     return raw.strip() if cfg.natural_text else normalized
 
 
+def length_in_words(text: str, lang: Language) -> int:
+    """Words for ``max_words``: separated by spaces, or, in a script written without them
+    (Chinese, Japanese, Thai), characters other than spaces."""
+    return len(text.split()) if lang.spaced else len(text) - text.count(" ")
+
+
 def read_pairs(
-    corpus: Path, cfg: DataConfig
+    corpus: Corpus, cfg: DataConfig, *, held_out: bool = False
 ) -> tuple[list[str], list[str], dict[str, int], list[str]]:
-    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` lines, the
-    counts of what was read and dropped, and each pair's reference (:func:`reference_text`)."""
-    try:
-        lines = Path(corpus).read_text(encoding="utf-8").split("\n")
-    except UnicodeDecodeError as e:
-        raise DataError(f"{corpus}: not UTF-8 text ({e})") from None
-    except OSError as e:
-        raise DataError(f"{corpus}: cannot read ({os_reason(e)})") from None
-    if lines and lines[-1] == "":
-        lines.pop()
-    if cfg.max_pairs:
-        lines = lines[:cfg.max_pairs]
-    counts = dict(read=len(lines), malformed=0, empty=0, too_long=0, duplicates=0, kept=0)
+    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` pairs, the
+    counts of what was read and dropped, and each pair's reference (:func:`reference_text`).
+
+    ``held_out``: a ``data.valid`` / ``data.test`` file, used as it is: all its pairs, only
+    those empty after cleaning dropped (not the long ones, not the duplicates)."""
+    pairs = corpus.pairs()
+    if cfg.max_pairs and not held_out:
+        pairs = itertools.islice(pairs, cfg.max_pairs)
+    src_lang, tgt_lang = language(cfg.source), language(cfg.target)
+    counts = dict(read=0, empty=0, too_long=0, duplicates=0, kept=0)
     src: list[str] = []
     tgt: list[str] = []
     ref: list[str] = []
     seen: set[tuple[str, str]] = set()
-    for line in lines:
-        parts = line.rstrip("\r").split("\t")  # later releases add a third, attribution column
-        if len(parts) < 2:
-            counts["malformed"] += 1
-            continue
-        s = normalize(parts[0], cfg.lowercase, cfg.normalization)
-        t = normalize(parts[1], cfg.lowercase, cfg.normalization)
+    for raw_src, raw_tgt in pairs:
+        counts["read"] += 1
+        s = normalize(raw_src, cfg.lowercase, cfg.normalization, lang=cfg.source)
+        t = normalize(raw_tgt, cfg.lowercase, cfg.normalization, lang=cfg.target)
         if not s.strip() or not t.strip():
             counts["empty"] += 1
             continue
-        if cfg.max_words and max(len(s.split()), len(t.split())) > cfg.max_words:
-            counts["too_long"] += 1  # more than max_words words on a side
-            continue
-        if cfg.dedup:
-            if (s, t) in seen:
-                counts["duplicates"] += 1
+        if not held_out:
+            if cfg.max_words and max(length_in_words(s, src_lang),
+                                     length_in_words(t, tgt_lang)) > cfg.max_words:
+                counts["too_long"] += 1  # more than max_words words on a side
                 continue
-            seen.add((s, t))
+            if cfg.dedup:
+                if (s, t) in seen:
+                    counts["duplicates"] += 1
+                    continue
+                seen.add((s, t))
         src.append(s)
         tgt.append(t)
-        ref.append(reference_text(parts[1], t, cfg))
+        ref.append(reference_text(raw_tgt, t, cfg))
     counts["kept"] = len(src)
     if not src:
-        raise DataError(f"{corpus}: no usable 'English<TAB>French' pairs in the first "
-                        f"{len(lines)} lines")
+        ident = corpus.identity
+        files = ", ".join(ident.files) or ident.corpus
+        raise DataError(f"{files}: no usable {cfg.source}-{cfg.target} pairs in "
+                        f"{counts['read']:,} read ({counts['empty']:,} empty after cleaning, "
+                        f"{counts['too_long']:,} over data.max_words = {cfg.max_words})")
     return src, tgt, counts, ref
+
+
+def title_case(text: str) -> str:
+    """Each space-separated word with a capital first letter (``"I'm Home."``; ``str.title``
+    would write ``"I'M Home."``)."""
+    return " ".join(w[:1].upper() + w[1:] for w in text.split(" "))
+
+
+# The forms case augmentation writes the source in, in turn: the textbook's, ALL CAPS, the
+# textbook's again, Title Case (input typed lower-case is the most common of them)
+CASE_FORMS: tuple[Callable[[str], str], ...] = (textbook_form, str.upper, textbook_form,
+                                                title_case)
 
 
 def case_augmented(
     src: list[str], tgt: list[str], ref: list[str], share: float, seed: int
 ) -> tuple[list[str], list[str], list[str]]:
-    """Pairs to add to the train split: a random ``share`` of them (seeded), the source in the
-    textbook's form (lower-cased, punctuation split off), the target as it is. Sources already
-    in that form are not repeated."""
+    """Pairs to add to the train split: a random ``share`` of them (seeded), the source in one
+    of :data:`CASE_FORMS` in turn (lower-cased with punctuation split off, ALL CAPS, Title
+    Case), the target as it is. A source already in its form is not repeated."""
     if share <= 0 or not src:
         return [], [], []
     rng = np.random.default_rng(seed)
     picked = np.sort(rng.choice(len(src), size=round(share * len(src)), replace=False))
     out: tuple[list[str], list[str], list[str]] = ([], [], [])
-    for i in picked.tolist():
-        noisy = textbook_form(src[i])
+    for k, i in enumerate(picked.tolist()):
+        noisy = CASE_FORMS[k % len(CASE_FORMS)](src[i])
         if noisy != src[i]:
             out[0].append(noisy)
             out[1].append(tgt[i])
@@ -239,31 +276,44 @@ def train_tokenizer(cfg: DataConfig, src: list[str], tgt: list[str]) -> Tokenize
         return WordTokenizer.train(src, tgt, min_freq=cfg.min_freq, joint=cfg.joint_vocab)
     return SentencePieceTokenizer.train(
         src, tgt, vocab_size=cfg.vocab_size, model_type=cfg.sp_model_type,
-        joint=cfg.joint_vocab, seed=cfg.split_seed)
+        joint=cfg.joint_vocab, seed=cfg.split_seed, character_coverage=cfg.character_coverage)
 
 
 # --- the cache -------------------------------------------------------------------------------
 
 
 def build_cache(
-    cfg: DataConfig, corpus: Path, digest: str, cache_dir: Path, *,
-    log: Callable[[str], None] = print,
+    cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
 ) -> Prepared:
     t0 = time.perf_counter()
-    src, tgt, counts, ref = read_pairs(corpus, cfg)
-    log(f"read {counts['read']:,} lines; kept {counts['kept']:,} pairs; dropped "
+    src, tgt, counts, ref = read_pairs(data.corpus, cfg)
+    log(f"read {counts['read']:,} pairs; kept {counts['kept']:,} pairs; dropped "
         f"{counts['duplicates']:,} duplicates, {counts['empty']:,} empty, "
-        f"{counts['too_long']:,} over {cfg.max_words} words, {counts['malformed']:,} malformed")
-    index = grouped_split(src, cfg.valid_frac, cfg.test_frac, cfg.split_seed)
+        f"{counts['too_long']:,} over {cfg.max_words} words")
+    given = {name: read_pairs(c, cfg, held_out=True) for name, c in
+             (("valid", data.valid), ("test", data.test)) if c is not None}
+    index = grouped_split(src, 0.0 if "valid" in given else cfg.valid_frac,
+                          0.0 if "test" in given else cfg.test_frac, cfg.split_seed)
     texts = {k: ([src[i] for i in idx], [tgt[i] for i in idx], [ref[i] for i in idx])
              for k, idx in index.items()}
+    train_sources = set(texts["train"][0])
+    for name, (s, t, _, r) in given.items():
+        texts[name] = (s, t, r)
+        overlap = len(set(s) & train_sources)
+        if overlap:
+            log(f"warning: {overlap:,} of the {len(set(s)):,} source sentences of data.{name} "
+                f"({getattr(cfg, name)}) are also in the training data (data.corpus)")
     tok = train_tokenizer(cfg, *texts["train"][:2])  # on the text as written, not the copies
     extra = case_augmented(*texts["train"], cfg.case_augment, cfg.split_seed)
+    if cfg.case_augment and not language(cfg.source).has_case:
+        log(f"case augmentation: none, {language(cfg.source).name} is written without letter "
+            "case")
+        extra = ([], [], [])
     if extra[0]:
         src_t, tgt_t, ref_t = texts["train"]
         texts["train"] = (src_t + extra[0], tgt_t + extra[1], ref_t + extra[2])
         log(f"case augmentation: {len(extra[0]):,} training pairs added with the source "
-            "lower-cased and punctuation split off")
+            "lower-cased and punctuation split off, in capitals or in title case")
     counts["case_augmented"] = len(extra[0])
     splits = {k: encode_split(k, tok, *texts[k]) for k in SPLITS}
     for k, sp in splits.items():
@@ -271,12 +321,14 @@ def build_cache(
     vocab = (f"joint vocabulary {tok.src_vocab_size:,}" if tok.joint else
              f"vocabularies src {tok.src_vocab_size:,}, tgt {tok.tgt_vocab_size:,}")
     log(f"tokenizer: {tok.kind}, {vocab}")
+    digest = data.corpus.identity.sha256
     meta = {"version": CACHE_VERSION, "corpus_sha256": digest, "data": dataclasses.asdict(cfg),
-            "counts": counts, "pairs": {k: len(v) for k, v in splits.items()},
+            "corpus": data.identity(), "counts": counts,
+            "pairs": {k: len(v) for k, v in splits.items()},
             "seconds": round(time.perf_counter() - t0, 2)}
     _write_atomically(cache_dir, tok, splits, meta)
     log(f"prepared in {meta['seconds']:.1f} s: {cache_dir}")
-    return Prepared(tok, splits, cache_dir, digest, meta)
+    return Prepared(tok, splits, cache_dir, digest, meta, data.identity())
 
 
 def _write_atomically(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],

@@ -1,6 +1,6 @@
-"""Train/valid/test split grouped by (normalised) English sentence.
+"""Train/valid/test split grouped by (normalised) source sentence.
 
-Every English sentence, with all its French translations, lands in exactly one split, so no test
+Every source sentence, with all its translations, lands in exactly one split, so no test
 source was seen in training and valid/test keep every reference for multi-reference BLEU.
 """
 

@@ -17,8 +17,8 @@ PERCENTILES = (50, 90, 99, 100)
 class SplitStats:
     name: str
     pairs: int
-    sources: int  # distinct normalised English sentences
-    refs_mean: float  # French references per distinct source
+    sources: int  # distinct normalised source sentences
+    refs_mean: float  # target references per distinct source
     refs_max: int
     src_len: tuple[int, ...]  # token-length percentiles PERCENTILES (without <eos>)
     tgt_len: tuple[int, ...]
@@ -55,7 +55,9 @@ def stats_table(prepared: Prepared) -> Table:
     tok = prepared.tokenizer
     rows = [split_stats(split) for split in prepared.splits.values()]
     pcts = "/".join(f"p{p}" if p < 100 else "max" for p in PERCENTILES)
-    table = Table(title=f"data cache {prepared.cache_dir.name} ({tok.kind})")
+    corpus = prepared.identity.get("corpus", {})  # set by prepare()
+    table = Table(title=f"{corpus.get('corpus')} {corpus.get('source')}->{corpus.get('target')}"
+                        f", data cache {prepared.cache_dir.name} ({tok.kind})")
     table.add_column("")
     for s in rows:
         table.add_column(s.name, justify="right")

@@ -172,14 +172,15 @@ class WordTokenizer(Tokenizer):
 
 def train_sentencepiece(
     lines: list[str], *, vocab_size: int, model_type: str, threads: int = 0, seed: int = 1,
-    what: str = "data.vocab_size",
+    what: str = "data.vocab_size", character_coverage: float = 1.0,
 ) -> bytes:
     """Train a SentencePiece model on normalised sentences; returns the serialized model.
 
     Our text is already normalised, so SentencePiece's own normaliser is switched off
     (``identity``: NFKC would rewrite characters and break ``decode(encode(x)) == x``).
-    ``character_coverage=1.0`` keeps every character of the training text (accents, « »)
-    instead of mapping the rarest 0.05% to ``<unk>``.
+    ``character_coverage=1.0`` (the default) keeps every character of the training text
+    (accents, « ») instead of mapping the rarest 0.05% to ``<unk>``; Chinese and Japanese, with
+    thousands of characters, need less (``data.character_coverage = 0.9995``).
     """
     import sentencepiece as spm
 
@@ -192,7 +193,7 @@ def train_sentencepiece(
             model_writer=model,
             model_type=model_type,
             vocab_size=vocab_size,
-            character_coverage=1.0,
+            character_coverage=character_coverage,
             normalization_rule_name="identity",
             unk_id=UNK_ID, pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID,
             unk_piece=SPECIALS[UNK_ID], pad_piece=SPECIALS[PAD_ID],
@@ -208,6 +209,12 @@ def train_sentencepiece(
         if limit:
             raise ConfigError(f"{what}={vocab_size}: too large for this training text, expected "
                               f"at most {limit.group(1)}") from None
+        chars = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", msg)
+        if chars:
+            raise ConfigError(f"{what}={vocab_size}: too small for the {chars.group(2)} distinct "
+                              "characters the training text needs at data.character_coverage="
+                              f"{character_coverage}; raise {what} or lower "
+                              "data.character_coverage (0.9995 for Chinese or Japanese)") from None
         raise DataError(f"SentencePiece training failed: {msg}") from None
     return model.getvalue()
 
@@ -236,10 +243,10 @@ class SentencePieceTokenizer(Tokenizer):
     @classmethod
     def train(
         cls, src: list[str], tgt: list[str], *, vocab_size: int, model_type: str, joint: bool,
-        threads: int = 0, seed: int = 1,
+        threads: int = 0, seed: int = 1, character_coverage: float = 1.0,
     ) -> SentencePieceTokenizer:
         kw: dict[str, Any] = dict(vocab_size=vocab_size, model_type=model_type, threads=threads,
-                                  seed=seed)
+                                  seed=seed, character_coverage=character_coverage)
         if joint:
             return cls(train_sentencepiece(src + tgt, **kw))
         return cls(train_sentencepiece(src, **kw), train_sentencepiece(tgt, **kw))

@@ -4,9 +4,9 @@
 The package is a zip archive of one directory (Argos Translate extracts it into its package
 directory as it stands)::
 
-    nmt-en_fr-NAME/
+    nmt-SRC_TGT-NAME/       (nmt-en_fr-NAME for the default pair)
       metadata.json         package_version, argos_version, from/to code and name, type
-      README.md             what the model is, the data's licence (CC-BY 2.0 (France))
+      README.md             what the model is, the data's licence (the run's corpus.json)
       sentencepiece.model   the joint SentencePiece model: Argos encodes and decodes with it
       model/                the CTranslate2 export of :mod:`nmt.export.ct2` (``add_source_eos``,
                             so the bare pieces Argos passes get the <eos> training put there)
@@ -48,16 +48,21 @@ def check_packageable(run: LoadedRun) -> None:
 
 
 def package_name(run: LoadedRun) -> str:
-    """The package directory's name: ``nmt-en_fr-<run name>`` in safe characters."""
+    """The package directory's name: ``nmt-<source>_<target>-<run name>`` (``nmt-en_fr-demo``)
+    in safe characters."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(run.run_dir).resolve().name) or "run"
-    return f"nmt-en_fr-{name}"
+    data = run.config.data
+    return f"nmt-{data.source}_{data.target}-{name}"
 
 
 def metadata(run: LoadedRun) -> dict[str, Any]:
     """``metadata.json``: the fields Argos Translate reads, and where the model came from."""
+    from nmt.data.languages import language
+
+    src, tgt = language(run.config.data.source), language(run.config.data.target)
     return {
         "package_version": "1.0", "argos_version": ARGOS_VERSION, "type": "translate",
-        "from_code": "en", "from_name": "English", "to_code": "fr", "to_name": "French",
+        "from_code": src.code, "from_name": src.name, "to_code": tgt.code, "to_name": tgt.name,
         "links": [],
         "nmt": {"run": str(run.run_dir), "checkpoint": run.checkpoint_path.name,
                 "step": run.step, "arch": run.config.model.arch},
@@ -65,11 +70,15 @@ def metadata(run: LoadedRun) -> dict[str, Any]:
 
 
 def _readme(run: LoadedRun) -> str:
+    from nmt.data.corpora.record import licence
+    from nmt.data.languages import language
+
     m = run.config.model
     data = run.config.data
     normalised = data.lowercase or data.normalization != "full"
+    pair = f"{language(data.source).name} → {language(data.target).name}"
     return (
-        "# English → French (nmt)\n\n"
+        f"# {pair} (nmt)\n\n"
         f"A {m.n_layers}-layer Transformer (d_model {m.d_model}, {m.n_heads} heads) trained with "
         f"`nmt` (run `{Path(run.run_dir).name}`, {run.checkpoint_path.name}, step {run.step}), "
         "decoded by CTranslate2.\n\n"
@@ -77,11 +86,7 @@ def _readme(run: LoadedRun) -> str:
            "passes text as it comes, so write input that way for the best results.\n\n"
            if normalised else "")
         + "## Data and licence\n\n"
-        "Trained on the `fra-eng` sentence pairs of the Tatoeba project "
-        "(https://tatoeba.org), as packaged by ManyThings.org "
-        "(https://www.manythings.org/anki/), licensed CC-BY 2.0 (France) "
-        "(https://creativecommons.org/licenses/by/2.0/fr/). Attribution: tatoeba.org and "
-        "manythings.org/anki.\n"
+        + licence(run.run_dir, data.corpus) + "\n"
     )
 
 

@@ -1,0 +1,157 @@
+"""What every corpus form shares: the :class:`Corpus` a reader returns, its identity, and the
+reading of text files (UTF-8, byte-order mark and CRLF accepted, errors naming file and line).
+
+A form is one module with one :class:`Form`: ``claims(spec, ctx)`` says whether a
+``data.corpus`` value is its kind, ``open(spec, ctx)`` returns a :class:`Corpus`. A corpus
+yields raw ``(source, target)`` text in the configured direction and nothing else: cleaning,
+normalisation and tokenization happen once, downstream, for every form alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from nmt.config import DataConfig
+from nmt.errors import DataError, os_reason
+
+# The licence of everything taken from Tatoeba (the built-in corpus, the site's pairs)
+TATOEBA_LICENCE = (
+    "the Tatoeba project (https://tatoeba.org), as packaged by ManyThings.org "
+    "(https://www.manythings.org/anki/), licensed CC-BY 2.0 (France) "
+    "(https://creativecommons.org/licenses/by/2.0/fr/). Attribution: tatoeba.org and "
+    "manythings.org/anki"
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a form may need besides the ``data.corpus`` value: the data config (languages,
+    columns), where downloads go, ``--source`` for an archive, and where to log."""
+
+    cfg: DataConfig
+    data_dir: Path
+    source: str | None = None
+    log: Callable[[str], None] = print
+    option: str = "data.corpus"  # the key the value came from, for messages
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Which data a cache and a run were made from (``meta.json``, ``corpus.json``)."""
+
+    form: str  # the form's name in the registry
+    corpus: str  # the value of data.corpus (or data.valid / data.test)
+    sha256: str  # of the content: the text file, or the digests of every file read
+    source: str  # language codes, in the configured direction
+    target: str
+    licence: str = ""  # what is known of the data's licence and attribution ("": not stated)
+    files: list[str] = field(default_factory=list)  # what was read, for people
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Corpus(Protocol):
+    """Parallel text in the configured direction."""
+
+    identity: Identity
+
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        """Raw ``(source, target)`` text, in file order; a bad line raises a one-line
+        :class:`DataError` naming the file and line."""
+        ...
+
+
+class Form(Protocol):
+    name: str
+
+    def claims(self, spec: str, ctx: Context) -> bool:
+        """Whether ``spec`` (the value of ``data.corpus``) is of this form."""
+        ...
+
+    def open(self, spec: str, ctx: Context) -> Corpus:
+        ...
+
+
+@dataclass
+class Lazy:
+    """A :class:`Corpus` whose text is read when its pairs are asked for (a cache hit needs only
+    the identity)."""
+
+    identity: Identity
+    read: Callable[[], Iterator[tuple[str, str]]]
+
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        return self.read()
+
+
+def tab_rows(lines: Sequence[str], where: str, columns: Sequence[str]) -> Iterator[list[str]]:
+    """Tab-separated ``lines`` as rows of at least ``len(columns)`` fields (more are allowed: a
+    Tatoeba file's third column is attribution). A blank line is a row of empty fields, which
+    cleaning drops as empty; a line with too few fields is an error naming it."""
+    need = len(columns)
+    for i, line in enumerate(lines, 1):
+        row = line.split("\t")
+        if len(row) < need:
+            if not line.strip():
+                yield [""] * need
+                continue
+            raise DataError(f"{where}: line {i}: expected {need} tab-separated columns "
+                            f"({', '.join(columns)}), got {len(row)}")
+        yield row
+
+
+def direction(columns: Sequence[str], cfg: DataConfig, where: str) -> tuple[int, int]:
+    """The columns of ``cfg.source`` and ``cfg.target`` among the languages ``columns`` of a
+    file: the one rule that turns a corpus around (``fr -> en`` on an ``en, fr`` file)."""
+    missing = [code for code in (cfg.source, cfg.target) if code not in columns]
+    if missing:
+        raise DataError(f"{where}: holds {' and '.join(c for c in columns if c)}, not "
+                        f"{missing[0]!r} (data.source = {cfg.source!r}, data.target = "
+                        f"{cfg.target!r})")
+    return columns.index(cfg.source), columns.index(cfg.target)
+
+
+def decode_lines(data: bytes, where: str) -> list[str]:
+    """The lines of UTF-8 ``data``: a leading byte-order mark and a ``\\r`` before each ``\\n``
+    are dropped; lines end at ``\\n`` only (``str.splitlines`` also splits at U+2028 and U+0085,
+    which would misalign two files). Undecodable bytes are one error naming the line."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DataError(f"{where}: line {line}: not UTF-8 text (byte 0x{data[e.start]:02x}); "
+                        "save the file as UTF-8") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [x[:-1] if x.endswith("\r") else x for x in lines]
+
+
+def read_bytes(path: Path, where: str) -> bytes:
+    if not path.is_file():
+        raise DataError(f"{where}: file not found" if not path.exists() else
+                        f"{where}: expected a file")
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def combined_sha256(parts: dict[str, str]) -> str:
+    """One digest for several files: the SHA-256 of their names' roles and digests."""
+    return sha256(json.dumps(parts, sort_keys=True).encode())
+
+
+def resolve(spec: str) -> Path:
+    """A path in the config: ``~`` expanded, relative to the working directory."""
+    return Path(spec).expanduser()

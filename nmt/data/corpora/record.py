@@ -1,0 +1,65 @@
+"""A run's record of the data it was trained on (``corpus.json`` in the run directory), and the
+check that ``nmt bleu`` scores it on a split of that data and no other."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nmt.errors import DataError
+
+RUN_FILE = "corpus.json"
+
+
+def write_record(run_dir: Path, identity: dict[str, Any]) -> None:
+    from nmt.files import atomic_write_text
+
+    atomic_write_text(Path(run_dir) / RUN_FILE, json.dumps(identity, indent=1) + "\n")
+
+
+def read_record(run_dir: Path) -> dict[str, Any] | None:
+    """The identity a run recorded; None for a run made before runs recorded it."""
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DataError(f"{path}: unreadable ({e})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("corpus"), dict):
+        raise DataError(f"{path}: expected the corpus identity an nmt run records")
+    return record
+
+
+def _what(identity: dict[str, Any]) -> str:
+    return (f"{identity.get('corpus')} ({identity.get('source')}->{identity.get('target')}, "
+            f"sha256 {str(identity.get('sha256'))[:12]}...)")
+
+
+def check_same_data(run_dir: Path, prepared: dict[str, Any], split: str) -> None:
+    """A one-line error when ``split`` of the prepared data does not come from the data the run
+    in ``run_dir`` was trained on (an old run without a record is not checked)."""
+    record = read_record(run_dir)
+    if record is None:
+        return
+    for part in ("corpus", split if split in ("valid", "test") else "corpus"):
+        was, now = record.get(part, record["corpus"]), prepared.get(part, prepared["corpus"])
+        if any(was.get(k) != now.get(k) for k in ("sha256", "source", "target")):
+            raise DataError(f"--split {split}: {run_dir} was trained on {_what(was)}, but the "
+                            f"data prepared now is {_what(now)}; score it on the data it was "
+                            "trained on (--data-dir), or on files with --src and --ref")
+
+
+def licence(run_dir: Path, corpus: str) -> str:
+    """What a package says about its training data's licence: the record's, for a run made
+    before runs recorded their data that of the built-in corpus (Tatoeba), for the user's own
+    files a sentence saying that nothing is known."""
+    from nmt.data.corpora.base import TATOEBA_LICENCE
+
+    record = read_record(run_dir)
+    identity = record["corpus"] if record else {"corpus": corpus, "licence": TATOEBA_LICENCE}
+    if identity.get("licence"):
+        return f"Trained on {identity['corpus']}: {identity['licence']}."
+    return (f"Trained on the user's own data ({identity.get('corpus')}); its licence is not "
+            "recorded: state it here before sharing this package.")

@@ -1,0 +1,48 @@
+"""A tab-separated file of the user's own, its columns named by language in the config:
+``data.corpus = "pairs.tsv"``, ``data.columns = ["en", "fr"]`` (more columns are allowed, and
+ignored unless ``data.source`` or ``data.target`` names them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from nmt.data.corpora.base import (
+    Context,
+    Corpus,
+    Identity,
+    Lazy,
+    decode_lines,
+    direction,
+    read_bytes,
+    resolve,
+    sha256,
+    tab_rows,
+)
+from nmt.errors import ConfigError
+
+
+class Tsv:
+    name = "tsv"
+
+    def claims(self, spec: str, ctx: Context) -> bool:
+        return bool(ctx.cfg.columns) or spec.lower().endswith(".tsv")
+
+    def open(self, spec: str, ctx: Context) -> Corpus:
+        path = resolve(spec)
+        if not ctx.cfg.columns:
+            raise ConfigError(f"data.columns: expected the language of each column of {path}, "
+                              'e.g. columns = ["en", "fr"]')
+        columns = ctx.cfg.columns.split(",")
+        src_col, tgt_col = direction(columns, ctx.cfg, str(path))
+        data = read_bytes(path, str(path))
+
+        def read() -> Iterator[tuple[str, str]]:
+            for row in tab_rows(decode_lines(data, str(path)), str(path), columns):
+                yield row[src_col], row[tgt_col]
+
+        identity = Identity(self.name, spec, sha256(data), ctx.cfg.source, ctx.cfg.target,
+                            files=[str(path)])
+        return Lazy(identity, read)
+
+
+FORM = Tsv()
