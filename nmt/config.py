@@ -50,6 +50,9 @@ class DataConfig:
     case_augment: float = 0.0  # natural text: share of training pairs added again with the
     # source lower-cased and its punctuation split off ("i'm home ."), so a cased model also
     # translates input typed the textbook's way (as Marian's case augmentation); 0: off
+    case_forms: str = "textbook"  # the forms the augmented sources are written in, in turn:
+    # textbook ("i'm home ."), upper ("I'M HOME."), title ("I'm Home."); a comma list or a
+    # TOML list, e.g. ["textbook", "upper", "textbook", "title"]
     dedup: bool = True  # drop exact duplicate (source, target) pairs
     max_words: int = 50  # drop pairs with a side longer than this many words (0: keep all);
     # in a script written without spaces (Chinese, Japanese, Thai) each character counts
@@ -182,7 +185,9 @@ INT_LIMITS: dict[str, int] = {
 }
 
 
-LIST_KEYS = {"data.columns"}  # string settings also written as a TOML list of strings
+CASE_FORM_NAMES = ("textbook", "upper", "title")  # data.case_forms: nmt.data.prepare.CASE_FORMS
+# string settings also written as a TOML list of strings
+LIST_KEYS = {"data.columns", "data.case_forms"}
 
 
 def int_limit(key: str) -> int:
@@ -281,6 +286,10 @@ def _check_consistency(cfg: Config, where: str) -> None:
     if d.case_augment and not d.natural_text:
         raise ConfigError(f"{where}: data.case_augment: expected 0 unless the text is natural "
                           "(data.normalization = \"natural\", data.lowercase = false)")
+    forms = d.case_forms.split(",")
+    if not set(forms) <= set(CASE_FORM_NAMES) or "" in forms:
+        raise ConfigError(f"{where}: data.case_forms: expected a list of "
+                          f"{', '.join(CASE_FORM_NAMES)}, got {d.case_forms!r:.60}")
     if not 0.0 <= t.ema_decay < 1.0:
         raise ConfigError(f"{where}: train.ema_decay: expected 0 (off) or 0 < value < 1, "
                           f"got {t.ema_decay}")

@@ -65,21 +65,26 @@ def test_case_augmented_pairs() -> None:
     src = [f"I see dog number {i}." for i in range(200)] + ["ok"]
     tgt = [f"Je vois le chien numéro {i}." for i in range(200)] + ["d'accord"]
     ref = [t + " (ref)" for t in tgt]
-    a_src, a_tgt, a_ref = case_augmented(src, tgt, ref, 0.25, seed=3)
-    assert (a_src, a_tgt, a_ref) == case_augmented(src, tgt, ref, 0.25, seed=3)  # seeded
-    assert a_src != case_augmented(src, tgt, ref, 0.25, seed=4)[0]
+    forms = ("textbook", "upper", "textbook", "title")
+    a_src, a_tgt, a_ref = case_augmented(src, tgt, ref, 0.25, 3, forms)
+    assert (a_src, a_tgt, a_ref) == case_augmented(src, tgt, ref, 0.25, 3, forms)  # seeded
+    assert a_src != case_augmented(src, tgt, ref, 0.25, 4, forms)[0]
     assert 49 <= len(a_src) <= 50  # round(0.25 * 201); "ok" is already lower-case and spaced
     for s, t, r in zip(a_src, a_tgt, a_ref, strict=True):
         i = tgt.index(t)
         assert s in (textbook_form(src[i]), src[i].upper(), title_case(src[i])) and r == ref[i]
         assert s != src[i]
     assert case_augmented(src, tgt, ref, 0.0, seed=3) == ([], [], [])
-    all_src = case_augmented(src, tgt, ref, 1.0, seed=3)[0]
+    all_src = case_augmented(src, tgt, ref, 1.0, 3, forms)[0]
     # every form in turn: "i see dog number 3 .", "I SEE DOG NUMBER 4.", "I See Dog Number 5."
     assert len(all_src) == 200
     assert sum(s == textbook_form(s) for s in all_src) == 100
     assert sum(s.isupper() for s in all_src) == 50
     assert sum(s == title_case(s) and not s.isupper() for s in all_src) == 50
+    # the default (and what runs made before data.case_forms trained with): the textbook form
+    assert all(s == textbook_form(s) for s in case_augmented(src, tgt, ref, 1.0, seed=3)[0])
+    with pytest.raises(ConfigError, match="data.case_forms"):
+        load_config(None, ["data.case_forms=textbook,lower"])
 
 
 def test_title_case_keeps_apostrophes() -> None:
@@ -111,7 +116,8 @@ def test_case_augmentation_adds_training_pairs_only(tiny_data_dir: Path) -> None
     from dataclasses import replace
 
     plain = prepare(NATURAL, tiny_data_dir, log=lambda s: None)
-    augmented = prepare(replace(NATURAL, case_augment=0.5), tiny_data_dir, log=lambda s: None)
+    augmented = prepare(replace(NATURAL, case_augment=0.5, case_forms="textbook,upper,title"),
+                        tiny_data_dir, log=lambda s: None)
     n = len(plain.splits["train"])
     extra = augmented.splits["train"]
     assert extra.src_text[:n] == plain.splits["train"].src_text  # the corpus pairs come first

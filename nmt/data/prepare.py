@@ -32,14 +32,14 @@ import shutil
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nmt.config import DataConfig
+from nmt.config import CASE_FORM_NAMES, DataConfig
 from nmt.data.corpora import Corpus, Data, open_data
 from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form
@@ -64,7 +64,7 @@ _TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
 _PATHS = {"corpus", "valid", "test"}
 # Fields added after CACHE_VERSION 2: left out of the key at their defaults, so that the caches
 # of the configs that existed before them keep their keys
-_ADDED = ("source", "target", "columns", "character_coverage")
+_ADDED = ("source", "target", "columns", "character_coverage", "case_forms")
 
 
 @dataclass
@@ -228,25 +228,25 @@ def title_case(text: str) -> str:
     return " ".join(w[:1].upper() + w[1:] for w in text.split(" "))
 
 
-# The forms case augmentation writes the source in, in turn: the textbook's, ALL CAPS, the
-# textbook's again, Title Case (input typed lower-case is the most common of them)
-CASE_FORMS: tuple[Callable[[str], str], ...] = (textbook_form, str.upper, textbook_form,
-                                                title_case)
+# The forms case augmentation can write a source in (data.case_forms names them, in turn)
+CASE_FORMS: dict[str, Callable[[str], str]] = dict(
+    zip(CASE_FORM_NAMES, (textbook_form, str.upper, title_case), strict=True))
 
 
 def case_augmented(
-    src: list[str], tgt: list[str], ref: list[str], share: float, seed: int
+    src: list[str], tgt: list[str], ref: list[str], share: float, seed: int,
+    forms: Sequence[str] = ("textbook",),
 ) -> tuple[list[str], list[str], list[str]]:
-    """Pairs to add to the train split: a random ``share`` of them (seeded), the source in one
-    of :data:`CASE_FORMS` in turn (lower-cased with punctuation split off, ALL CAPS, Title
-    Case), the target as it is. A source already in its form is not repeated."""
+    """Pairs to add to the train split: a random ``share`` of them (seeded), the source in each
+    of ``forms`` (names of :data:`CASE_FORMS`) in turn, the target as it is. A source already in
+    its form is not repeated."""
     if share <= 0 or not src:
         return [], [], []
     rng = np.random.default_rng(seed)
     picked = np.sort(rng.choice(len(src), size=round(share * len(src)), replace=False))
     out: tuple[list[str], list[str], list[str]] = ([], [], [])
     for k, i in enumerate(picked.tolist()):
-        noisy = CASE_FORMS[k % len(CASE_FORMS)](src[i])
+        noisy = CASE_FORMS[forms[k % len(forms)]](src[i])
         if noisy != src[i]:
             out[0].append(noisy)
             out[1].append(tgt[i])
@@ -304,7 +304,8 @@ def build_cache(
             log(f"warning: {overlap:,} of the {len(set(s)):,} source sentences of data.{name} "
                 f"({getattr(cfg, name)}) are also in the training data (data.corpus)")
     tok = train_tokenizer(cfg, *texts["train"][:2])  # on the text as written, not the copies
-    extra = case_augmented(*texts["train"], cfg.case_augment, cfg.split_seed)
+    extra = case_augmented(*texts["train"], cfg.case_augment, cfg.split_seed,
+                           cfg.case_forms.split(","))
     if cfg.case_augment and not language(cfg.source).has_case:
         log(f"case augmentation: none, {language(cfg.source).name} is written without letter "
             "case")
@@ -313,7 +314,7 @@ def build_cache(
         src_t, tgt_t, ref_t = texts["train"]
         texts["train"] = (src_t + extra[0], tgt_t + extra[1], ref_t + extra[2])
         log(f"case augmentation: {len(extra[0]):,} training pairs added with the source "
-            "lower-cased and punctuation split off, in capitals or in title case")
+            f"written {', '.join(dict.fromkeys(cfg.case_forms.split(',')))}")
     counts["case_augmented"] = len(extra[0])
     splits = {k: encode_split(k, tok, *texts[k]) for k in SPLITS}
     for k, sp in splits.items():
