@@ -22,6 +22,7 @@ from nmt.errors import ConfigError, DataError
 
 UNK_ID, PAD_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 SPECIALS = ("<unk>", "<pad>", "<bos>", "<eos>")  # indexed by the ids above
+MIN_SENTENCEPIECE_VOCAB = len(SPECIALS) + 1  # the specials and at least one character
 META_FILE = "tokenizer.json"
 
 
@@ -208,6 +209,11 @@ def train_sentencepiece(
         if limit:
             raise ConfigError(f"{what}={vocab_size}: too large for this training text, expected "
                               f"at most {limit.group(1)}") from None
+        needed = re.search(r"smaller than required_chars\. \d+ vs (\d+)", msg)
+        if needed:  # every character of the text is a piece of its own, besides the specials
+            raise ConfigError(f"{what}={vocab_size}: too small for this training text, expected "
+                              f"at least {needed.group(1)} (a piece for each of its characters "
+                              f"and the {len(SPECIALS)} special tokens)") from None
         raise DataError(f"SentencePiece training failed: {msg}") from None
     return model.getvalue()
 
