@@ -16,7 +16,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from rich.table import Table
 
@@ -96,9 +96,8 @@ def _best_valid_bleu(run_dir: Path) -> tuple[float | None, int | None]:
     best: tuple[float | None, int | None] = (None, None)
     for rec in read_metrics(run_dir):
         v = rec.get("valid_bleu")
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            if best[0] is None or v > best[0]:
-                best = (float(v), int(rec["step"]))
+        if _is_number(v) and (best[0] is None or v > best[0]):
+            best = (float(v), rec["step"])
     return best
 
 
@@ -111,9 +110,18 @@ def _test_bleu(run_dir: Path) -> tuple[float | None, int, str]:
         return None, 1, ""
     try:
         report = json.loads(files[-1].read_text(encoding="utf-8"))
-        return float(report["multi"]["bleu"]), int(report.get("beam", 1)), ""
-    except (OSError, ValueError, KeyError, TypeError):
+        bleu, beam = report["multi"]["bleu"], report.get("beam", 1)
+    except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
+        bleu = beam = None  # not JSON, or not a table holding multi.bleu
+    if not (_is_number(bleu) and 0 <= bleu <= 100 and _is_number(beam) and beam >= 1
+            and beam == int(beam)):
         return None, 1, f"{files[-1].name} unreadable"
+    return float(bleu), int(beam), ""
+
+
+def _is_number(x: Any) -> TypeGuard[float]:
+    """A finite JSON number (``true`` is not one)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _newest_mtime(run_dir: Path) -> float | None:

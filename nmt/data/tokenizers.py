@@ -307,6 +307,8 @@ def load_tokenizer(directory: Path) -> Tokenizer:
         raise DataError(f"{e.filename}: tokenizer file missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as e:
         raise DataError(f"{meta_path}: not a tokenizer description ({e})") from None
+    except RecursionError:
+        raise DataError(f"{meta_path}: not a tokenizer description (nested too deeply)") from None
     except RuntimeError as e:  # SentencePiece cannot parse the model file
         raise DataError(f"{directory}: damaged SentencePiece model ({e})") from None
     raise DataError(f"{meta_path}: unknown tokenizer kind {kind!r}, expected word or sentencepiece")
