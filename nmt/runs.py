@@ -3,10 +3,10 @@
 Each row comes from files training and ``nmt bleu`` leave in ``runs/NAME/``: the checkpoint
 ``checkpoints/last.pt`` (model config, parameters, ``progress``: step, stop reason), falling
 back to ``config.toml``; ``metrics.jsonl`` (best valid BLEU); ``scores.test*.json`` (test BLEU,
-the newest when several searches were scored). Checkpoints are memory-mapped, so a listing
-reads their headers, not gigabytes of optimizer state. A directory that is broken or partial
-(no checkpoint yet, a corrupt file, a config that no longer loads) gets a row with a note, never
-an exception.
+the newest when several searches were scored). Checkpoints are read through the one safe
+loader with their tensors memory-mapped, so a listing reads their headers, not gigabytes of
+optimizer state. A directory that is broken or partial (no checkpoint yet, a corrupt file, a
+config that no longer loads) gets a row with a note, never an exception.
 """
 
 from __future__ import annotations
@@ -75,18 +75,14 @@ def count_state_parameters(state: dict[str, Any]) -> int:
 
 
 def _read_checkpoint(path: Path) -> dict[str, Any]:
-    """The checkpoint's dict, memory-mapped (safe loader only); CheckpointError when unreadable."""
-    import torch
-
-    from nmt.checkpoint import FORMAT
+    """The checkpoint's dict through :func:`nmt.checkpoint.load_checkpoint`, its tensors
+    memory-mapped (not read); a :class:`CheckpointError` naming the file when it is refused."""
+    from nmt.checkpoint import load_checkpoint
 
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:  # noqa: BLE001 - any unreadable file is a note in the table, not a crash
-        raise CheckpointError(f"{path.name} unreadable") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path.name} is not an nmt checkpoint")
-    return payload
+        return load_checkpoint(path, mmap=True)
+    except CheckpointError as e:  # "RUN/checkpoints/last.pt: why": the row names the run
+        raise CheckpointError(f"{path.name}: {str(e).removeprefix(f'{path}: ')}") from None
 
 
 def _best_valid_bleu(run_dir: Path) -> tuple[float | None, int | None]:
