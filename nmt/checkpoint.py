@@ -2,12 +2,16 @@
 
 A checkpoint is one dict of plain values and tensors (never a pickled module)::
 
-    {"format": FORMAT, "config": Config.to_dict(), "vocab": {"src": int, "tgt": int, "joint": bool},
+    {"format": FORMAT, "config": Config.to_dict(),
+     "vocab": {"src": int, "tgt": int, "joint": bool, "digest": str},
      "model": state_dict, "optimizer": ..., "scheduler": ..., "rng": ..., "progress": {...}}
 
 so loading rebuilds the model from its own config without guessing (:mod:`nmt.loading`).
 :func:`load_checkpoint` checks every record and the layout before handing it out;
-:func:`rng_state` and :func:`set_rng_state` carry the random generators across a resume.
+:func:`check_tokenizer` refuses a tokenizer other than the one the weights were trained with
+(``vocab["digest"]``, :meth:`nmt.data.tokenizers.Tokenizer.digest`; checkpoints written before
+it existed are compared by vocabulary sizes); :func:`rng_state` and :func:`set_rng_state` carry
+the random generators across a resume.
 """
 
 from __future__ import annotations
@@ -15,18 +19,22 @@ from __future__ import annotations
 import math
 import pickle
 import random
+import re
 import sys
 import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import torch
 
 from nmt.errors import CheckpointError, first_line, os_reason
 from nmt.files import atomic_write_bytes, remove_stale_temp_files
+
+if TYPE_CHECKING:
+    from nmt.data.tokenizers import Tokenizer
 
 FORMAT = "nmt-checkpoint-1"
 
@@ -42,14 +50,19 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
     atomic_write_bytes(path, lambda f: torch.save(payload, f))
 
 
-def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+def load_checkpoint(path: Path, map_location: str | torch.device = "cpu", *,
+                    mmap: bool = False) -> dict[str, Any]:
     """Load a checkpoint safely: tensors and plain containers only, never arbitrary code.
 
     Only the zip format ``torch.save`` writes is accepted (a bare or legacy pickle is refused
-    before anything is unpickled). The file is opened once; the CRC-32 of every record is
-    checked before unpickling (PyTorch itself does not, so a flipped bit in the weights would
-    load silently), then the payload's layout is checked. Every failure is a one-line
-    :class:`CheckpointError`.
+    before anything is unpickled). The file is opened once; its records are checked to lie one
+    after another inside the file, and the CRC-32 of every record is checked before unpickling
+    (PyTorch itself does not, so a flipped bit in the weights would load silently), then the
+    payload's layout is checked. Every failure is a one-line :class:`CheckpointError`.
+
+    ``mmap``: map the tensors instead of reading them (``nmt runs``, which needs the config,
+    the progress and the weights' shapes, not their values): their records are then not read,
+    so their CRC-32 is not checked; everything else is.
     """
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
@@ -60,11 +73,12 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     try:
         with f:
             # one open file: a concurrent atomic rename cannot swap what is checked and loaded
-            _check_records(path, f)
+            _check_records(path, f, tensors=not mmap)
             f.seek(0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # e.g. "Detected pickle protocol 4": noise here
-                payload = torch.load(f, map_location=map_location, weights_only=True)
+                payload = torch.load(_same_file(path, f) if mmap else f,
+                                     map_location=map_location, weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as e:
         raise CheckpointError(
             f"{path}: refused to load: it holds objects other than tensors and plain values, "
@@ -82,11 +96,22 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     return payload
 
 
+def _same_file(path: Path, f: BinaryIO) -> str:
+    """A name for the file ``f`` has open (torch memory-maps only named files): its
+    ``/proc/self/fd`` entry where there is one, so that a rename over ``path`` since it was
+    opened cannot swap the file; else ``path``."""
+    fd_path = Path(f"/proc/self/fd/{f.fileno()}")
+    return str(fd_path) if fd_path.exists() else str(path)
+
+
 ZIP_MAGIC = b"PK\x03\x04"
+LOCAL_HEADER = 30  # bytes of a zip record's local header before its name and extra field
+TENSOR_RECORD = re.compile(r"[^/]+/data/\d+")  # where torch.save puts a tensor's bytes
 
 
-def _check_records(path: Path, f: BinaryIO) -> None:
-    """Refuse what is not a whole zip archive, and any record failing its CRC-32."""
+def _check_records(path: Path, f: BinaryIO, tensors: bool = True) -> None:
+    """Refuse what is not a whole zip archive of records that lie one after another, and any
+    record failing its CRC-32 (records holding tensors only when ``tensors``)."""
     head = f.read(len(ZIP_MAGIC))
     if not head:
         raise EOFError("empty file")
@@ -98,9 +123,48 @@ def _check_records(path: Path, f: BinaryIO) -> None:
         raise zipfile.BadZipFile("the end of the archive is missing")
     f.seek(0)
     with zipfile.ZipFile(f) as z:
-        bad = z.testzip()
-    if bad is not None:
-        raise zipfile.BadZipFile(f"record {bad} fails its CRC-32 check")
+        records = z.infolist()
+        _check_extents(records, f)
+        for info in records:
+            if tensors or not TENSOR_RECORD.fullmatch(info.filename):
+                _check_crc(z, info)
+
+
+def _check_crc(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+    """Read one record to its end, which checks its CRC-32 (as ``ZipFile.testzip`` does)."""
+    try:
+        with z.open(info) as record:
+            while record.read(2**20):
+                pass
+    except zipfile.BadZipFile as e:
+        what = "fails its CRC-32 check" if "CRC" in str(e) else f"is damaged ({e})"
+        raise zipfile.BadZipFile(f"record {info.filename} {what}") from None
+
+
+def _check_extents(records: list[zipfile.ZipInfo], f: BinaryIO) -> None:
+    """Every record (local header and data) lies inside the file and after the one before, and
+    the records unpack to at most the file's size (``torch.save`` stores them uncompressed).
+    A crafted archive listing one record many times, or overlapping records, would otherwise
+    have every copy unpacked and CRC-checked (a 2 MB file can list 200 GB)."""
+    size = f.seek(0, 2)
+    unpacked = sum(info.file_size for info in records)
+    if unpacked > size:
+        raise zipfile.BadZipFile(f"its records unpack to {unpacked:,} bytes, more than the "
+                                 f"file's {size:,} (torch.save stores records uncompressed)")
+    end, previous = 0, ""
+    for info in sorted(records, key=lambda i: i.header_offset):
+        if info.header_offset < end:
+            raise zipfile.BadZipFile(f"record {info.filename} overlaps record {previous}")
+        f.seek(info.header_offset + LOCAL_HEADER - 4)
+        lengths = f.read(4)  # the local header's name and extra field lengths
+        if len(lengths) < 4:
+            raise zipfile.BadZipFile(f"record {info.filename} lies beyond the end of the file")
+        name_len, extra_len = int.from_bytes(lengths[:2], "little"), int.from_bytes(lengths[2:],
+                                                                                    "little")
+        end = info.header_offset + LOCAL_HEADER + name_len + extra_len + info.compress_size
+        if end > size:
+            raise zipfile.BadZipFile(f"record {info.filename} lies beyond the end of the file")
+        previous = info.filename
 
 
 def _unpickling_reason(e: Exception) -> str:
@@ -231,6 +295,9 @@ def _check_layout(path: Path, payload: dict[str, Any]) -> None:
     if not (all(_is_int(vocab.get(k)) and 1 <= vocab[k] <= 2**31 for k in ("src", "tgt"))
             and isinstance(vocab.get("joint"), bool)):
         raise bad("vocab: expected {'src': int, 'tgt': int, 'joint': bool}")
+    if "digest" in vocab and not (isinstance(vocab["digest"], str)
+                                  and re.fullmatch(r"[0-9a-f]{64}", vocab["digest"])):
+        raise bad("vocab: digest: expected 64 hexadecimal digits (a SHA-256)")
     model = payload["model"]
     if not (model and all(isinstance(k, str) and isinstance(v, torch.Tensor)
                           for k, v in model.items())):
@@ -244,6 +311,58 @@ def _check_layout(path: Path, payload: dict[str, Any]) -> None:
     problem = check_progress(payload.get("progress", {}))
     if problem:
         raise bad(f"progress: {problem}")
+
+
+def check_dense(path: Path, what: str, tensor: torch.Tensor) -> None:
+    """Refuse a tensor whose storage is smaller than its shape: a zero-stride or overlapping
+    view such as ``torch.zeros(1).expand(n, m)``. Saved weights and optimizer moments hold
+    every one of their elements; a shape check alone would take such a view for a large weight
+    (and a large model to build), and kernels that write into it in place may crash."""
+    have = tensor.untyped_storage().nbytes() - tensor.storage_offset() * tensor.element_size()
+    if tensor.numel() * tensor.element_size() > have:
+        raise CheckpointError(f"{path}: incompatible checkpoint ({what} of shape "
+                              f"{tuple(tensor.shape)} holds only {max(have, 0):,} bytes: saved "
+                              "tensors hold every element)")
+
+
+def check_optimizer_state(path: Path, optimizer: torch.optim.Optimizer) -> None:
+    """After ``optimizer.load_state_dict``: every moment it restored has the shape of its
+    parameter and holds all of its elements (torch checks neither, and its fused Adam reads and
+    writes past the end of a smaller one: a crash, not an error)."""
+    for group in optimizer.param_groups:
+        for i, param in enumerate(group["params"]):
+            for key, value in optimizer.state.get(param, {}).items():
+                if not isinstance(value, torch.Tensor) or (key == "step" and value.dim() == 0):
+                    continue
+                if value.shape != param.shape:
+                    raise CheckpointError(
+                        f"{path}: incompatible checkpoint (optimizer {key} of parameter {i} has "
+                        f"shape {tuple(value.shape)}, expected {tuple(param.shape)})")
+                check_dense(path, f"optimizer {key} of parameter {i}", value)
+
+
+def vocab_entry(tokenizer: Tokenizer) -> dict[str, Any]:
+    """A checkpoint's ``vocab``: the vocabulary sizes the model is built with, and the identity
+    of the tokenizer whose ids it is trained on (see :func:`check_tokenizer`)."""
+    return {"src": tokenizer.src_vocab_size, "tgt": tokenizer.tgt_vocab_size,
+            "joint": tokenizer.joint, "digest": tokenizer.digest()}
+
+
+def check_tokenizer(path: Path, vocab: dict[str, Any], tokenizer: Tokenizer, where: str) -> None:
+    """Refuse ``tokenizer`` (read from ``where``) for the checkpoint at ``path`` unless it is
+    the one the weights were trained with: the same vocabulary sizes and, when the checkpoint
+    records it (those written before it did are compared by size only), the same digest. A
+    tokenizer of the same size but other pieces would make a model translate into garbage, or
+    go on training on ids that mean other pieces."""
+    sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
+    if sizes != (vocab["src"], vocab["tgt"]):
+        raise CheckpointError(f"{path}: incompatible with {where} (vocabulary sizes "
+                              f"{vocab['src']}/{vocab['tgt']} vs {sizes[0]}/{sizes[1]})")
+    if "digest" in vocab and vocab["digest"] != tokenizer.digest():
+        raise CheckpointError(
+            f"{path}: incompatible with {where} (trained with another tokenizer of the same "
+            f"size: vocabulary digest {vocab['digest'][:12]} vs {tokenizer.digest()[:12]}); use "
+            "the checkpoint with the run it was trained in")
 
 
 def rng_state() -> dict[str, Any]:

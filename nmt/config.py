@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SPECIALS
 from nmt.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -278,6 +279,10 @@ def _check_consistency(cfg: Config, where: str) -> None:
                        ("decode.batch_size", cfg.decode.batch_size)):
         if value < 1:
             raise ConfigError(f"{where}: {key}: expected a value >= 1, got {value}")
+    if d.tokenizer == "sentencepiece" and d.vocab_size < MIN_SENTENCEPIECE_VOCAB:
+        raise ConfigError(f"{where}: data.vocab_size: expected at least {MIN_SENTENCEPIECE_VOCAB} "
+                          f"for SentencePiece (its {len(SPECIALS)} special tokens and a "
+                          f"character), got {d.vocab_size}")
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"{where}: model.dropout: expected 0 <= dropout < 1, got {m.dropout}")
     if not 0.0 <= d.case_augment <= 1.0:

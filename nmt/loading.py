@@ -8,7 +8,7 @@ takes the weights' moving average when the run kept one. :func:`latest_run` and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from nmt.checkpoint import load_checkpoint
+from nmt.checkpoint import check_dense, check_tokenizer, load_checkpoint
 from nmt.config import Config, from_dict, load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 
@@ -81,7 +81,6 @@ def load_run(
     ``averaged``: a run trained with ``train.ema_decay`` translates with the weights' moving
     average (what validation chose ``best.pt`` by); False takes the trained weights as they are.
     """
-    from nmt.data.tokenizers import load_tokenizer
     from nmt.device import resolve_device
 
     run_dir = latest_run() if run_dir is None else Path(run_dir)
@@ -97,19 +96,8 @@ def load_run(
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
     if (run_dir / "config.toml").is_file() and run_dir / "checkpoints" in path.parents:
         load_config(run_dir / "config.toml")  # a hand-edited, broken config is reported early
-    try:
-        tokenizer = load_tokenizer(run_dir / "tokenizer")
-    except NmtError:
-        raise
-    except Exception as e:  # noqa: BLE001 - any unreadable tokenizer file is a user-facing error
-        raise CheckpointError(f"{run_dir}/tokenizer: cannot load tokenizer "
-                              f"({first_line(e)})") from None
-    if (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size) != (vocab["src"], vocab["tgt"]):
-        raise CheckpointError(
-            f"{path}: incompatible with {run_dir}/tokenizer (vocabulary sizes "
-            f"{vocab['src']}/{vocab['tgt']} vs "
-            f"{tokenizer.src_vocab_size}/{tokenizer.tgt_vocab_size})"
-        )
+    tokenizer = run_tokenizer(run_dir)
+    check_tokenizer(path, vocab, tokenizer, f"{run_dir}/tokenizer")
     weights, kind = payload["model"], "trained"
     if isinstance(payload.get("ema"), dict) and "weights" in payload["ema"]:
         kind = "averaged" if averaged else "raw"
@@ -127,6 +115,20 @@ def load_run(
     model.to(dev).eval()
     step = int(payload.get("progress", {}).get("step", 0))
     return LoadedRun(run_dir, cfg, model, tokenizer, path, step, dev, kind)
+
+
+def run_tokenizer(run_dir: Path) -> Tokenizer:
+    """The tokenizer a run was trained with (``RUN/tokenizer``); a one-line error when a file
+    of it is missing or damaged."""
+    from nmt.data.tokenizers import load_tokenizer
+
+    try:
+        return load_tokenizer(run_dir / "tokenizer")
+    except NmtError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any unreadable tokenizer file is a user-facing error
+        raise CheckpointError(f"{run_dir}/tokenizer: cannot load tokenizer "
+                              f"({first_line(e)})") from None
 
 
 _INITIALISERS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -158,41 +160,44 @@ def shapes_only() -> Iterator[None]:
             setattr(torch.nn.init, name, fn)
 
 
-DERIVED_BYTES = 64 * 2**20  # computed tables (not saved) a checkpoint may ask beyond its weights
+DERIVED_BYTES = 64 * 2**20  # what a model may ask beyond the weights its file holds
 
 
-def _unsaved_bytes(model: torch.nn.Module) -> int:
-    """Bytes of the tensors ``model`` computes rather than loads (non-persistent buffers such as
-    the sinusoidal position table), which a shape check against the file cannot bound."""
-    saved = set(model.state_dict())
-    return sum(b.numel() * b.element_size() for name, b in model.named_buffers()
-               if name not in saved)
+def _tensor_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    """Bytes of ``tensors``, each counted once (a tied weight is one tensor in several places)."""
+    unique = {id(t): t for t in tensors}
+    return sum(t.numel() * t.element_size() for t in unique.values())
 
 
-def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
-               state: dict[str, torch.Tensor]) -> EncoderDecoder:
-    """The model ``cfg`` describes, built for real only once its weight names and shapes match
-    ``state``: a checkpoint whose config asks for a huge model fails here, before allocating."""
+def _held_bytes(path: Path, state: dict[str, torch.Tensor]) -> int:
+    """Bytes the tensors of ``state`` hold in the file: their storages, each counted once
+    (every tensor holding all of its elements, :func:`nmt.checkpoint.check_dense`)."""
+    storages: dict[int, int] = {}
+    for name, t in state.items():
+        check_dense(path, f"weight {name}", t)
+        storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    return sum(storages.values())
+
+
+def check_weights(path: Path, cfg: Config, vocab: dict[str, Any],
+                  state: dict[str, torch.Tensor]) -> None:
+    """Refuse, before anything is allocated, a checkpoint whose weights do not fit the model
+    its config describes (built on the meta device): every weight of the right name and shape,
+    and the whole model (weights and computed tables such as the position table) at most the
+    bytes the file's tensors hold plus :data:`DERIVED_BYTES`. A crafted file (a few MB whose
+    config asks for gigabytes) fails here, not in an allocation."""
     from nmt.models import build_model
-
-    def build() -> EncoderDecoder:
-        return build_model(cfg.model, vocab["src"], vocab["tgt"], joint_vocab=vocab["joint"])
 
     try:
         with shapes_only():  # no memory, no initialisation
-            shapes = build()
+            shapes = build_model(cfg.model, vocab["src"], vocab["tgt"],
+                                 joint_vocab=vocab["joint"])
             expected = {k: tuple(v.shape) for k, v in shapes.state_dict().items()}
-            derived = _unsaved_bytes(shapes)
+            saved = set(shapes.state_dict())
+            derived = _tensor_bytes(b for name, b in shapes.named_buffers() if name not in saved)
+            needed = _tensor_bytes([*shapes.parameters(), *shapes.buffers()])
     except (ConfigError, RuntimeError, ValueError, OverflowError) as e:
         raise CheckpointError(f"{path}: incompatible checkpoint ({first_line(e)})") from None
-    saved = sum(v.numel() * v.element_size() for v in state.values())
-    if derived > saved + DERIVED_BYTES:
-        raise CheckpointError(
-            f"{path}: incompatible checkpoint (its config asks for {derived / 2**20:,.0f} MiB "
-            f"of tables that are not in the file, e.g. model.max_positions="
-            f"{cfg.model.max_positions}; at most the size of its weights plus "
-            f"{DERIVED_BYTES // 2**20} MiB is allowed)"
-        )
     found = {k: tuple(v.shape) for k, v in state.items()}
     if expected != found:
         diff = sorted(set(expected.items()) ^ set(found.items()))[0][0]
@@ -200,4 +205,31 @@ def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
             f"{path}: incompatible checkpoint (its weights do not match its config: {diff} is "
             f"{found.get(diff, 'missing')}, expected {expected.get(diff, 'absent')})"
         )
-    return build()
+    held = _held_bytes(path, state)
+    if needed > held + DERIVED_BYTES:
+        tables = (f", {_size(derived)} of them tables that are not in the file, e.g. "
+                  f"model.max_positions={cfg.model.max_positions}" if derived > DERIVED_BYTES
+                  else "")
+        raise CheckpointError(
+            f"{path}: incompatible checkpoint (its config asks for a model of {_size(needed)}"
+            f"{tables}, but the file's weights hold only {_size(held)}; at most the size of its "
+            f"weights plus {DERIVED_BYTES // 2**20} MiB is allowed)"
+        )
+
+
+def _size(n: float) -> str:
+    """Bytes for people: "3.0 KiB", "2,048.0 GiB"."""
+    for unit in ("bytes", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} GiB"
+
+
+def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
+               state: dict[str, torch.Tensor]) -> EncoderDecoder:
+    """The model ``cfg`` describes, built for real only once :func:`check_weights` passes."""
+    from nmt.models import build_model
+
+    check_weights(path, cfg, vocab, state)
+    return build_model(cfg.model, vocab["src"], vocab["tgt"], joint_vocab=vocab["joint"])

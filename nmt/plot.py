@@ -297,15 +297,21 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
         raise CheckpointError(f"{run_dir}: run directory not found")
     if not path.is_file():
         raise CheckpointError(f"{path}: not found; nothing to plot (train the run first)")
-    records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("step"), int):
-            records.append(rec)
-    return records
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return [rec for rec in map(metric_record, lines) if rec is not None]
+
+
+def metric_record(line: str) -> dict[str, Any] | None:
+    """One line of ``metrics.jsonl`` as a record: a JSON object whose ``step`` is a count; None
+    for anything else (a line cut by a crash, junk, JSON nested too deeply to read)."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(rec, dict):
+        return None
+    step = rec.get("step")
+    return rec if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None
 
 
 def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:

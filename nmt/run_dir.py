@@ -273,13 +273,13 @@ class MetricsLog:
         """On resume, drop metric lines written after the checkpoint (they will be redone)."""
         if not (self.enabled and self.metrics_path.is_file()):
             return
+        from nmt.plot import metric_record
+
         keep = []
-        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec_step = int(json.loads(line).get("step", 0))
-            except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
-                continue  # a line cut by a crash (or not a record at all)
-            if rec_step <= step:
+        text = self.metrics_path.read_text(encoding="utf-8", errors="replace")
+        for line in text.splitlines():
+            rec = metric_record(line)  # None: a line cut by a crash (or not a record at all)
+            if rec is not None and rec["step"] <= step:
                 keep.append(line)
         atomic_write_text(self.metrics_path, "".join(k + "\n" for k in keep))
 

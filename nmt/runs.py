@@ -3,10 +3,10 @@
 Each row comes from files training and ``nmt bleu`` leave in ``runs/NAME/``: the checkpoint
 ``checkpoints/last.pt`` (model config, parameters, ``progress``: step, stop reason), falling
 back to ``config.toml``; ``metrics.jsonl`` (best valid BLEU); ``scores.test*.json`` (test BLEU,
-the newest when several searches were scored). Checkpoints are memory-mapped, so a listing
-reads their headers, not gigabytes of optimizer state. A directory that is broken or partial
-(no checkpoint yet, a corrupt file, a config that no longer loads) gets a row with a note, never
-an exception.
+the newest when several searches were scored). Checkpoints are read through the one safe
+loader with their tensors memory-mapped, so a listing reads their headers, not gigabytes of
+optimizer state. A directory that is broken or partial (no checkpoint yet, a corrupt file, a
+config that no longer loads) gets a row with a note, never an exception.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from rich.table import Table
 
@@ -84,18 +84,14 @@ def count_state_parameters(state: dict[str, Any]) -> int:
 
 
 def _read_checkpoint(path: Path) -> dict[str, Any]:
-    """The checkpoint's dict, memory-mapped (safe loader only); CheckpointError when unreadable."""
-    import torch
-
-    from nmt.checkpoint import FORMAT
+    """The checkpoint's dict through :func:`nmt.checkpoint.load_checkpoint`, its tensors
+    memory-mapped (not read); a :class:`CheckpointError` naming the file when it is refused."""
+    from nmt.checkpoint import load_checkpoint
 
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:  # noqa: BLE001 - any unreadable file is a note in the table, not a crash
-        raise CheckpointError(f"{path.name} unreadable") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path.name} is not an nmt checkpoint")
-    return payload
+        return load_checkpoint(path, mmap=True)
+    except CheckpointError as e:  # "RUN/checkpoints/last.pt: why": the row names the run
+        raise CheckpointError(f"{path.name}: {str(e).removeprefix(f'{path}: ')}") from None
 
 
 def _best_valid_bleu(run_dir: Path) -> tuple[float | None, int | None]:
@@ -105,9 +101,8 @@ def _best_valid_bleu(run_dir: Path) -> tuple[float | None, int | None]:
     best: tuple[float | None, int | None] = (None, None)
     for rec in read_metrics(run_dir):
         v = rec.get("valid_bleu")
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            if best[0] is None or v > best[0]:
-                best = (float(v), int(rec["step"]))
+        if _is_number(v) and (best[0] is None or v > best[0]):
+            best = (float(v), rec["step"])
     return best
 
 
@@ -120,9 +115,18 @@ def _test_bleu(run_dir: Path) -> tuple[float | None, int, str]:
         return None, 1, ""
     try:
         report = json.loads(files[-1].read_text(encoding="utf-8"))
-        return float(report["multi"]["bleu"]), int(report.get("beam", 1)), ""
-    except (OSError, ValueError, KeyError, TypeError):
+        bleu, beam = report["multi"]["bleu"], report.get("beam", 1)
+    except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
+        bleu = beam = None  # not JSON, or not a table holding multi.bleu
+    if not (_is_number(bleu) and 0 <= bleu <= 100 and _is_number(beam) and beam >= 1
+            and beam == int(beam)):
         return None, 1, f"{files[-1].name} unreadable"
+    return float(bleu), int(beam), ""
+
+
+def _is_number(x: Any) -> TypeGuard[float]:
+    """A finite JSON number (``true`` is not one)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _newest_mtime(run_dir: Path) -> float | None:

@@ -30,7 +30,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from nmt.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from nmt.checkpoint import (
+    check_optimizer_state,
+    check_tokenizer,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+    vocab_entry,
+)
 from nmt.config import Config, TrainConfig, from_dict
 from nmt.data.batching import Batch, Collator, collate, make_batches
 from nmt.data.corpora.record import write_record
@@ -49,6 +57,7 @@ from nmt.distributed import (
 from nmt.ema import ExponentialMovingAverage
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.files import atomic_write_text
+from nmt.loading import check_weights, run_tokenizer
 from nmt.models import build_model, count_parameters
 from nmt.models.base import EncoderDecoder
 from nmt.optim import build_optimizer, use_config_hyperparameters
@@ -333,10 +342,13 @@ def open_run_dir(run_dir: Path, cfg: Config, dist: Dist, resume: bool,
     barrier(dist)
     if not resume:
         return None
-    saved = load_checkpoint(run_dir / "checkpoints" / "last.pt", map_location="cpu")
-    change = frozen_change(cfg, from_dict(saved["config"], where=f"{run_dir} checkpoint"))
+    path = run_dir / "checkpoints" / "last.pt"
+    saved = load_checkpoint(path, map_location="cpu")
+    trained = from_dict(saved["config"], where=f"{run_dir} checkpoint")
+    change = frozen_change(cfg, trained)
     if change is not None:
-        raise ConfigError(f"{run_dir}/checkpoints/last.pt: {change[1]}")
+        raise ConfigError(f"{path}: {change[1]}")
+    check_weights(path, trained, saved["vocab"], saved["model"])  # before building the model
     return saved
 
 
@@ -353,11 +365,19 @@ def prepare_data(cfg: Config, data_dir: Path, dist: Dist, log: Callable[[str], N
 
 
 def restore(run: Run, state: TrainingState, saved: dict[str, Any]) -> None:
-    """Continue from ``last.pt``: weights, optimizer, schedule, average, progress, RNGs."""
+    """Continue from ``last.pt``: weights, optimizer, schedule, average, progress, RNGs.
+
+    Only with the tokenizer the weights were trained with: the data cache's (whose ids training
+    goes on with) and the run's own (whose ids translation will decode) must both be it."""
     t, where = run.cfg.train, f"{run.run_dir}/checkpoints/last.pt"
+    check_tokenizer(Path(where), saved["vocab"], run_tokenizer(run.run_dir),
+                    f"{run.run_dir}/tokenizer")
+    check_tokenizer(Path(where), saved["vocab"], run.prepared.tokenizer,
+                    f"the data cache {run.prepared.cache_dir}")
     try:
         state.model.load_state_dict(saved["model"])
         state.optimizer.load_state_dict(saved["optimizer"])
+        check_optimizer_state(Path(where), state.optimizer)
         state.scheduler.load_state_dict(saved["scheduler"])
         use_config_hyperparameters(state.optimizer, state.scheduler, t)
         if state.ema is not None:
@@ -646,10 +666,9 @@ def save(run: Run, state: TrainingState, *names: str) -> None:
     rng = gathered_rng_states(run.dist)
     if not run.dist.main:
         return
-    tok = run.prepared.tokenizer
     payload = {
         "config": run.cfg.to_dict(),
-        "vocab": {"src": tok.src_vocab_size, "tgt": tok.tgt_vocab_size, "joint": tok.joint},
+        "vocab": vocab_entry(run.prepared.tokenizer),
         "model": state.model.state_dict(),
         "optimizer": state.optimizer.state_dict(),
         "scheduler": state.scheduler.state_dict(),

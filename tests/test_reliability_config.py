@@ -154,6 +154,8 @@ def test_valid_values_survive_config_toml(device: str, lr: float, beam: int, voc
             expected = f"decode.beam: expected at most {int_limit('decode.beam')}"
         elif vocab > int_limit("data.vocab_size"):
             expected = f"data.vocab_size: expected at most {int_limit('data.vocab_size')}"
+        elif vocab < 5:  # SentencePiece's 4 special tokens and a character
+            expected = "data.vocab_size: expected at least 5 for SentencePiece"
         else:
             expected = "train.device: expected auto, cpu, cuda, cuda:N or mps"
         assert expected in str(e) and _is_one_line(str(e)), str(e)

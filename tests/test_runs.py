@@ -97,7 +97,8 @@ def test_broken_and_partial_runs_get_notes(runs_dir: Path) -> None:
     assert infos["partial"].model == "gru 2x64"  # from config.toml
     assert infos["partial"].steps is None and infos["partial"].parameters is None
     assert infos["corrupt"].state == "broken"
-    assert infos["corrupt"].note == "last.pt unreadable; scores.test.json unreadable"
+    assert infos["corrupt"].note == ("last.pt: corrupt or truncated checkpoint (the end of the "
+                                     "archive is missing); scores.test.json unreadable")
     assert infos["corrupt"].model == "gru 2x16"  # still known from config.toml
     assert infos["bad-config"].note == "no checkpoint yet; config.toml invalid"
     assert infos["empty"].state == "not a run"
@@ -143,10 +144,10 @@ def render(table: object, width: int = 80) -> str:
 def test_table_shows_every_run_and_lists_the_problems(runs_dir: Path) -> None:
     infos = list_runs(runs_dir)
     text = render(runs_table(infos), width=100)
-    for word in ("good", "en-fr", "transformer 2x16 h2", "11.4k", "31.25", "29.50 b4", "unfinished",
-                 "partial*", "broken*", "not a run*", "* corrupt: last.pt unreadable; "
-                 "scores.test.json unreadable", "* empty: not a run (no config.toml or "
-                 "checkpoint)"):
+    for word in ("good", "en-fr", "transformer 2x16 h2", "11.4k", "31.25", "29.50 b4",
+                 "unfinished", "partial*", "broken*", "not a run*", "* corrupt: last.pt: corrupt "
+                 "or truncated checkpoint", "scores.test.json unreadable", "* empty: not a run "
+                 "(no config.toml or checkpoint)"):
         assert word in text
     assert "good*" not in text and "* good" not in text and "* gru" not in text
     narrow = render(runs_table(infos), width=80)

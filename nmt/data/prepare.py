@@ -28,6 +28,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -45,6 +46,8 @@ from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form
 from nmt.data.split import grouped_split
 from nmt.data.tokenizers import (
+    SPECIALS,
+    UNK_ID,
     SentencePieceTokenizer,
     Tokenizer,
     WordTokenizer,
@@ -366,27 +369,82 @@ def _write_cache(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
 
 
 def load_cache(cache_dir: Path) -> Prepared:
-    """Read a cache written by :func:`build_cache`."""
+    """Read a cache written by :func:`build_cache`, checking everything it reads (the types of
+    meta.json, the arrays' dtypes and shapes, every id against the vocabulary): a damaged or
+    foreign cache is a :class:`DataError` (which :func:`prepare` answers with a rebuild), never
+    a crash here or an out-of-range id in training."""
     meta_path = cache_dir / "meta.json"
     if not meta_path.is_file():
         raise DataError(f"{meta_path}: missing (incomplete cache)")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    if meta.get("version") != CACHE_VERSION:
-        raise DataError(f"{meta_path}: cache version {meta.get('version')}, "
-                        f"expected {CACHE_VERSION}")
+    meta = _read_meta(meta_path)
     tok = load_tokenizer(cache_dir)
     splits = {}
     for k in SPLITS:
-        with np.load(cache_dir / f"{k}.npz") as z:
-            arrays = {name: z[name] for name in
-                      ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")}
+        try:
+            with np.load(cache_dir / f"{k}.npz", allow_pickle=False) as z:
+                arrays = {name: z[name] for name in
+                          ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")}
+        except MemoryError:  # a damaged header: numpy allocates the shape it declares first
+            raise DataError(f"{cache_dir}/{k}.npz: declares arrays larger than memory") from None
         src, tgt, ref = (_read_lines(cache_dir / f"{k}.{side}.txt")
                          for side in ("src", "tgt", "ref"))
         sp = Split(k, src_text=src, tgt_text=tgt, ref_text=ref, **arrays)
-        if not len(sp) == len(src) == len(tgt) == len(ref) == meta["pairs"][k]:
-            raise DataError(f"{cache_dir}: {k} split has inconsistent sizes")
+        _check_split(cache_dir / f"{k}.npz", sp, meta["pairs"][k], tok)
         splits[k] = sp
     return Prepared(tok, splits, cache_dir, meta["corpus_sha256"], meta)
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    """meta.json, checked field by field against what :func:`build_cache` writes."""
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise DataError(f"{path}: nested too deeply") from None
+
+    def count(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    if not isinstance(meta, dict):
+        raise DataError(f"{path}: expected a JSON object, got {type(meta).__name__}")
+    if type(meta.get("version")) is not int or meta["version"] != CACHE_VERSION:
+        raise DataError(f"{path}: cache version {meta.get('version')!r:.20}, "
+                        f"expected {CACHE_VERSION}")
+    problems = {
+        "corpus_sha256": not (isinstance(meta.get("corpus_sha256"), str)
+                              and re.fullmatch(r"[0-9a-f]{64}", meta["corpus_sha256"])),
+        "data": not isinstance(meta.get("data"), dict),
+        "counts": not (isinstance(meta.get("counts"), dict)
+                       and all(count(v) for v in meta["counts"].values())),
+        "pairs": not (isinstance(meta.get("pairs"), dict)
+                      and all(count(meta["pairs"].get(k)) for k in SPLITS)),
+        "seconds": not (isinstance(meta.get("seconds"), (int, float))
+                        and not isinstance(meta["seconds"], bool)),
+    }
+    bad = [key for key, wrong in problems.items() if wrong]
+    if bad:
+        raise DataError(f"{path}: {bad[0]}: not what a cache holds")
+    return meta
+
+
+def _check_split(path: Path, sp: Split, pairs: int, tok: Tokenizer) -> None:
+    """The arrays of one split fit each other, its text files, ``pairs`` and the vocabulary."""
+    if not len(sp.src_text) == len(sp.tgt_text) == len(sp.ref_text) == pairs:
+        raise DataError(f"{path.parent}: {sp.name} split has inconsistent sizes")
+    for side, ids, offsets, vocab in (("src", sp.src_ids, sp.src_offsets, tok.src_vocab_size),
+                                      ("tgt", sp.tgt_ids, sp.tgt_offsets, tok.tgt_vocab_size)):
+        if not (ids.dtype == np.int32 and ids.ndim == 1 and offsets.dtype == np.int64
+                and offsets.shape == (pairs + 1,)):
+            raise DataError(f"{path}: {side} arrays: expected int32 ids and {pairs + 1:,} int64 "
+                            f"offsets, got {ids.dtype} {ids.shape} and {offsets.dtype} "
+                            f"{offsets.shape}")
+        if not (offsets[0] == 0 and offsets[-1] == len(ids) and (np.diff(offsets) >= 0).all()):
+            raise DataError(f"{path}: {side}_offsets: not a split of the {len(ids):,} ids")
+        if len(ids) and not (0 <= ids.min() and ids.max() < vocab):
+            raise DataError(f"{path}: {side}_ids: ids from {ids.min()} to {ids.max()}, "
+                            f"expected 0 to {vocab - 1} (the vocabulary)")
+        if ((ids > UNK_ID) & (ids < len(SPECIALS))).any():  # <pad>, <bos>, <eos>
+            raise DataError(f"{path}: {side}_ids: holds <pad>, <bos> or <eos>, which no text "
+                            "encodes to")
 
 
 def _read_lines(path: Path) -> list[str]:

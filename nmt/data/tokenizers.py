@@ -8,6 +8,7 @@ special ids everywhere: ``<unk>``=0, ``<pad>``=1, ``<bos>``=2, ``<eos>``=3 (the 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -22,6 +23,7 @@ from nmt.errors import ConfigError, DataError
 
 UNK_ID, PAD_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 SPECIALS = ("<unk>", "<pad>", "<bos>", "<eos>")  # indexed by the ids above
+MIN_SENTENCEPIECE_VOCAB = len(SPECIALS) + 1  # the specials and at least one character
 META_FILE = "tokenizer.json"
 
 
@@ -32,6 +34,7 @@ class Tokenizer(ABC):
     src_vocab_size: int
     tgt_vocab_size: int
     joint: bool  # True when source and target share one vocabulary and ids
+    _digest: str | None = None  # digest(), computed once
 
     @abstractmethod
     def encode_src(self, text: str) -> list[int]:
@@ -54,8 +57,25 @@ class Tokenizer(ABC):
         """The piece (or word) of each target id, for attention-plot labels."""
 
     @abstractmethod
+    def pieces(self, side: str) -> list[str]:
+        """The tokens of ``side`` (``"src"`` or ``"tgt"``) in id order: what each id means."""
+
+    @abstractmethod
     def save(self, directory: Path) -> None:
         """Write ``tokenizer.json`` and the model/vocabulary files into ``directory``."""
+
+    def digest(self) -> str:
+        """The identity of this tokenizer's ids: SHA-256 of its kind and of each side's tokens
+        in id order. Checkpoints and exports record it, so that a model is never decoded with,
+        or trained on, the ids of another tokenizer of the same size. SentencePiece's scores
+        and training options are not part of it: they change how text is cut, not what an id
+        means (and a model file records the number of threads it was trained with)."""
+        if self._digest is None:
+            sides = {"src": self.pieces("src")} if self.joint else {
+                "src": self.pieces("src"), "tgt": self.pieces("tgt")}
+            blob = json.dumps({"kind": self.kind, "joint": self.joint, **sides})  # ASCII
+            self._digest = hashlib.sha256(blob.encode("ascii")).hexdigest()
+        return self._digest
 
     def encode_src_batch(self, texts: list[str]) -> list[list[int]]:
         """Many sentences at once (SentencePiece encodes them on all cores)."""
@@ -146,6 +166,9 @@ class WordTokenizer(Tokenizer):
     def tgt_tokens(self, ids: Sequence[int]) -> list[str]:
         return [self.tgt_itos[int(i)] for i in ids]
 
+    def pieces(self, side: str) -> list[str]:
+        return list(self.src_itos if side == "src" else self.tgt_itos)
+
     def save(self, directory: Path) -> None:
         directory = Path(directory)
         _write_meta(directory, {"kind": self.kind, "joint": self.joint})
@@ -209,12 +232,14 @@ def train_sentencepiece(
         if limit:
             raise ConfigError(f"{what}={vocab_size}: too large for this training text, expected "
                               f"at most {limit.group(1)}") from None
-        chars = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", msg)
-        if chars:
-            raise ConfigError(f"{what}={vocab_size}: too small for the {chars.group(2)} distinct "
-                              "characters the training text needs at data.character_coverage="
-                              f"{character_coverage}; raise {what} or lower "
-                              "data.character_coverage (0.9995 for Chinese or Japanese)") from None
+        needed = re.search(r"smaller than required_chars\. \d+ vs (\d+)", msg)
+        if needed:  # every character of the text is a piece of its own, besides the specials
+            raise ConfigError(f"{what}={vocab_size}: too small for this training text, expected "
+                              f"at least {needed.group(1)} (a piece for each of its characters "
+                              f"and the {len(SPECIALS)} special tokens at "
+                              f"data.character_coverage={character_coverage}; or lower "
+                              "data.character_coverage, 0.9995 for Chinese or Japanese)"
+                              ) from None
         raise DataError(f"SentencePiece training failed: {msg}") from None
     return model.getvalue()
 
@@ -272,6 +297,10 @@ class SentencePieceTokenizer(Tokenizer):
     def tgt_tokens(self, ids: Sequence[int]) -> list[str]:
         return [self.tgt_sp.id_to_piece(int(i)) for i in ids]
 
+    def pieces(self, side: str) -> list[str]:
+        sp = self.src_sp if side == "src" else self.tgt_sp
+        return [str(piece) for piece in sp.id_to_piece(list(range(sp.get_piece_size())))]
+
     def save(self, directory: Path) -> None:
         directory = Path(directory)
         _write_meta(directory, {"kind": self.kind, "joint": self.joint})
@@ -308,6 +337,8 @@ def load_tokenizer(directory: Path) -> Tokenizer:
         raise DataError(f"{e.filename}: tokenizer file missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as e:
         raise DataError(f"{meta_path}: not a tokenizer description ({e})") from None
+    except RecursionError:
+        raise DataError(f"{meta_path}: not a tokenizer description (nested too deeply)") from None
     except RuntimeError as e:  # SentencePiece cannot parse the model file
         raise DataError(f"{directory}: damaged SentencePiece model ({e})") from None
     raise DataError(f"{meta_path}: unknown tokenizer kind {kind!r}, expected word or sentencepiece")

@@ -110,15 +110,7 @@ def vocabulary(tokenizer: Tokenizer, side: str) -> list[str]:
     SentencePiece pieces, or the words of a word-level vocabulary. CTranslate2 maps tokens to
     ids by their text, so every token must be distinct (a :class:`DataError` otherwise).
     """
-    from nmt.data.tokenizers import SentencePieceTokenizer, WordTokenizer
-
-    if isinstance(tokenizer, SentencePieceTokenizer):
-        sp = tokenizer.src_sp if side == "src" else tokenizer.tgt_sp
-        tokens = [str(sp.id_to_piece(i)) for i in range(sp.get_piece_size())]
-    elif isinstance(tokenizer, WordTokenizer):
-        tokens = list(tokenizer.src_itos if side == "src" else tokenizer.tgt_itos)
-    else:
-        raise DataError(f"tokenizer kind {tokenizer.kind!r}: cannot write its vocabulary")
+    tokens = tokenizer.pieces(side)
     if tuple(tokens[: len(SPECIALS)]) != SPECIALS:
         raise DataError(f"{side} vocabulary: expected {SPECIALS} first, got {tokens[:4]}")
     if len(set(tokens)) != len(tokens):
@@ -320,7 +312,8 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
         "run": str(run.run_dir), "checkpoint": run.checkpoint_path.name, "step": run.step,
         **_checkpoint_stamp(run.checkpoint_path),
         "source_language": run.config.data.source, "target_language": run.config.data.target,
-        "tokenizer": {"kind": run.tokenizer.kind, "joint": run.tokenizer.joint},
+        "tokenizer": {"kind": run.tokenizer.kind, "joint": run.tokenizer.joint,
+                      "digest": run.tokenizer.digest()},
         "data": {"lowercase": run.config.data.lowercase,
                  "normalization": run.config.data.normalization,
                  "truncate": run.config.data.truncate},
@@ -528,7 +521,14 @@ class CT2Translator(StreamTranslator):
             raise CheckpointError(f"{where}: CTranslate2 cannot load it "
                                   f"({first_line(e, 200)})") from None
         data = meta["data"]
-        return cls(translator, load_tokenizer(directory), cfg, bool(data["lowercase"]),
+        tokenizer = load_tokenizer(directory)
+        recorded = meta.get("tokenizer")
+        digest = recorded.get("digest") if isinstance(recorded, dict) else None  # older: none
+        if digest is not None and digest != tokenizer.digest():
+            raise CheckpointError(
+                f"--model {directory}: its tokenizer files are not the ones it was exported "
+                f"with (vocabulary digest {tokenizer.digest()[:12]}, expected {digest[:12]})")
+        return cls(translator, tokenizer, cfg, bool(data["lowercase"]),
                    str(data["normalization"]), int(data["truncate"]),
                    meta.get("max_positions"), max_src_tokens, compute_type, directory,
                    bool(meta.get("add_source_eos", True)))
