@@ -201,6 +201,13 @@ DecodeBatchOpt = Annotated[
     typer.Option("--batch-size", min=1, max=int_limit("decode.batch_size"),
                  help="Sentences per batch (default: the run's [decode])."),
 ]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=1, max=int_limit("decode.max_tokens"),
+                 help="At most this many source tokens per batch, padding included, times the "
+                      "beam: a long line or a big beam gets a smaller batch (default: the run's "
+                      "[decode], 8192)."),
+]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
 NoEmaOpt = Annotated[
     bool,
@@ -275,6 +282,7 @@ def translate(
     checkpoint: CheckpointOpt = "best",
     beam: BeamOpt = None,
     batch_size: DecodeBatchOpt = None,
+    max_tokens: MaxTokensOpt = None,
     device: DeviceOpt = "auto",
     no_ema: NoEmaOpt = False,
     max_src_tokens: Annotated[
@@ -329,11 +337,12 @@ def translate(
                            "average when the run keeps one); --no-ema applies to --engine nmt")
         if engine == "ctranslate2":
             translator = _ct2_translator(run, checkpoint, model, device, compute_type, beam=beam,
-                                         batch_size=batch_size, max_src_tokens=max_src_tokens)
+                                         batch_size=batch_size, max_tokens=max_tokens,
+                                         max_src_tokens=max_src_tokens)
         else:
             loaded = load_run(run, checkpoint, device, averaged=not no_ema)
             translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
-                                             max_src_tokens=max_src_tokens)
+                                             max_tokens=max_tokens, max_src_tokens=max_src_tokens)
         out, target = sys.stdout, "standard output"
         if output is not None:
             target = f"--output {output}"
@@ -366,6 +375,7 @@ def bleu(
     ] = None,
     beam: BeamOpt = None,
     batch_size: DecodeBatchOpt = None,
+    max_tokens: MaxTokensOpt = None,
     device: DeviceOpt = "auto",
     no_ema: NoEmaOpt = False,
     limit: Annotated[int, typer.Option("--limit", min=0, max=INT_MAX,
@@ -404,13 +414,14 @@ def bleu(
     if engine == "ctranslate2":
         loaded = load_run(run, checkpoint, "cpu")  # the run's data and config; CTranslate2 decodes
         translator = _ct2_translator(loaded.run_dir, checkpoint, model, device, compute_type,
-                                     beam=beam, batch_size=batch_size)
+                                     beam=beam, batch_size=batch_size, max_tokens=max_tokens)
         tag = "ct2" if compute_type == "default" else f"ct2-{compute_type}"
         if model is not None:
             tag += f"-{model.resolve().name}"
     else:
         loaded = load_run(run, checkpoint, device, averaged=not no_ema)
-        translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size)
+        translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
+                                         max_tokens=max_tokens)
     if examples:
         rows = run_examples(translator)
         if json_:

@@ -7,7 +7,8 @@ natural-text run only a Unicode clean-up (case augmentation in training teaches 
 (what training's batching feeds the encoder); a run trained on sources cut to ``data.truncate``
 tokens (the d2l presets: 10) gets its sources cut the same way, as the recipe's ``predict`` does.
 Empty lines give empty lines without decoding. Streams are read in chunks of lines, so a pipe
-of any length runs in bounded memory.
+of any length runs in bounded memory; the decoder's batches are bounded in sentences and in
+tokens (:func:`nmt.decode.decode_batches`).
 """
 
 from __future__ import annotations
@@ -190,14 +191,11 @@ class Translator(StreamTranslator):
     @classmethod
     def from_run(
         cls, run: LoadedRun, beam: int | None = None, batch_size: int | None = None,
-        max_src_tokens: int | None = None,
+        max_src_tokens: int | None = None, max_tokens: int | None = None,
     ) -> Translator:
-        """Settings from the run's config; ``beam``/``batch_size`` override its [decode]."""
-        cfg = run.config.decode
-        if beam is not None:
-            cfg = replace(cfg, beam=beam)
-        if batch_size is not None:
-            cfg = replace(cfg, batch_size=batch_size)
+        """Settings from the run's config; ``beam``/``batch_size``/``max_tokens`` override its
+        [decode]."""
+        cfg = decode_settings(run.config.decode, beam, batch_size, max_tokens)
         data = run.config.data
         return cls(run.model, run.tokenizer, cfg, data.lowercase, run.device, max_src_tokens,
                    data.normalization, data.truncate)
@@ -208,6 +206,13 @@ class Translator(StreamTranslator):
         return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
                                     max_src_tokens=self.max_src_tokens, on_truncate=on_truncate,
                                     truncate=self.truncate)
+
+
+def decode_settings(cfg: DecodeConfig, beam: int | None = None, batch_size: int | None = None,
+                    max_tokens: int | None = None) -> DecodeConfig:
+    """``cfg`` with the options given (not None) in place of its values."""
+    given = {"beam": beam, "batch_size": batch_size, "max_tokens": max_tokens}
+    return replace(cfg, **{k: v for k, v in given.items() if v is not None})
 
 
 def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
