@@ -256,6 +256,14 @@ def _ct2_translator(run: Path | None, checkpoint: str, model: Path | None, devic
     return CT2Translator.from_export(directory, device=device, compute_type=compute_type, **kw)
 
 
+def _warn_long_line(name: str) -> Callable[[int, int], None]:
+    def warn(number: int, limit: int) -> None:
+        console.print(f"warning: {name}: line {number}: longer than {limit:,} bytes; only the "
+                      "first are read", highlight=False, markup=False)
+
+    return warn
+
+
 def _warn_truncated(name: str) -> Callable[[int, int, int], None]:
     def warn(i: int, n: int, limit: int) -> None:
         console.print(f"warning: {name}: line {i + 1}: {n} source tokens, cut to the first {limit}",
@@ -325,12 +333,14 @@ def translate(
             if not input_.is_file():
                 raise DataError(f"--input {input_}: file not found")
             name = f"--input {input_}"
-            lines = read_lines(stack.enter_context(input_.open("rb")), name)
+            lines = read_lines(stack.enter_context(input_.open("rb")), name,
+                               on_long=_warn_long_line(name))
         else:
             if sys.stdin.isatty() and input_ is None:
                 raise DataError("nothing to translate: give sentences, --input FILE, or pipe "
                                 "text in")
-            lines, name = read_lines(sys.stdin.buffer, "stdin"), "stdin"
+            name = "stdin"
+            lines = read_lines(sys.stdin.buffer, name, on_long=_warn_long_line(name))
         translator: Any
         if engine == "ctranslate2" and no_ema:
             raise NmtError("--no-ema: the export holds the weights nmt translates with (their "

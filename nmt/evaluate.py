@@ -165,7 +165,8 @@ class BleuReport:
 
 
 def read_text_lines(path: Path, option: str) -> list[str]:
-    """All lines of a UTF-8 text file (a one-line :class:`DataError` otherwise)."""
+    """All lines of a UTF-8 text file (a one-line :class:`DataError` otherwise; a
+    line over :data:`nmt.translate.MAX_LINE_BYTES` too: scores of cut references mean nothing)."""
     if not path.is_file():
         raise DataError(f"{option} {path}: file not found")
     try:

@@ -1,8 +1,14 @@
-"""Memory of translation: decoding batches bounded in tokens (a long line, a big beam)."""
+"""Memory and input streams of translation: decoding batches bounded in tokens (a long line, a
+big beam), lines read to a bound (a stream without a line end), failing reads."""
 
 from __future__ import annotations
 
+import io
+import os
 import random
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +20,10 @@ from test_decode import TEXTS, make_run, src_ids, trained_toy
 import nmt.decode
 from nmt.config import DecodeConfig
 from nmt.decode import decode_batches, search_ids
+from nmt.errors import DataError
 from nmt.loading import load_run
 from nmt.models.base import EncoderDecoder
-from nmt.translate import Translator
+from nmt.translate import Translator, read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 LONG = " ".join("abcdefgh"[i % 8] for i in range(60))  # 61 tokens with <eos>, under 64 positions
@@ -134,3 +141,85 @@ def test_ctranslate2_batches_are_bounded_alike(run_dir: Path, tmp_path: Path, be
     assert sum(n for n, _ in calls) == len(ids)
     assert all(n * width * beam <= 80 or n == 1 for n, width in calls), calls
     assert (1, 61) in calls  # the long line went alone
+
+
+# --- lines read to a bound -----------------------------------------------------------------------
+
+
+def test_read_lines_cuts_a_long_line_and_reads_on() -> None:
+    cut: list[tuple[int, int]] = []
+    data = b"a b\n" + "é".encode() * 6 + b"xyz\r\n" + b"12345678\r\nend"
+    lines = list(read_lines(io.BytesIO(data), "in", on_long=lambda *a: cut.append(a),
+                            max_bytes=8))
+    # the 15-byte line is cut to 8 bytes: 4 characters; "12345678\r\n" is 8 bytes and its end
+    assert lines == ["a b", "éééé", "12345678", "end"]
+    assert cut == [(2, 8)]
+
+
+def test_read_lines_without_a_hook_refuses_a_long_line() -> None:
+    with pytest.raises(DataError, match=r"^in: line 2: longer than 8 bytes; expected one "
+                                        r"sentence per line$"):
+        list(read_lines(io.BytesIO(b"a\n" + b"x" * 100), "in", max_bytes=8))
+
+
+def test_read_lines_reads_a_long_line_a_bounded_piece_at_a_time() -> None:
+    class Stream(io.BytesIO):
+        most = 0
+
+        def readline(self, size: int | None = -1) -> bytes:
+            assert size is not None and 0 < size <= 9, size  # never the whole line
+            piece = super().readline(size)
+            Stream.most = max(Stream.most, len(piece))
+            return piece
+
+    lines = list(read_lines(Stream(b"\x00" * 10_000 + b"\nb"), "in", on_long=lambda *a: None,
+                            max_bytes=8))
+    assert lines == [" " * 8, "b"] and Stream.most == 9
+
+
+def test_a_failing_read_is_one_line_naming_the_input_and_line() -> None:
+    class Failing(io.BytesIO):
+        def readline(self, size: int | None = -1) -> bytes:
+            if self.tell() > 0:
+                raise OSError(5, "Input/output error")
+            return super().readline(size)
+
+    with pytest.raises(DataError, match=r"^stdin: line 2: cannot read \(Input/output error\)$"):
+        list(read_lines(Failing(b"a\nb\n"), "stdin"))
+
+
+def _shell(command: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    """``command`` in bash, ``nmt`` being this checkout's: as a user's shell runs it."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", COLUMNS="500",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env["NMT"] = f"{shlex.quote(sys.executable)} -m nmt"
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=timeout)
+
+
+# Runs nmt as its only child and prints that child's peak resident memory in MiB.
+PEAK = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=False); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, "
+        "file=sys.stderr)")
+
+
+def test_a_stream_without_a_line_end_is_read_in_bounded_memory(run_dir: Path) -> None:
+    """`head -c 64M /dev/zero | nmt translate`: before, the whole stream was one line held in
+    memory (twice, as bytes and text); now 1 MiB of it is read, the rest skipped."""
+    nmt = (f"{shlex.quote(sys.executable)} -c {shlex.quote(PEAK)} {shlex.quote(sys.executable)} "
+           f"-m nmt translate --run {shlex.quote(str(run_dir))} --device cpu")
+    small = _shell(f"printf 'a b' | {nmt}")
+    big = _shell(f"head -c 64M /dev/zero | {nmt}")
+    assert big.returncode == 0 and big.stdout == "\n", big.stderr  # NUL is blank: an empty line
+    warning, peak = big.stderr.splitlines()
+    assert warning == "warning: stdin: line 1: longer than 1,048,576 bytes; only the first are read"
+    assert int(peak) < int(small.stderr.split()[-1]) + 32  # MiB; reading it whole took 128+
+
+
+def test_bleu_refuses_a_reference_line_over_the_bound(run_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "src.txt").write_text("a b\nc\n")
+    (tmp_path / "ref.txt").write_bytes(b"b a\n" + b"c " * (1 << 20))
+    code, _, err = invoke("bleu", "--run", str(run_dir), "--device", "cpu",
+                          "--src", str(tmp_path / "src.txt"), "--ref", str(tmp_path / "ref.txt"))
+    assert _one_line(code, err) == (f"error: --ref {tmp_path / 'ref.txt'}: line 2: longer than "
+                                    "1,048,576 bytes; expected one sentence per line")
