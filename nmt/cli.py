@@ -46,7 +46,8 @@ def friendly(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             result = fn(*args, **kwargs)
-            sys.stdout.flush()  # a full disk behind stdout is reported here, not at exit
+            if sys.stdout is not None:  # None: closed when nmt started
+                sys.stdout.flush()  # a full disk behind stdout is reported here, not at exit
             return result
         except NmtError as e:
             console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
@@ -312,10 +313,16 @@ def translate(
     from nmt.errors import DataError, write_errors
     from nmt.files import atomic_text_output
     from nmt.loading import load_run
-    from nmt.translate import Translator, check_output_is_not_input, read_lines
+    from nmt.translate import Translator, check_output_is_not_input, open_input, read_lines
 
     if sentences and input_ is not None:
         raise DataError("--input: give sentences as arguments or --input FILE, not both")
+    from_stdin = not sentences and (input_ is None or str(input_) == "-")
+    if from_stdin and sys.stdin is None:
+        raise DataError("stdin: closed; give sentences, --input FILE, or pipe text in")
+    if output is None and sys.stdout is None:
+        raise DataError("standard output: closed; nowhere to write the translations (use "
+                        "--output FILE)")
     if output is not None and not sentences:
         from_file = input_ is not None and str(input_) != "-"
         check_output_is_not_input(output, input_ if from_file else None,
@@ -330,10 +337,8 @@ def translate(
             lines: Any = list(sentences)
             name = "argument"
         elif input_ is not None and str(input_) != "-":
-            if not input_.is_file():
-                raise DataError(f"--input {input_}: file not found")
             name = f"--input {input_}"
-            lines = read_lines(stack.enter_context(input_.open("rb")), name,
+            lines = read_lines(stack.enter_context(open_input(input_, "--input")), name,
                                on_long=_warn_long_line(name))
         else:
             if sys.stdin.isatty() and input_ is None:
@@ -608,15 +613,33 @@ def _check_translate_attention(sentences: list[str] | None, path: Path) -> None:
 
 def main() -> None:
     """Console-script entry: run the app, turning :class:`NmtError` into a one-line message."""
+    _hold_closed_standard_streams()
     try:
         _main()
     finally:
         _drop_unwritable_stdout()
 
 
+def _hold_closed_standard_streams() -> None:
+    """Open the null device on whichever of descriptors 0-2 nmt was started without (``<&-``,
+    ``>&-``), so that no file nmt opens later takes that number and receives what is meant for
+    the terminal. Python has already set ``sys.stdin``/``sys.stdout``/``sys.stderr`` to None
+    for them: commands that need the stream say so in one line."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: fd
+                if opened != fd:
+                    os.close(opened)
+
+
 def _drop_unwritable_stdout() -> None:
     """When stdout cannot take what is left in its buffer (a full disk, /dev/full), point it at
     the null device, so the interpreter's own flush at exit adds no second report."""
+    if sys.stdout is None:  # closed when nmt started
+        return
     try:
         sys.stdout.flush()
     except OSError:

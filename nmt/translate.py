@@ -235,6 +235,20 @@ def _chunks(lines: Iterable[str], size: int, chars: int) -> Iterator[list[str]]:
         yield chunk
 
 
+def open_input(path: Path, option: str) -> BinaryIO:
+    """Open a file of sentences for reading: a regular file or a stream (a FIFO, a process
+    substitution ``<(...)``, ``/dev/stdin``); a one-line :class:`DataError` naming the option
+    when it is missing, a directory or unreadable."""
+    try:
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            raise DataError(f"{option} {path}: is a directory; expected a text file")
+        return path.open("rb")
+    except FileNotFoundError:
+        raise DataError(f"{option} {path}: file not found") from None
+    except OSError as e:
+        raise DataError(f"{option} {path}: cannot read ({os_reason(e)})") from None
+
+
 def read_lines(stream: BinaryIO, name: str, on_long: LongLineHook | None = None,
                max_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
     """Lines of a byte stream as text, lazily, each read up to ``max_bytes`` bytes (its line

@@ -1,5 +1,6 @@
 """Memory and input streams of translation: decoding batches bounded in tokens (a long line, a
-big beam), lines read to a bound (a stream without a line end), failing reads."""
+big beam), lines read to a bound (a stream without a line end), failing reads, closed standard
+streams, FIFOs as input."""
 
 from __future__ import annotations
 
@@ -223,3 +224,49 @@ def test_bleu_refuses_a_reference_line_over_the_bound(run_dir: Path, tmp_path: P
                           "--src", str(tmp_path / "src.txt"), "--ref", str(tmp_path / "ref.txt"))
     assert _one_line(code, err) == (f"error: --ref {tmp_path / 'ref.txt'}: line 2: longer than "
                                     "1,048,576 bytes; expected one sentence per line")
+
+
+# --- closed standard streams, FIFOs ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("redirect", "message"), [
+    ("<&-", "error: stdin: closed; give sentences, --input FILE, or pipe text in"),
+    ("'a b' >&-", "error: standard output: closed; nowhere to write the translations (use "
+                  "--output FILE)"),
+], ids=["stdin", "stdout"])
+def test_translate_with_a_closed_stream_is_one_line(run_dir: Path, redirect: str,
+                                                    message: str) -> None:
+    proc = _shell(f"$NMT translate --run {shlex.quote(str(run_dir))} --device cpu {redirect}")
+    assert _one_line(proc.returncode, proc.stderr) == message
+
+
+def test_commands_run_with_stdout_closed_and_files_do_not_take_its_place(
+        run_dir: Path, tmp_path: Path) -> None:
+    """With descriptor 1 closed the next file opened would get it: the translation goes to
+    --output, and nothing meant for the terminal lands in a file."""
+    out = tmp_path / "out.txt"
+    proc = _shell(f"$NMT translate --run {shlex.quote(str(run_dir))} --device cpu "
+                  f"--output {shlex.quote(str(out))} 'a b c' >&- && "
+                  f"$NMT runs --runs-dir {shlex.quote(str(run_dir.parent))} >&- && $NMT --help >&-")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert out.read_text() == invoke("translate", "--run", str(run_dir), "--device", "cpu",
+                                     "a b c")[1]
+
+
+def test_fifos_and_process_substitution_are_inputs(run_dir: Path, tmp_path: Path) -> None:
+    expected = invoke("translate", "--run", str(run_dir), "--device", "cpu", *TEXTS[:3])[1]
+    lines = shlex.quote("\n".join(TEXTS[:3]) + "\n")
+    run = shlex.quote(str(run_dir))
+    proc = _shell(f"$NMT translate --run {run} --device cpu --input <(printf %s {lines}) && "
+                  f"printf %s {lines} | $NMT translate --run {run} --device cpu -i /dev/stdin")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected * 2
+    proc = _shell(f"$NMT bleu --run {run} --device cpu --json --src <(printf %s {lines}) "
+                  f"--ref <(printf %s {lines})")
+    assert proc.returncode == 0 and '"sentences": 3' in proc.stdout, proc.stderr
+
+
+def test_a_directory_as_input_is_one_line(run_dir: Path, tmp_path: Path) -> None:
+    code, _, err = invoke("translate", "--run", str(run_dir), "--input", str(tmp_path))
+    assert _one_line(code, err) == (f"error: --input {tmp_path}: is a directory; expected a "
+                                    "text file")
