@@ -358,6 +358,10 @@ def translate(
             loaded = load_run(run, checkpoint, device, averaged=not no_ema)
             translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
                                              max_tokens=max_tokens, max_src_tokens=max_src_tokens)
+        if attention is not None:  # before translating: a sentence too long to draw
+            from nmt.plot import check_attention_size
+
+            check_attention_size(translator, (sentences or [""])[0], attention, "--attention")
         out, target = sys.stdout, "standard output"
         if output is not None:
             target = f"--output {output}"

@@ -1,6 +1,6 @@
 """Memory and input streams of translation: decoding batches bounded in tokens (a long line, a
 big beam), lines read to a bound (a stream without a line end), failing reads, closed standard
-streams, FIFOs as input."""
+streams, FIFOs as input, attention pictures of long sentences."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from conftest import invoke
 from test_decode import TEXTS, make_run, src_ids, trained_toy
 
 import nmt.decode
+import nmt.plot
 from nmt.config import DecodeConfig
 from nmt.decode import decode_batches, search_ids
 from nmt.errors import DataError
@@ -270,3 +271,37 @@ def test_a_directory_as_input_is_one_line(run_dir: Path, tmp_path: Path) -> None
     code, _, err = invoke("translate", "--run", str(run_dir), "--input", str(tmp_path))
     assert _one_line(code, err) == (f"error: --input {tmp_path}: is a directory; expected a "
                                     "text file")
+
+
+# --- attention pictures of long sentences --------------------------------------------------------
+
+
+def test_attention_refuses_a_sentence_too_long_to_draw(run_dir: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nmt.plot, "MAX_ATTENTION_TOKENS", 5)
+    picture = tmp_path / "a.png"
+    code, _, err = invoke("attention", "a b c d e", "--run", str(run_dir), "--device", "cpu",
+                          "-o", str(picture))
+    assert _one_line(code, err) == (f"error: --output {picture}: the sentence has 6 source "
+                                    "tokens; attention is drawn for at most 5 (draw a shorter "
+                                    "sentence)")
+    code, out, err = invoke("translate", "--run", str(run_dir), "--device", "cpu",
+                            "--attention", str(picture), "a b c d e")
+    assert _one_line(code, err).startswith(f"error: --attention {picture}: the sentence has 6")
+    assert out == "" and not picture.exists()  # refused before translating
+    code, _, err = invoke("attention", "a b c d", "--run", str(run_dir), "--device", "cpu",
+                          "-o", str(picture))
+    assert code == 0 and picture.is_file(), err  # 5 tokens: drawn
+
+
+def test_the_attention_bound_is_on_the_source_the_model_takes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run trained on sources cut to 4 tokens (the d2l presets' kind) sees 4 of a long
+    sentence, and draws them."""
+    from test_export import word_truncate_run
+
+    monkeypatch.setattr(nmt.plot, "MAX_ATTENTION_TOKENS", 5)
+    run = word_truncate_run(tmp_path / "cut")
+    code, _, err = invoke("attention", LONG, "--run", str(run), "--device", "cpu",
+                          "-o", str(tmp_path / "a.png"), "--checkpoint", "best")
+    assert code == 0, err
