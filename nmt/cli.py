@@ -48,7 +48,8 @@ def friendly(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             result = fn(*args, **kwargs)
-            sys.stdout.flush()  # a full disk behind stdout is reported here, not at exit
+            if sys.stdout is not None:  # None: closed when nmt started
+                sys.stdout.flush()  # a full disk behind stdout is reported here, not at exit
             return result
         except NmtError as e:
             console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
@@ -210,6 +211,13 @@ DecodeBatchOpt = Annotated[
     typer.Option("--batch-size", min=1, max=int_limit("decode.batch_size"),
                  help="Sentences per batch (default: the run's [decode])."),
 ]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=1, max=int_limit("decode.max_tokens"),
+                 help="At most this many source tokens per batch, padding included, times the "
+                      "beam: a long line or a big beam gets a smaller batch (default: the run's "
+                      "[decode], 8192)."),
+]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
 NoEmaOpt = Annotated[
     bool,
@@ -263,6 +271,14 @@ def _ct2_translator(run: Path | None, checkpoint: str, model: Path | None, devic
                                      where=where, **kw)
 
 
+def _warn_long_line(name: str) -> Callable[[int, int], None]:
+    def warn(number: int, limit: int) -> None:
+        console.print(f"warning: {name}: line {number}: longer than {limit:,} bytes; only the "
+                      "first are read", highlight=False, markup=False)
+
+    return warn
+
+
 def _warn_truncated(name: str) -> Callable[[int, int, int], None]:
     def warn(i: int, n: int, limit: int) -> None:
         console.print(f"warning: {name}: line {i + 1}: {n} source tokens, cut to the first {limit}",
@@ -289,6 +305,7 @@ def translate(
     checkpoint: CheckpointOpt = "best",
     beam: BeamOpt = None,
     batch_size: DecodeBatchOpt = None,
+    max_tokens: MaxTokensOpt = None,
     device: DeviceOpt = "auto",
     no_ema: NoEmaOpt = False,
     max_src_tokens: Annotated[
@@ -310,10 +327,16 @@ def translate(
     from nmt.errors import DataError, write_errors
     from nmt.files import atomic_text_output
     from nmt.loading import load_run
-    from nmt.translate import Translator, check_output_is_not_input, read_lines
+    from nmt.translate import Translator, check_output_is_not_input, open_input, read_lines
 
     if sentences and input_ is not None:
         raise DataError("--input: give sentences as arguments or --input FILE, not both")
+    from_stdin = not sentences and (input_ is None or str(input_) == "-")
+    if from_stdin and sys.stdin is None:
+        raise DataError("stdin: closed; give sentences, --input FILE, or pipe text in")
+    if output is None and sys.stdout is None:
+        raise DataError("standard output: closed; nowhere to write the translations (use "
+                        "--output FILE)")
     if output is not None and not sentences:
         from_file = input_ is not None and str(input_) != "-"
         check_output_is_not_input(output, input_ if from_file else None,
@@ -328,26 +351,31 @@ def translate(
             lines: Any = list(sentences)
             name = "argument"
         elif input_ is not None and str(input_) != "-":
-            if not input_.is_file():
-                raise DataError(f"--input {input_}: file not found")
             name = f"--input {input_}"
-            lines = read_lines(stack.enter_context(input_.open("rb")), name)
+            lines = read_lines(stack.enter_context(open_input(input_, "--input")), name,
+                               on_long=_warn_long_line(name))
         else:
             if sys.stdin.isatty() and input_ is None:
                 raise DataError("nothing to translate: give sentences, --input FILE, or pipe "
                                 "text in")
-            lines, name = read_lines(sys.stdin.buffer, "stdin"), "stdin"
+            name = "stdin"
+            lines = read_lines(sys.stdin.buffer, name, on_long=_warn_long_line(name))
         translator: Any
         if engine == "ctranslate2" and no_ema:
             raise NmtError("--no-ema: the export holds the weights nmt translates with (their "
                            "average when the run keeps one); --no-ema applies to --engine nmt")
         if engine == "ctranslate2":
             translator = _ct2_translator(run, checkpoint, model, device, compute_type, beam=beam,
-                                         batch_size=batch_size, max_src_tokens=max_src_tokens)
+                                         batch_size=batch_size, max_tokens=max_tokens,
+                                         max_src_tokens=max_src_tokens)
         else:
             loaded = load_run(run, checkpoint, device, averaged=not no_ema)
             translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
-                                             max_src_tokens=max_src_tokens)
+                                             max_tokens=max_tokens, max_src_tokens=max_src_tokens)
+        if attention is not None:  # before translating: a sentence too long to draw
+            from nmt.plot import check_attention_size
+
+            check_attention_size(translator, (sentences or [""])[0], attention, "--attention")
         out, target = sys.stdout, "standard output"
         if output is not None:
             target = f"--output {output}"
@@ -380,6 +408,7 @@ def bleu(
     ] = None,
     beam: BeamOpt = None,
     batch_size: DecodeBatchOpt = None,
+    max_tokens: MaxTokensOpt = None,
     device: DeviceOpt = "auto",
     no_ema: NoEmaOpt = False,
     limit: Annotated[int, typer.Option("--limit", min=0, max=INT_MAX,
@@ -419,13 +448,14 @@ def bleu(
     if engine == "ctranslate2":
         loaded = load_run(run, checkpoint, "cpu")  # the run's data and config; CTranslate2 decodes
         translator = _ct2_translator(loaded.run_dir, checkpoint, model, device, compute_type,
-                                     beam=beam, batch_size=batch_size)
+                                     beam=beam, batch_size=batch_size, max_tokens=max_tokens)
         tag = "ct2" if compute_type == "default" else f"ct2-{compute_type}"
         if model is not None:
             tag += f"-{model.resolve().name}"
     else:
         loaded = load_run(run, checkpoint, device, averaged=not no_ema)
-        translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size)
+        translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
+                                         max_tokens=max_tokens)
     if examples:
         rows = run_examples(translator, loaded.config.data.source, loaded.config.data.target)
         if json_:
@@ -605,15 +635,33 @@ def _check_translate_attention(sentences: list[str] | None, path: Path) -> None:
 
 def main() -> None:
     """Console-script entry: run the app, turning :class:`NmtError` into a one-line message."""
+    _hold_closed_standard_streams()
     try:
         _main()
     finally:
         _drop_unwritable_stdout()
 
 
+def _hold_closed_standard_streams() -> None:
+    """Open the null device on whichever of descriptors 0-2 nmt was started without (``<&-``,
+    ``>&-``), so that no file nmt opens later takes that number and receives what is meant for
+    the terminal. Python has already set ``sys.stdin``/``sys.stdout``/``sys.stderr`` to None
+    for them: commands that need the stream say so in one line."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: fd
+                if opened != fd:
+                    os.close(opened)
+
+
 def _drop_unwritable_stdout() -> None:
     """When stdout cannot take what is left in its buffer (a full disk, /dev/full), point it at
     the null device, so the interpreter's own flush at exit adds no second report."""
+    if sys.stdout is None:  # closed when nmt started
+        return
     try:
         sys.stdout.flush()
     except OSError:

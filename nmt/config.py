@@ -151,6 +151,8 @@ class DecodeConfig:
     max_len_b: int = 10
     max_len_cap: int = 256  # hard cap on output length
     batch_size: int = 128  # sentences per decoding batch
+    max_tokens: int = 8192  # and at most this many source tokens per batch, padding included,
+    # times the beam: a long line or a big beam gets a smaller batch, so memory stays bounded
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,8 @@ def _check_consistency(cfg: Config, where: str) -> None:
                        ("train.batch_size", t.batch_size), ("train.accum_steps", t.accum_steps),
                        ("train.log_every", t.log_every),
                        ("data.vocab_size", d.vocab_size), ("decode.beam", cfg.decode.beam),
-                       ("decode.batch_size", cfg.decode.batch_size)):
+                       ("decode.batch_size", cfg.decode.batch_size),
+                       ("decode.max_tokens", cfg.decode.max_tokens)):
         if value < 1:
             raise ConfigError(f"{where}: {key}: expected a value >= 1, got {value}")
     if d.tokenizer == "sentencepiece" and d.vocab_size < MIN_SENTENCEPIECE_VOCAB:

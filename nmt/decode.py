@@ -20,10 +20,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from nmt.config import DecodeConfig
+from nmt.data.batching import token_batches
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 from nmt.models.base import EncoderDecoder, select_rows
 
@@ -326,6 +328,20 @@ def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device) -> tuple[Tens
     return src.to(device), lengths.to(device)
 
 
+def decode_batches(lengths: Sequence[int], cfg: DecodeConfig) -> list[list[int]]:
+    """Which sources are decoded together: the indices of the non-empty ones (``lengths`` are
+    their token counts), longest first, cut into batches of at most ``cfg.batch_size``
+    sentences whose padded source tokens times ``cfg.beam`` (the rows beam search keeps per
+    sentence) stay within ``cfg.max_tokens``; a sentence over that goes alone. What a batch
+    holds in memory is then bounded by the batch, not by the longest line or the beam. The
+    CTranslate2 engine batches with it too."""
+    order = sorted((i for i in range(len(lengths)) if lengths[i]), key=lambda i: -lengths[i])
+    costs = np.array([lengths[i] * cfg.beam for i in order], dtype=np.int64)
+    batches = token_batches(np.array(order, dtype=np.int64), costs, cfg.max_tokens,
+                            cfg.batch_size)
+    return [batch.tolist() for batch in batches]
+
+
 @torch.no_grad()
 def search_ids(
     model: EncoderDecoder,
@@ -335,7 +351,8 @@ def search_ids(
     method: str = "cached",
     prune_at: float = PRUNE_AT,
 ) -> list[Hypothesis]:
-    """Decode many sources: sorted by length into batches, results in input order.
+    """Decode many sources: sorted by length into batches (:func:`decode_batches`), results in
+    input order.
 
     Sorting by length keeps padding (wasted work) low. ``cfg.beam > 1`` selects beam search;
     otherwise ``method`` picks ``"cached"`` greedy or the ``"uncached"`` reference path.
@@ -345,9 +362,7 @@ def search_ids(
         raise ValueError(f"method: expected cached or uncached, got {method!r}")
     device = device if device is not None else next(model.parameters()).device
     results: list[Hypothesis | None] = [None] * len(src_ids)
-    order = sorted((i for i in range(len(src_ids)) if src_ids[i]), key=lambda i: -len(src_ids[i]))
-    for start in range(0, len(order), cfg.batch_size):
-        idx = order[start : start + cfg.batch_size]
+    for idx in decode_batches([len(s) for s in src_ids], cfg):
         src, lengths = pad_batch([src_ids[i] for i in idx], device)
         limits = max_output_lengths(lengths, cfg, model)
         if cfg.beam > 1:

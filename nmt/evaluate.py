@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.data.normalize import normalize
 from nmt.errors import DataError
-from nmt.translate import StreamTranslator, read_lines
+from nmt.translate import StreamTranslator, open_input, read_lines
 
 if TYPE_CHECKING:
     from nmt.loading import LoadedRun
@@ -201,14 +201,10 @@ class BleuReport:
 
 
 def read_text_lines(path: Path, option: str) -> list[str]:
-    """All lines of a UTF-8 text file (a one-line :class:`DataError` otherwise)."""
-    if not path.is_file():
-        raise DataError(f"{option} {path}: file not found")
-    try:
-        with path.open("rb") as f:
-            return list(read_lines(f, f"{option} {path}"))
-    except OSError as e:
-        raise DataError(f"{option} {path}: cannot read ({e.strerror})") from None
+    """All lines of a UTF-8 text file or stream (a one-line :class:`DataError` otherwise; a
+    line over :data:`nmt.translate.MAX_LINE_BYTES` too: scores of cut references mean nothing)."""
+    with open_input(path, option) as f:
+        return list(read_lines(f, f"{option} {path}"))
 
 
 def file_references(

@@ -42,6 +42,10 @@ CURVES_FILE = "curves.png"
 ATTENTION_FILE = "attention.png"
 DPI = 150  # PNG only; SVG and PDF are vector
 MAX_FIGURE = (30.0, 44.0)  # inches: a 6-layer, 8-head model still fits (4500 x 6600 pixels)
+# Source tokens (<eos> included) of the longest sentence drawn: at the smallest cell (0.04 in)
+# a 4.5-inch panel holds about 110 tokens; beyond that labels thin out and the file grows with
+# no picture to read (a 1024-token source drew 2.4 MB). Longer sentences are refused.
+MAX_ATTENTION_TOKENS = 100
 
 # The three Transformer groups: weights key, group title, query role, key role.
 GROUPS = (
@@ -270,6 +274,7 @@ def plot_attention(translator: Translator, sentence: str, output: Path,
     from nmt.translate import translate_with_attention
 
     image_format(output, option)  # before the translation: a bad name fails fast
+    check_attention_size(translator, sentence, output, option)
     greedy = replace(translator, cfg=replace(translator.cfg, beam=1))
     tokens, src_tokens, weights = translate_with_attention(
         greedy.model, greedy.tokenizer, sentence, lowercase=greedy.lowercase, cfg=greedy.cfg,
@@ -280,6 +285,21 @@ def plot_attention(translator: Translator, sentence: str, output: Path,
     fig = attention_figure(tokens, src_tokens, weights, title=title)
     save_figure(fig, output, option)
     return AttentionPicture(Path(output), tokens, src_tokens, translation, fig)
+
+
+def check_attention_size(translator: Translator, sentence: str, output: Path,
+                         option: str = "--output") -> None:
+    """Refuse, in one line, a sentence whose source as the model takes it (cut to the run's
+    limit) has more than :data:`MAX_ATTENTION_TOKENS` tokens: its picture could not be read."""
+    from nmt.data.normalize import normalize
+    from nmt.translate import source_cut, source_ids
+
+    normalized = normalize(sentence, translator.lowercase, translator.normalization)
+    ids, n = source_ids(translator.tokenizer, normalized,
+                        *source_cut(translator.model, None, translator.truncate))
+    if len(ids) > MAX_ATTENTION_TOKENS:
+        raise DataError(f"{option} {output}: the sentence has {n:,} source tokens; attention is "
+                        f"drawn for at most {MAX_ATTENTION_TOKENS} (draw a shorter sentence)")
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -172,7 +172,7 @@ def make_batches(
         if by == "sentences":
             batches.extend(np.array_split(part, range(batch_size, len(part), batch_size)))
         else:
-            batches.extend(_token_batches(part, tgt_lengths[part] + 1, batch_size))
+            batches.extend(token_batches(part, tgt_lengths[part] + 1, batch_size))
     if shuffle:
         batches = [batches[i] for i in rng.permutation(len(batches))]
     if world_size > 1:
@@ -181,14 +181,21 @@ def make_batches(
     return batches
 
 
-def _token_batches(part: np.ndarray, lengths: np.ndarray, budget: int) -> list[np.ndarray]:
-    """Cut ``part`` (sorted by ascending ``lengths``) greedily: a batch grows while
-    ``size * longest <= budget``. One pass over sentences, not tokens."""
-    out, start = [], 0
+def token_batches(
+    order: np.ndarray, lengths: np.ndarray, budget: int, max_size: int = 0
+) -> list[np.ndarray]:
+    """Cut ``order`` (sorted by ``lengths``, ascending or descending) greedily into batches that
+    grow while ``size * longest <= budget`` and, with ``max_size``, ``size <= max_size``; a
+    sentence longer than the budget goes alone. One pass over sentences, not tokens. Training
+    batches by target tokens with it, decoding (:func:`nmt.decode.decode_batches`) by source
+    tokens times the beam."""
+    out, start, longest = [], 0, 0
     for i, length in enumerate(lengths.tolist()):
-        if i > start and (i - start + 1) * length > budget:
-            out.append(part[start:i])
-            start = i
-    if start < len(part):
-        out.append(part[start:])
+        grown = max(longest, length)
+        if i > start and ((i - start + 1) * grown > budget or 0 < max_size <= i - start):
+            out.append(order[start:i])
+            start, grown = i, length
+        longest = grown
+    if start < len(order):
+        out.append(order[start:])
     return out

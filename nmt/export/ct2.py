@@ -49,7 +49,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,7 @@ from nmt.files import replaceable_output
 from nmt.translate import (
     StreamTranslator,
     TruncateHook,
+    decode_settings,
     output_limit,
     source_ids,
     source_limit_for,
@@ -495,20 +496,17 @@ class CT2Translator(StreamTranslator):
     def from_export(
         cls, directory: Path, beam: int | None = None, batch_size: int | None = None,
         max_src_tokens: int | None = None, device: str = "cpu", compute_type: str = "default",
-        threads: int = 0, where: str | None = None,
+        threads: int = 0, max_tokens: int | None = None, where: str | None = None,
     ) -> CT2Translator:
-        """Load an export; ``beam``/``batch_size`` override its [decode], ``compute_type``
-        (``default``: the export's weights, or ``int8``, ``float32``, ...) converts at load,
-        ``threads`` is CTranslate2's ``intra_threads`` (0: its default). ``where`` names the
-        export in errors (default ``--model DIRECTORY``)."""
+        """Load an export; ``beam``/``batch_size``/``max_tokens`` override its [decode],
+        ``compute_type`` (``default``: the export's weights, or ``int8``, ``float32``, ...)
+        converts at load, ``threads`` is CTranslate2's ``intra_threads`` (0: its default).
+        ``where`` names the export in errors (default ``--model DIRECTORY``)."""
         directory = Path(directory)
         where = where or f"--model {directory}"
         meta = read_export(directory, where)
         cfg = from_dict({"decode": meta["decode"]}, where=str(directory / META_FILE)).decode
-        if beam is not None:
-            cfg = replace(cfg, beam=beam)
-        if batch_size is not None:
-            cfg = replace(cfg, batch_size=batch_size)
+        cfg = decode_settings(cfg, beam, batch_size, max_tokens)
         dev, index = _ct2_device(device)
         try:
             translator = ctranslate2.Translator(str(directory), device=dev, device_index=index,
@@ -550,15 +548,17 @@ class CT2Translator(StreamTranslator):
 
     def translate_ids(self, src_ids: Sequence[Sequence[int]]) -> list[list[int]]:
         """Encoder ids (ending in ``<eos>``, as :func:`nmt.translate.source_ids` makes them) ->
-        output ids without ``<eos>``, in input order; sorted by length into batches as
-        :func:`nmt.decode.search_ids` does. Empty sources give empty outputs."""
+        output ids without ``<eos>``, in input order; in the batches of
+        :func:`nmt.decode.search_ids` (:func:`nmt.decode.decode_batches`: sentences and
+        source tokens times the beam bounded). Empty sources give empty outputs."""
+        from nmt.decode import decode_batches
+
         src_vocab, tgt_index = self._src_tokens, self._tgt_index
         results: list[list[int]] = [[] for _ in src_ids]
-        order = sorted((i for i in range(len(src_ids)) if src_ids[i]),
-                       key=lambda i: -len(src_ids[i]))
-        limits = {i: output_limit(len(src_ids[i]), self.cfg, self.max_positions) for i in order}
-        for start in range(0, len(order), self.cfg.batch_size):
-            idx = order[start: start + self.cfg.batch_size]
+        batches = decode_batches([len(s) for s in src_ids], self.cfg)
+        limits = {i: output_limit(len(src_ids[i]), self.cfg, self.max_positions)
+                  for idx in batches for i in idx}
+        for idx in batches:
             groups = [idx] if self.cfg.beam == 1 else _equal_runs(idx, limits)
             for group in groups:
                 tokens = [[src_vocab[t] for t in (_without_eos(src_ids[i]) if
