@@ -22,6 +22,7 @@ from typing import Any
 
 from nmt.checkpoint import load_checkpoint
 from nmt.config import Config, from_dict, load_config
+from nmt.data.corpora.record import RUN_FILE
 from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
 from nmt.files import (
     TMP_SUFFIX,
@@ -37,10 +38,11 @@ FROZEN_ON_RESUME = ("data", "model")
 
 
 # What nmt writes directly in a run directory (glob patterns): `nmt train` (config, tokenizer,
-# checkpoints, logs), `nmt plot` and `nmt attention` (nmt.plot.CURVES_FILE, ATTENTION_FILE),
+# checkpoints, logs, the data record corpus.json), `nmt plot` and `nmt attention`
+# (nmt.plot.CURVES_FILE, ATTENTION_FILE),
 # `nmt bleu` (hypotheses and scores), --engine ctranslate2 (nmt.export.ct2.RUN_EXPORTS), and
 # the temporary file of a write killed before its rename. `--overwrite` deletes nothing else.
-RUN_ENTRIES = ("config.toml", "tokenizer", "checkpoints", "metrics.jsonl", "train.log",
+RUN_ENTRIES = ("config.toml", "tokenizer", "checkpoints", "metrics.jsonl", "train.log", RUN_FILE,
                "curves.png", "attention.png", "hyp.*.txt", "scores.*.json", "ctranslate2",
                f".*{TMP_SUFFIX}")
 # What a start writes first (metrics.jsonl, then config.toml, before any training step): a run
