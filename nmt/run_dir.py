@@ -173,17 +173,21 @@ class MetricsLog:
         if self.enabled:
             append_text(self.log_path, time.strftime("%Y-%m-%d %H:%M:%S ") + line + "\n")
 
-    def truncate_after(self, step: int) -> None:
-        """On resume, drop metric lines written after the checkpoint (they will be redone)."""
+    def truncate_after(self, step: int, validated: int | None = None) -> None:
+        """On resume, drop the metric lines the checkpoint does not account for (they will be
+        redone): those after its ``step``, and validation lines after ``validated``, its
+        latest validation (one owed by an interruption is done again on resume)."""
+        validated = step if validated is None else validated
         if not (self.enabled and self.metrics_path.is_file()):
             return
         keep = []
         for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
             try:
-                rec_step = int(json.loads(line).get("step", 0))
+                record = json.loads(line)
+                rec_step = int(record.get("step", 0))
             except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
                 continue  # a line cut by a crash (or not a record at all)
-            if rec_step <= step:
+            if rec_step <= (validated if "valid_loss" in record else step):
                 keep.append(line)
         atomic_write_text(self.metrics_path, "".join(k + "\n" for k in keep))
 

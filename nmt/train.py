@@ -4,7 +4,9 @@
 and its optimizer (or all of their state from ``last.pt`` with ``--resume``). Then one
 optimizer step after another: batch -> loss -> backward -> step -> maybe validate (which
 saves) -> maybe stop. :func:`stop_reason` holds every rule that ends a run; a run that ends
-other than by a signal is validated and saved a last time.
+other than by a signal is validated and saved a last time. A signal saves ``last.pt`` at once;
+a validation due at that step is done by the resume before its first step
+(:func:`validation_owed`), so an interrupted and resumed run is the uninterrupted one.
 
 It runs on the CPU, one GPU (bf16 autocast) or several GPUs under ``torchrun``
 (DistributedDataParallel; only rank 0 writes files, and only decisions all ranks share end
@@ -205,6 +207,8 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     forward = training_forward(model, t, dist, device)
 
     prog = state.progress
+    if validation_owed(run, prog):
+        validate(run, state)
     collator = Collator(prepared.splits["train"], truncate=cfg.data.truncate)
     groups = batch_groups(prepared, t, dist, prog.epoch, prog.batch_in_epoch)
     invocation_loss, invocation_tokens = 0.0, 0  # this invocation, this rank
@@ -232,8 +236,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
             record = account(run, state, loss, n_tokens, invocation_tokens)
             display.step(epoch, -(-done // t.accum_steps), -(-n_batches // t.accum_steps),
                          record)
-            due = prog.step % t.eval_every == 0 if t.eval_every else done == n_batches
-            if due and not interrupted:
+            if validation_due(t, prog) and not interrupted:  # else owed: done on --resume
                 validate(run, state)
     display.close()
 
@@ -372,7 +375,7 @@ def restore(run: Run, state: TrainingState, saved: dict[str, Any]) -> None:
         prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0  # saved at an epoch's end (older)
     prog.finished, prog.stop_reason = False, ""  # new limits (--set) may allow more steps
     run.elapsed0 = prog.elapsed
-    run.mlog.truncate_after(prog.step)
+    run.mlog.truncate_after(prog.step, prog.last_eval_step)
 
 
 def training_forward(model: nn.Module, t: TrainConfig, dist: Dist,
@@ -525,6 +528,21 @@ def non_finite_loss(run: Run, step: int) -> NmtError:
 # --- stopping, validation, checkpoints ---------------------------------------------------------
 
 INTERRUPTED = "interrupted"
+
+
+def validation_due(t: TrainConfig, prog: Progress) -> bool:
+    """Whether the step just taken (``prog.step``) is one to validate: every ``eval_every``
+    steps, or at the end of each epoch when it is 0."""
+    return prog.step % t.eval_every == 0 if t.eval_every else prog.batch_in_epoch == 0
+
+
+def validation_owed(run: Run, prog: Progress) -> bool:
+    """Whether ``last.pt`` was saved at a step due for validation without it: an interruption
+    saves at once and leaves that validation to the resume, which does it before its first
+    step, so the validations, the early-stopping count and ``best.pt`` are those of a run that
+    was never interrupted."""
+    return (bool(run.valid_batches) and 0 < prog.step != prog.last_eval_step
+            and validation_due(run.cfg.train, prog))
 
 
 def stop_reason(t: TrainConfig, prog: Progress, out_of_time: bool, interrupted: bool) -> str:

@@ -1,0 +1,119 @@
+"""Interrupted and resumed training is the same training: validations owed at the interruption,
+ties between validations, the config a resume writes, launcher variables, Ctrl-C at exit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from conftest import run_metrics
+from test_train import tiny_config
+
+from nmt.checkpoint import load_checkpoint
+from nmt.train import INTERRUPTED, StopFlag, TrainResult, train
+
+
+class StopAfterOneStep(StopFlag):
+    """Asks every invocation to stop after its first step, as a Ctrl-C would."""
+
+    def check(self, step: int) -> bool:
+        return True
+
+
+def _same_records(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
+    assert [sorted(r) for r in a] == [sorted(r) for r in b]
+    assert [r["step"] for r in a] == [r["step"] for r in b]
+    for ra, rb in zip(a, b, strict=True):
+        for k, v in ra.items():
+            if isinstance(v, float):
+                assert v == pytest.approx(rb[k], rel=1e-5, abs=1e-6), (k, ra, rb)
+            else:
+                assert v == rb[k], (k, ra, rb)
+
+
+def _same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=1e-6), k
+
+
+def _checkpoints(run: Path) -> dict[str, dict[str, Any]]:
+    return {name: load_checkpoint(run / "checkpoints" / f"{name}.pt") for name in ("last", "best")}
+
+
+# Validation at every step (or at every epoch's end, 4 steps an epoch), a warm-up schedule, the
+# weights' moving average, early stopping and log lines every 3 steps: everything a step changes.
+INTERRUPTIBLE = ("train.max_steps=12", "train.patience=3", "train.lr=0.03",
+                 "train.schedule=inverse_sqrt", "train.warmup_steps=4", "train.ema_decay=0.9")
+
+
+@pytest.mark.parametrize("when", [("train.eval_every=1",),
+                                  ("train.eval_every=0", "train.batch_size=200",
+                                   "train.max_steps=0", "train.epochs=3")],
+                         ids=["every step", "every epoch"])
+def test_interrupted_at_every_step_then_resumed_is_the_uninterrupted_run(
+    when: tuple[str, ...], tiny_data_dir: Path, tmp_path: Path
+) -> None:
+    """One run trained straight; another stopped after every single step (as Ctrl-C stops it:
+    last.pt saved, a validation due at that step not done yet) and resumed each time. Both
+    write the same metric records (train and valid lines), stop at the same step for the same
+    reason, choose the same best step and end with the same weights, averaged ones included
+    (before: a validation due at the interrupted step was lost for good, and with it the
+    early-stopping count and the choice of best.pt)."""
+    cfg = tiny_config("transformer", *INTERRUPTIBLE, *when)
+    straight = train(cfg, tmp_path / "straight", data_dir=tiny_data_dir, log=lambda s: None)
+
+    run = tmp_path / "stopped"
+    result: TrainResult = train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None,
+                                stop=StopAfterOneStep())
+    invocations = 1
+    while result.progress.stop_reason == INTERRUPTED:
+        assert invocations <= straight.progress.step + 1
+        result = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None,
+                       stop=StopAfterOneStep())
+        invocations += 1
+    assert invocations == straight.progress.step + 1  # every step was an interrupted one
+
+    _same_records(run_metrics(tmp_path / "straight"), run_metrics(run))
+    a, b = _checkpoints(tmp_path / "straight"), _checkpoints(run)
+    for name in ("last", "best"):
+        pa, pb = a[name]["progress"], b[name]["progress"]
+        assert {k: v for k, v in pa.items() if k != "elapsed"} == pytest.approx(
+            {k: v for k, v in pb.items() if k != "elapsed"}), name
+        _same_weights(a[name]["model"], b[name]["model"])
+        _same_weights(a[name]["ema"]["weights"], b[name]["ema"]["weights"])
+    assert result.progress.stop_reason == straight.progress.stop_reason
+    assert (result.progress.step, result.progress.best_step) == (
+        straight.progress.step, straight.progress.best_step)
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs, no handler, no clean-up."""
+
+
+def test_a_kill_during_the_owed_validation_does_not_record_it_twice(
+    tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resume that does an owed validation is killed after writing its metric line but
+    before saving: last.pt still owes it, so the next resume does it again, and the line the
+    killed one wrote is dropped with the others last.pt does not account for."""
+    import nmt.train as train_module
+
+    cfg = tiny_config("gru", "train.max_steps=3", "train.eval_every=1")
+    train(cfg, tmp_path / "straight", data_dir=tiny_data_dir, log=lambda s: None)
+    run = tmp_path / "r"
+    train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, stop=StopAfterOneStep())
+    real_save = train_module.save_checkpoint
+
+    def die(path: Path, payload: dict[str, Any]) -> None:
+        raise _Killed
+
+    monkeypatch.setattr(train_module, "save_checkpoint", die)
+    with pytest.raises(_Killed):
+        train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
+    assert [r["step"] for r in run_metrics(run) if "valid_loss" in r] == [1]  # written, unsaved
+    monkeypatch.setattr(train_module, "save_checkpoint", real_save)
+    train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
+    _same_records(run_metrics(tmp_path / "straight"), run_metrics(run))
