@@ -10,6 +10,7 @@ it holds ``.NAME.lock`` beside it (:func:`run_lock`).
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -133,15 +134,30 @@ def frozen_change(cfg: Config, trained: Config) -> tuple[str, str] | None:
     return None
 
 
+def validation_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The validation lines of ``metrics.jsonl`` (none when it is missing)."""
+    if not (run_dir / "metrics.jsonl").is_file():
+        return []
+    from nmt.plot import read_metrics
+
+    return [r for r in read_metrics(run_dir) if "valid_loss" in r]
+
+
 def last_valid_step(run_dir: Path, up_to: int) -> int:
     """The step of the last validation line in ``metrics.jsonl`` at or before ``up_to`` (-1:
     none): what a checkpoint written before ``Progress.last_eval_step`` existed leaves out."""
-    if not (run_dir / "metrics.jsonl").is_file():
-        return -1
-    from nmt.plot import read_metrics
+    return max((r["step"] for r in validation_records(run_dir) if r["step"] <= up_to),
+               default=-1)
 
-    return max((r["step"] for r in read_metrics(run_dir)
-                if "valid_loss" in r and r["step"] <= up_to), default=-1)
+
+def valid_loss_at(run_dir: Path, step: int) -> float:
+    """The validation loss ``metrics.jsonl`` records at ``step`` (infinite: none): what a
+    checkpoint written before ``Progress.best_loss`` existed leaves out."""
+    losses = [r["valid_loss"] for r in validation_records(run_dir) if r["step"] == step]
+    last = losses[-1] if losses else None
+    if isinstance(last, (int, float)) and not isinstance(last, bool) and math.isfinite(last):
+        return float(last)
+    return math.inf
 
 
 def check_run_name(name: str) -> str:

@@ -60,6 +60,7 @@ from nmt.run_dir import (
     last_valid_step,
     run_lock,
     start_run_dir,
+    valid_loss_at,
 )
 
 
@@ -73,6 +74,7 @@ class Progress:
     tokens: int = 0  # target tokens trained on
     elapsed: float = 0.0  # training seconds (wall clock, across resumes)
     best_score: float = -math.inf  # best validation score (BLEU, or -loss when BLEU is off)
+    best_loss: float = math.inf  # validation loss at best_step: breaks ties of best_score
     best_step: int = 0
     evals_since_best: int = 0
     last_eval_step: int = -1  # step of the latest validation (-1: none yet)
@@ -363,8 +365,11 @@ def restore(run: Run, state: TrainingState, saved: dict[str, Any]) -> None:
             else:  # a run started without an average starts one from its weights now
                 state.ema = ExponentialMovingAverage(state.model, t.ema_decay)
         prog = state.progress = Progress(**saved["progress"])
-        if "last_eval_step" not in saved["progress"]:  # written before the field existed
+        # fields a checkpoint written before they existed leaves out, from metrics.jsonl
+        if "last_eval_step" not in saved["progress"]:
             prog.last_eval_step = last_valid_step(run.run_dir, prog.step)
+        if "best_loss" not in saved["progress"] and prog.best_step:
+            prog.best_loss = valid_loss_at(run.run_dir, prog.best_step)
         rng = saved["rng"]
         set_rng_state(rng[run.dist.rank] if isinstance(rng, list) else rng)
     except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as e:
@@ -614,11 +619,14 @@ def validate(run: Run, state: TrainingState) -> None:
             save(run, state, "last")
         return
     score = bleu if bleu is not None else -(vloss or 0.0)
+    loss = vloss if vloss is not None and math.isfinite(vloss) else math.inf
     run.mlog.metric({"step": prog.step, "epoch": epoch_label(prog), "valid_loss": vloss,
                      "valid_bleu": bleu})
-    improved = score > prog.best_score
+    # an equal score (BLEU is 0.00 for a while early on) is better when its loss is lower
+    improved = score > prog.best_score or (score == prog.best_score and loss < prog.best_loss)
     if improved:
-        prog.best_score, prog.best_step, prog.evals_since_best = score, prog.step, 0
+        prog.best_score, prog.best_loss, prog.best_step = score, loss, prog.step
+        prog.evals_since_best = 0
     else:
         prog.evals_since_best += 1
     line = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"

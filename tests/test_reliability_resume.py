@@ -117,3 +117,60 @@ def test_a_kill_during_the_owed_validation_does_not_record_it_twice(
     monkeypatch.setattr(train_module, "save_checkpoint", real_save)
     train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     _same_records(run_metrics(tmp_path / "straight"), run_metrics(run))
+
+
+def _scripted_validation(monkeypatch: pytest.MonkeyPatch, losses: list[float]) -> None:
+    """Every validation scores BLEU 0.0 (a young model's) and the next of ``losses``."""
+    import nmt.train as train_module
+
+    left = iter(losses)
+    monkeypatch.setattr(train_module, "validation_bleu", lambda *a, **k: 0.0)
+    monkeypatch.setattr(train_module, "validation_loss", lambda *a, **k: next(left))
+
+
+TIES = [5.0, 4.0, 4.5, 3.0, 3.5, 3.6]  # one score (BLEU 0.0) for all; the loss is best at step 4
+TIED = ("train.eval_every=1", "train.max_steps=10", "train.patience=2")
+
+
+def test_a_tied_score_goes_to_the_lower_validation_loss(
+    tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While BLEU is 0.00 at every validation, best.pt follows the validation loss and the
+    early-stopping count restarts with each lower loss (before: best.pt stayed at the first
+    validation and every tie counted as a failure, so this run stopped at step 3)."""
+    _scripted_validation(monkeypatch, TIES)
+    run = tmp_path / "r"
+    result = train(tiny_config("gru", *TIED), run, data_dir=tiny_data_dir, log=lambda s: None)
+    assert (result.progress.step, result.progress.best_step) == (6, 4)
+    assert result.progress.stop_reason.startswith("early stopping")
+    best = load_checkpoint(run / "checkpoints" / "best.pt")["progress"]
+    assert (best["step"], best["best_loss"]) == (4, 3.0)
+
+
+@pytest.mark.parametrize("checkpoint", ["as saved", "from before best_loss"])
+def test_the_tie_break_survives_a_resume(
+    checkpoint: str, tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted at step 5 (after the best validation, at step 4), then resumed: the loss
+    that breaks ties comes back from last.pt, or, for a checkpoint written before it was
+    saved, from the validation line of its best step in metrics.jsonl. Without it, step 5's
+    higher loss (3.5) would beat an unknown one and take best.pt."""
+    from nmt.checkpoint import save_checkpoint
+
+    class StopAt5(StopFlag):
+        def check(self, step: int) -> bool:
+            return step >= 5
+
+    _scripted_validation(monkeypatch, TIES)
+    run = tmp_path / "r"
+    cfg = tiny_config("gru", *TIED)
+    first = train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, stop=StopAt5())
+    assert (first.progress.step, first.progress.best_loss) == (5, 3.0)
+    if checkpoint == "from before best_loss":
+        path = run / "checkpoints" / "last.pt"
+        payload = load_checkpoint(path)
+        del payload["progress"]["best_loss"]
+        save_checkpoint(path, payload)
+    result = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
+    assert (result.progress.step, result.progress.best_step) == (6, 4)
+    assert load_checkpoint(run / "checkpoints" / "best.pt")["progress"]["step"] == 4
