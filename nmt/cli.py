@@ -178,8 +178,10 @@ def train(
                    "that ended it with --set (train.epochs, train.max_steps, train.max_minutes "
                    "or train.patience)")
         return
-    typer.echo(f"loss {result.train_loss:.3f} (per-token CE), "
-               f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}")
+    # this invocation's figures: a resumed run's earlier steps are not in them
+    typer.echo(f"train loss {result.train_loss:.3f} (per-token CE) and "
+               f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}, over steps "
+               f"{result.first_step}-{p.step} (this invocation)")
     if result.signal:  # stopped by a signal, last.pt saved: say so to shells and schedulers
         raise typer.Exit(128 + result.signal)
 

@@ -91,10 +91,13 @@ class Progress:
 class TrainResult:
     run_dir: Path
     progress: Progress
-    train_loss: float  # per-token cross-entropy (no label smoothing), this invocation, all ranks
+    # per-token cross-entropy (no label smoothing) of this invocation's steps (first_step to
+    # progress.step; a resumed run's earlier steps are not in it), all ranks
+    train_loss: float
     tokens_per_sec: float
     device: str
     tokens: int = 0  # target tokens trained on in this invocation, all ranks
+    first_step: int = 1  # the first step this invocation took
     main: bool = True  # rank 0 (the process that reports)
     metrics: list[dict[str, Any]] = field(default_factory=list)
     signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
@@ -199,9 +202,9 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         restore(run, state, saved)
         log(f"resuming {run_dir} at step {state.progress.step} (epoch "
             f"{state.progress.epoch + 1}, batch {state.progress.batch_in_epoch})")
-    if dist.main:
-        atomic_write_text(run_dir / "config.toml", cfg.to_toml())
-        if saved is None:
+    if saved is None:  # a new run; a resume writes its config with its first save
+        save_config(run)
+        if dist.main:
             prepared.tokenizer.save(run_dir / "tokenizer")
     run.mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, "
                   f"{count_parameters(model):,} parameters, device {device}, "
@@ -214,6 +217,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     collator = Collator(prepared.splits["train"], truncate=cfg.data.truncate)
     groups = batch_groups(prepared, t, dist, prog.epoch, prog.batch_in_epoch)
     invocation_loss, invocation_tokens = 0.0, 0  # this invocation, this rank
+    first_step = prog.step + 1
     out_of_time = bool(t.max_minutes and prog.elapsed >= 60 * t.max_minutes)  # as saved
     interrupted = False
     run.started = run.last_save = time.perf_counter()  # tokens/s count from the first step
@@ -256,6 +260,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         run_dir=run_dir, progress=prog,
         train_loss=all_reduce_sum(invocation_loss, dist, device) / max(tokens, 1),
         tokens_per_sec=tokens / seconds, device=str(device), tokens=int(tokens),
+        first_step=first_step,
         main=dist.main, metrics=run.mlog.records, signal=stop.signum if interrupted else 0,
     )
 
@@ -294,6 +299,7 @@ class Run:
     elapsed0: float  # training seconds before this invocation (from the checkpoint)
     started: float = field(default_factory=time.perf_counter)
     last_save: float = field(default_factory=time.perf_counter)
+    config_saved: bool = False  # config.toml holds cfg
 
     def clock(self) -> float:
         """Training seconds so far, across resumes."""
@@ -679,6 +685,16 @@ def save(run: Run, state: TrainingState, *names: str) -> None:
         payload["ema"] = state.ema.state_dict()
     for name in names:
         save_checkpoint(run.run_dir / "checkpoints" / f"{name}.pt", payload)
+    save_config(run)
+
+
+def save_config(run: Run) -> None:
+    """Write ``config.toml`` (rank 0), once an invocation: a new run at its start, a resume
+    right after its first checkpoint, so a resume that fails before it saves anything leaves
+    the run's config as it was (and the config always describes ``last.pt``)."""
+    if run.dist.main and not run.config_saved:
+        atomic_write_text(run.run_dir / "config.toml", run.cfg.to_toml())
+    run.config_saved = True
 
 
 def gathered_rng_states(dist: Dist) -> Any:

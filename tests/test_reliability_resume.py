@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import run_metrics
-from test_train import tiny_config
+from conftest import invoke, run_metrics
+from test_train import TINY, tiny_config
 
 from nmt.checkpoint import load_checkpoint
 from nmt.train import INTERRUPTED, StopFlag, TrainResult, train
@@ -174,3 +174,49 @@ def test_the_tie_break_survives_a_resume(
     result = train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     assert (result.progress.step, result.progress.best_step) == (6, 4)
     assert load_checkpoint(run / "checkpoints" / "best.pt")["progress"]["step"] == 4
+
+
+def _cli_args(runs: Path, data: Path) -> list[str]:
+    return ["train", "--runs-dir", str(runs), "--data-dir", str(data), "--run-name", "r"]
+
+
+def _sets(*extra: str) -> list[str]:
+    return [x for s in [*TINY, *extra] for x in ("--set", s)]
+
+
+@pytest.mark.parametrize("failure", [
+    "non-finite loss",
+    pytest.param("full disk", marks=pytest.mark.skipif(not Path("/dev/full").exists(),
+                                                       reason="needs /dev/full"))])
+def test_a_failed_resume_leaves_the_run_config_as_it_was(
+    failure: str, tiny_data_dir: Path, tmp_path: Path
+) -> None:
+    """--resume --set ... that fails before it saves a checkpoint (a loss that overflows within
+    a few steps, before the first validation is due; the disk full when train.log gets its
+    first line) leaves config.toml as it was, so it still describes last.pt (before: rewritten
+    with the new settings first). A resume that saves records its settings."""
+    runs = tmp_path / "runs"
+    code, out, err = invoke(*_cli_args(runs, tiny_data_dir), "--config", "configs/demo.toml",
+                            *_sets("model.arch=gru", "train.max_steps=2", "train.threads=1"))
+    assert code == 0 and "over steps 1-2 (this invocation)" in out, out + err
+    config = (runs / "r" / "config.toml").read_bytes()
+    change = ["train.max_steps=9"]
+    with pytest.MonkeyPatch.context() as mp:
+        if failure == "non-finite loss":
+            change += ["train.lr=1e38", "train.clip_norm=0"]
+        else:
+            from test_reliability_runs import _enospc_after
+
+            _enospc_after(mp, "train.log", 0)
+        code, _, err = invoke(*_cli_args(runs, tiny_data_dir), "--resume",
+                              *[x for s in change for x in ("--set", s)])
+    assert code == 1 and "Traceback" not in err, err
+    assert ("error: non-finite loss at step " if failure == "non-finite loss" else
+            f"error: {runs}/r/train.log: cannot write (No space left on device)"
+            ) in err.splitlines()[-1], err
+    assert (runs / "r" / "config.toml").read_bytes() == config
+    code, out, err = invoke(*_cli_args(runs, tiny_data_dir), "--resume",
+                            "--set", "train.max_steps=4")
+    # the loss printed is this invocation's, and says so (the run's first steps are not in it)
+    assert code == 0 and "over steps 3-4 (this invocation)" in out, out + err
+    assert "max_steps = 4\n" in (runs / "r" / "config.toml").read_text()  # saved: recorded
