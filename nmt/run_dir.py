@@ -111,6 +111,19 @@ def config_for_resume(run_dir: Path, overrides: list[str],
     return cfg
 
 
+def run_config(run_dir: Path, trained: Config) -> Config:
+    """The config a command that uses one of ``run_dir``'s checkpoints (trained with
+    ``trained``) works with: the run's ``config.toml``, so that a hand edit of its ``[train]``
+    or ``[decode]`` takes effect (as on ``--resume``); its ``[data]`` and ``[model]`` must be
+    those the checkpoint was trained with."""
+    path = run_dir / "config.toml"
+    cfg = load_config(path)
+    change = frozen_change(cfg, trained, when="after training")
+    if change is not None:
+        raise ConfigError(f"{path}: {change[1]}")
+    return cfg
+
+
 def checkpoint_config(path: Path) -> Config:
     """The config a checkpoint was trained with (a one-line error when it has none valid)."""
     payload = load_checkpoint(path)
@@ -120,7 +133,8 @@ def checkpoint_config(path: Path) -> Config:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
 
 
-def frozen_change(cfg: Config, trained: Config) -> tuple[str, str] | None:
+def frozen_change(cfg: Config, trained: Config,
+                  when: str = "on --resume") -> tuple[str, str] | None:
     """The first key (``section.name``) of a section that cannot change on resume whose value in
     ``cfg`` differs from ``trained``'s, and a message saying so; None when none differs."""
     for section in FROZEN_ON_RESUME:
@@ -128,7 +142,7 @@ def frozen_change(cfg: Config, trained: Config) -> tuple[str, str] | None:
         if new != old:
             key = next(f.name for f in fields(new) if getattr(new, f.name) != getattr(old, f.name))
             return f"{section}.{key}", (
-                f"[{section}] cannot change on --resume ({section}.{key} is "
+                f"[{section}] cannot change {when} ({section}.{key} is "
                 f"{getattr(new, key)!r:.40}, but the checkpoint was trained with "
                 f"{getattr(old, key)!r:.40}); start a new run instead")
     return None

@@ -12,6 +12,7 @@ from conftest import invoke, run_metrics
 from test_train import TINY, tiny_config
 
 from nmt.checkpoint import load_checkpoint
+from nmt.errors import NmtError
 from nmt.train import INTERRUPTED, StopFlag, TrainResult, train
 
 
@@ -220,3 +221,43 @@ def test_a_failed_resume_leaves_the_run_config_as_it_was(
     # the loss printed is this invocation's, and says so (the run's first steps are not in it)
     assert code == 0 and "over steps 3-4 (this invocation)" in out, out + err
     assert "max_steps = 4\n" in (runs / "r" / "config.toml").read_text()  # saved: recorded
+
+
+
+def test_a_run_config_edited_by_hand_follows_one_rule(tiny_data_dir: Path,
+                                                      tmp_path: Path) -> None:
+    """runs/NAME/config.toml edited by hand: its [train] and [decode] take effect (the next
+    --resume trains by the first; translate, bleu and export decode by the second, as
+    validation after a resume does), its [data] and [model] must stay those the checkpoints
+    were trained with, on --resume and in translate alike (before: [decode] edits were
+    ignored by translate while [train] edits were honoured on --resume)."""
+    from nmt.loading import load_run
+    from nmt.run_dir import config_for_resume
+    from nmt.translate import Translator
+
+    run = tmp_path / "r"
+    train(tiny_config("gru", "train.max_steps=2"), run, data_dir=tiny_data_dir,
+          log=lambda s: None)
+    path = run / "config.toml"
+    text = path.read_text()
+    assert "max_steps = 2\n" in text and "max_len_cap = 256\n" in text
+    path.write_text(text.replace("max_steps = 2\n", "max_steps = 3\n").replace(
+        "max_len_cap = 256\n", "max_len_cap = 2\n"))
+
+    loaded = load_run(run, "last")
+    assert loaded.config.decode.max_len_cap == 2
+    assert all(len(x.split()) <= 2 for x in Translator.from_run(loaded).translate(
+        ["I see the big dog.", "They like the small car."]))
+    result = train(config_for_resume(run, []), run, data_dir=tiny_data_dir, resume=True,
+                   log=lambda s: None)
+    assert result.progress.step == 3
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["config"]["decode"][
+        "max_len_cap"] == 2
+
+    path.write_text(path.read_text().replace("dropout = 0.1\n", "dropout = 0.3\n"))
+    code, out, err = invoke("translate", "--run", str(run), "I see the dog.")
+    assert (code, out) == (2, "")
+    assert err == (f"error: {path}: [model] cannot change after training (model.dropout is "
+                   "0.3, but the checkpoint was trained with 0.1); start a new run instead\n")
+    with pytest.raises(NmtError, match=r"config.toml: \[model\] cannot change on --resume"):
+        config_for_resume(run, [])
