@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nmt.config import load_config
-from nmt.errors import CheckpointError, NmtError
+from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.run_dir import check_run_name, config_for_resume
 from nmt.train import INTERRUPTED, Display, TrainResult, train
 
@@ -23,15 +23,19 @@ class TerminalDisplay(Display):
         self.log = log
         self.bar: Any = None  # made at the first step: ranks other than 0 never show one
         self.epoch = -1
+        off = os.environ.get("NMT_NO_PROGRESS", "")
+        if off not in ("", "0", "1"):
+            raise ConfigError(f"NMT_NO_PROGRESS={off!r:.40}: expected 1 (a line every log_every "
+                              "steps instead of a progress bar) or 0")
+        self.off = off == "1"
 
     def step(self, epoch: int, step_in_epoch: int, steps_in_epoch: int,
              record: dict[str, Any] | None) -> None:
         if self.bar is None:
             from tqdm import tqdm
 
-            off = os.environ.get("NMT_NO_PROGRESS") == "1"
             self.bar = tqdm(total=0, unit="step", dynamic_ncols=True, leave=False,
-                            disable=True if off else None)  # None: off unless a terminal
+                            disable=True if self.off else None)  # None: off unless a terminal
         if epoch != self.epoch:
             self.epoch = epoch
             self.bar.reset(total=steps_in_epoch)

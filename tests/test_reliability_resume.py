@@ -261,3 +261,41 @@ def test_a_run_config_edited_by_hand_follows_one_rule(tiny_data_dir: Path,
                    "0.3, but the checkpoint was trained with 0.1); start a new run instead\n")
     with pytest.raises(NmtError, match=r"config.toml: \[model\] cannot change on --resume"):
         config_for_resume(run, [])
+
+
+LAUNCHER = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+ENVIRONMENT = [  # variables set (the launcher's are unset otherwise), the error they give
+    ({"WORLD_SIZE": "abc"}, "WORLD_SIZE='abc': expected a whole number from 1 to "),
+    ({"WORLD_SIZE": "-2"}, "WORLD_SIZE='-2': expected a whole number from 1 to "),
+    ({"WORLD_SIZE": "2"}, "RANK: not set, but WORLD_SIZE is more than 1 (set by torchrun; "),
+    ({"WORLD_SIZE": "2", "RANK": "2"}, "RANK='2': expected a whole number from 0 to 1 "),
+    ({"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "first"}, "LOCAL_RANK='first': expected "),
+    ({"WORLD_SIZE": "2", "RANK": "1"}, "MASTER_ADDR: not set, but WORLD_SIZE is more than 1"),
+    ({"WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": "localhost", "MASTER_PORT": "http"},
+     "MASTER_PORT='http': expected a whole number from 1 to 65535 "),
+    ({"NMT_NO_PROGRESS": "yes"}, "NMT_NO_PROGRESS='yes': expected 1 (a line every log_every "),
+    ({"NMT_CORPUS_SHA256": "abc"}, "NMT_CORPUS_SHA256='abc': expected a SHA-256 digest "),
+]
+
+
+@pytest.mark.parametrize(("env", "message"), ENVIRONMENT,
+                         ids=[" ".join(f"{k}={v}" for k, v in e.items()) for e, _ in ENVIRONMENT])
+def test_environment_variables_are_checked_and_named(
+    env: dict[str, str], message: str, tiny_data_dir: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every environment variable nmt reads that holds something else than it expects is a
+    one-line error naming it, before anything is trained or written (before: `WORLD_SIZE=abc`
+    was a ValueError traceback, `WORLD_SIZE=2` without `RANK` a KeyError)."""
+    for name in LAUNCHER:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    runs = tmp_path / "runs"
+    code, out, err = invoke(*_cli_args(runs, tiny_data_dir), "--config", "configs/demo.toml",
+                            *_sets("train.max_steps=1"))
+    assert code in (1, 2) and "Traceback" not in err, err
+    assert err.splitlines()[-1].startswith(f"error: {message}"), err
+    assert not (runs / "r").exists() or not any((runs / "r").iterdir())

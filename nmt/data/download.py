@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import tempfile
 import urllib.error
@@ -48,7 +49,11 @@ def default_data_dir() -> Path:
 def expected_digest() -> str:
     """SHA-256 the text file must have: ``$NMT_CORPUS_SHA256`` (another corpus version, test
     corpora) or the published digest."""
-    return os.environ.get("NMT_CORPUS_SHA256") or CORPUS_SHA256
+    digest = os.environ.get("NMT_CORPUS_SHA256") or CORPUS_SHA256
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", digest):
+        raise DataError(f"NMT_CORPUS_SHA256={digest!r:.80}: expected a SHA-256 digest (64 "
+                        "hexadecimal digits), or unset it for the published corpus")
+    return digest.lower()
 
 
 def corpus_path(data_dir: Path) -> Path:
