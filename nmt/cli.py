@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -593,6 +595,16 @@ def main() -> None:
         _main()
     finally:
         _drop_unwritable_stdout()
+        _quiet_interrupt_at_exit()
+
+
+def _quiet_interrupt_at_exit() -> None:
+    """From here on only the interpreter's clean-up runs (the atexit callbacks of torch, tqdm,
+    matplotlib, logging, ...): a Ctrl-C now ends the process at once with status 130, as one
+    during the command does, instead of Python's ``Exception ignored in atexit callback``
+    traceback and the command's own status."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda signum, frame: os._exit(128 + signum))
 
 
 def _drop_unwritable_stdout() -> None:

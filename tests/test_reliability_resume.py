@@ -3,6 +3,10 @@ ties between validations, the config a resume writes, launcher variables, Ctrl-C
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,8 @@ from test_train import TINY, tiny_config
 from nmt.checkpoint import load_checkpoint
 from nmt.errors import NmtError
 from nmt.train import INTERRUPTED, StopFlag, TrainResult, train
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class StopAfterOneStep(StopFlag):
@@ -299,3 +305,28 @@ def test_environment_variables_are_checked_and_named(
     assert code in (1, 2) and "Traceback" not in err, err
     assert err.splitlines()[-1].startswith(f"error: {message}"), err
     assert not (runs / "r").exists() or not any((runs / "r").iterdir())
+
+
+def test_ctrl_c_during_the_clean_up_at_exit_ends_quietly_with_130(tmp_path: Path) -> None:
+    """A Ctrl-C that lands while the interpreter runs its atexit callbacks (torch's, tqdm's,
+    matplotlib's, ...) after a command ends it at once with status 130, printing nothing
+    (before: Python's `Exception ignored in atexit callback` traceback, and status 0). The
+    callback here is the test's own, which sends the SIGINT itself."""
+    script = textwrap.dedent("""
+        import atexit, os, signal, sys, time
+        from nmt.cli import main
+
+        def clean_up():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(60)
+            print("clean-up finished", file=sys.stderr)
+
+        atexit.register(clean_up)
+        sys.argv = ["nmt", "runs", "--runs-dir", sys.argv[1]]
+        main()
+    """)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (130, ""), proc.stderr
+    assert proc.stdout == f"no runs in {tmp_path}\n"
