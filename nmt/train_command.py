@@ -73,7 +73,15 @@ def write_plots(run_dir: Path) -> None:
 
 
 def default_run_name(config_path: Path | None) -> str:
-    return config_path.stem if config_path is not None else "run"
+    """The run's name when ``--run-name`` gives none: its config file's (``configs/demo.toml``:
+    ``demo``), which must make a directory name (an error names ``--config`` when not)."""
+    if config_path is None:
+        return "run"
+    try:
+        return check_run_name(config_path.stem)
+    except NmtError:
+        raise NmtError(f"--config {config_path}: the file's name {config_path.stem!r} cannot "
+                       "name the run's directory; choose one with --run-name") from None
 
 
 def run_train_command(
@@ -82,7 +90,7 @@ def run_train_command(
 ) -> TrainResult:
     """What ``nmt train`` does: resolve config and run directory, train with a progress bar,
     then draw the curves of a run that was not interrupted."""
-    name = check_run_name(default_run_name(config_path) if run_name is None else run_name)
+    name = default_run_name(config_path) if run_name is None else check_run_name(run_name)
     run_dir = runs_dir / name
     if resume:
         if not (run_dir / "config.toml").is_file():

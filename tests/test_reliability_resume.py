@@ -330,3 +330,23 @@ def test_ctrl_c_during_the_clean_up_at_exit_ends_quietly_with_130(tmp_path: Path
                           capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stderr) == (130, ""), proc.stderr
     assert proc.stdout == f"no runs in {tmp_path}\n"
+
+
+def test_a_config_name_that_cannot_name_a_run_is_blamed_on_config(
+    tiny_data_dir: Path, tmp_path: Path
+) -> None:
+    """A config file whose name is not valid UTF-8 (or is otherwise no directory name) names
+    the run by default: the error names --config, not the --run-name that was not given."""
+    config = tmp_path / os.fsdecode(b"demo\xff.toml")
+    config.write_bytes((ROOT / "configs" / "demo.toml").read_bytes())
+    runs = tmp_path / "runs"
+    args = ["train", "--runs-dir", str(runs), "--data-dir", str(tiny_data_dir),
+            "--config", str(config)]
+    code, out, err = invoke(*args, *_sets("train.max_steps=1"))
+    shown = str(config).replace("\udcff", "\\udcff")  # as stderr writes it
+    assert code == 1 and err == (f"error: --config {shown}: the file's name 'demo\\udcff' "
+                                 "cannot name the run's directory; choose one with "
+                                 "--run-name\n"), err
+    assert not runs.exists()
+    code, out, err = invoke(*args, "--run-name", "x", "--set", "train.lrr=1")  # the file is read
+    assert code == 2 and "unknown key train.lrr" in err, err
