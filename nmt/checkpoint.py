@@ -203,7 +203,8 @@ class Field:
             return f"expected {self.kind.__name__}, got {type(value).__name__}"
         if self.kind not in (int, float):
             return ""
-        if not math.isfinite(value) and not value == self.least == -math.inf:
+        if not math.isfinite(value) and not (value == self.least == -math.inf
+                                             or value == self.most == math.inf):
             return f"expected a finite number, got {value!r}"
         if value < self.least:
             return f"expected at least {self.least}, got {value!r:.40}"
@@ -237,6 +238,7 @@ PROGRESS_FIELDS: dict[str, Field] = {
     "tokens": COUNT,
     "elapsed": Field(float, 0.0, FINITE),
     "best_score": Field(float, -math.inf, FINITE),  # -inf: nothing scored yet
+    "best_loss": Field(float, 0.0, math.inf),  # inf: no validation loss yet
     "best_step": COUNT,
     "evals_since_best": COUNT,
     "last_eval_step": Field(int, -1, 2**62),  # -1: no validation yet

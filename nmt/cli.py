@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -188,8 +190,10 @@ def train(
                    "that ended it with --set (train.epochs, train.max_steps, train.max_minutes "
                    "or train.patience)")
         return
-    typer.echo(f"loss {result.train_loss:.3f} (per-token CE), "
-               f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}")
+    # this invocation's figures: a resumed run's earlier steps are not in them
+    typer.echo(f"train loss {result.train_loss:.3f} (per-token CE) and "
+               f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}, over steps "
+               f"{result.first_step}-{p.step} (this invocation)")
     if result.signal:  # stopped by a signal, last.pt saved: say so to shells and schedulers
         raise typer.Exit(128 + result.signal)
 
@@ -640,6 +644,16 @@ def main() -> None:
         _main()
     finally:
         _drop_unwritable_stdout()
+        _quiet_interrupt_at_exit()
+
+
+def _quiet_interrupt_at_exit() -> None:
+    """From here on only the interpreter's clean-up runs (the atexit callbacks of torch, tqdm,
+    matplotlib, logging, ...): a Ctrl-C now ends the process at once with status 130, as one
+    during the command does, instead of Python's ``Exception ignored in atexit callback``
+    traceback and the command's own status."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda signum, frame: os._exit(128 + signum))
 
 
 def _hold_closed_standard_streams() -> None:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
+from nmt.errors import ConfigError, NmtError, first_line
+
 
 @dataclass(frozen=True)
 class Dist:
@@ -23,20 +25,61 @@ class Dist:
         return self.rank == 0
 
 
+LAUNCHER = "set by torchrun; launch with `torchrun --nproc_per_node N -m nmt train ...`"
+
+
+def launcher_variable(name: str) -> str:
+    """The environment variable ``name``, which a run of several processes needs (a one-line
+    error naming it when it is unset or empty)."""
+    text = os.environ.get(name)
+    if not text:
+        raise ConfigError(f"{name}: not set, but WORLD_SIZE is more than 1 ({LAUNCHER})")
+    return text
+
+
+def launcher_int(name: str, default: int | None, least: int, most: int) -> int:
+    """The whole number in the environment variable ``name`` (``default`` when unset or empty;
+    None: it must be set), from ``least`` to ``most``, or a one-line error naming the
+    variable."""
+    text = os.environ.get(name, "")
+    if not text and default is not None:
+        return default
+    text = text or launcher_variable(name)  # unset: an error
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if not least <= value <= most:
+        raise ConfigError(f"{name}={text!r:.40}: expected a whole number from {least} to {most} "
+                          f"({LAUNCHER})")
+    return value
+
+
 def init_distributed(device_name: str) -> Dist:
-    """Join the process group when launched by ``torchrun`` (WORLD_SIZE > 1)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
+    """Join the process group when launched by ``torchrun`` (WORLD_SIZE > 1), checking the
+    launcher's variables first."""
+    world = launcher_int("WORLD_SIZE", 1, 1, 2**31 - 1)
+    if world == 1:
         return Dist()
     import torch.distributed as dist
 
-    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    rank = launcher_int("RANK", None, 0, world - 1)
+    local = launcher_int("LOCAL_RANK", 0, 0, world - 1)
     use_cuda = device_name != "cpu" and torch.cuda.is_available()
     if use_cuda:
+        if local >= torch.cuda.device_count():
+            raise ConfigError(f"LOCAL_RANK={local}: this machine has {torch.cuda.device_count()} "
+                              f"GPU(s) ({LAUNCHER})")
         torch.cuda.set_device(local)
     owns = not dist.is_initialized()
     if owns:
-        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+        address = launcher_variable("MASTER_ADDR")  # where torch's rendezvous meets
+        port = launcher_int("MASTER_PORT", None, 1, 65535)
+        try:
+            dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+        except (RuntimeError, ValueError) as e:
+            raise NmtError(f"MASTER_ADDR={address}, MASTER_PORT={port}: cannot join the "
+                           f"processes of the run ({first_line(e)})") from None
     return Dist(rank, world, local, owns)
 
 

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from nmt.checkpoint import check_dense, check_tokenizer, load_checkpoint
-from nmt.config import Config, from_dict, load_config
+from nmt.config import Config, from_dict
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
+from nmt.run_dir import run_config
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -95,7 +96,7 @@ def load_run(
     except (KeyError, TypeError, ConfigError) as e:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
     if (run_dir / "config.toml").is_file() and run_dir / "checkpoints" in path.parents:
-        load_config(run_dir / "config.toml")  # a hand-edited, broken config is reported early
+        cfg = run_config(run_dir, cfg)  # a hand edit of its [decode] counts, as on --resume
     tokenizer = run_tokenizer(run_dir)
     check_tokenizer(path, vocab, tokenizer, f"{run_dir}/tokenizer")
     weights, kind = payload["model"], "trained"

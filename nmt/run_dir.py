@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import os
 import shutil
 import time
@@ -208,6 +209,19 @@ def config_for_resume(run_dir: Path, overrides: list[str],
     return cfg
 
 
+def run_config(run_dir: Path, trained: Config) -> Config:
+    """The config a command that uses one of ``run_dir``'s checkpoints (trained with
+    ``trained``) works with: the run's ``config.toml``, so that a hand edit of its ``[train]``
+    or ``[decode]`` takes effect (as on ``--resume``); its ``[data]`` and ``[model]`` must be
+    those the checkpoint was trained with."""
+    path = run_dir / "config.toml"
+    cfg = load_config(path)
+    change = frozen_change(cfg, trained, when="after training")
+    if change is not None:
+        raise ConfigError(f"{path}: {change[1]}")
+    return cfg
+
+
 def checkpoint_config(path: Path) -> Config:
     """The config a checkpoint was trained with (a one-line error when it has none valid)."""
     payload = load_checkpoint(path)
@@ -217,7 +231,8 @@ def checkpoint_config(path: Path) -> Config:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
 
 
-def frozen_change(cfg: Config, trained: Config) -> tuple[str, str] | None:
+def frozen_change(cfg: Config, trained: Config,
+                  when: str = "on --resume") -> tuple[str, str] | None:
     """The first key (``section.name``) of a section that cannot change on resume whose value in
     ``cfg`` differs from ``trained``'s, and a message saying so; None when none differs."""
     for section in FROZEN_ON_RESUME:
@@ -225,21 +240,36 @@ def frozen_change(cfg: Config, trained: Config) -> tuple[str, str] | None:
         if new != old:
             key = next(f.name for f in fields(new) if getattr(new, f.name) != getattr(old, f.name))
             return f"{section}.{key}", (
-                f"[{section}] cannot change on --resume ({section}.{key} is "
+                f"[{section}] cannot change {when} ({section}.{key} is "
                 f"{getattr(new, key)!r:.40}, but the checkpoint was trained with "
                 f"{getattr(old, key)!r:.40}); start a new run instead")
     return None
 
 
+def validation_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The validation lines of ``metrics.jsonl`` (none when it is missing)."""
+    if not (run_dir / "metrics.jsonl").is_file():
+        return []
+    from nmt.plot import read_metrics
+
+    return [r for r in read_metrics(run_dir) if "valid_loss" in r]
+
+
 def last_valid_step(run_dir: Path, up_to: int) -> int:
     """The step of the last validation line in ``metrics.jsonl`` at or before ``up_to`` (-1:
     none): what a checkpoint written before ``Progress.last_eval_step`` existed leaves out."""
-    if not (run_dir / "metrics.jsonl").is_file():
-        return -1
-    from nmt.plot import read_metrics
+    return max((r["step"] for r in validation_records(run_dir) if r["step"] <= up_to),
+               default=-1)
 
-    return max((r["step"] for r in read_metrics(run_dir)
-                if "valid_loss" in r and r["step"] <= up_to), default=-1)
+
+def valid_loss_at(run_dir: Path, step: int) -> float:
+    """The validation loss ``metrics.jsonl`` records at ``step`` (infinite: none): what a
+    checkpoint written before ``Progress.best_loss`` existed leaves out."""
+    losses = [r["valid_loss"] for r in validation_records(run_dir) if r["step"] == step]
+    last = losses[-1] if losses else None
+    if isinstance(last, (int, float)) and not isinstance(last, bool) and math.isfinite(last):
+        return float(last)
+    return math.inf
 
 
 def check_run_name(name: str) -> str:
@@ -271,8 +301,11 @@ class MetricsLog:
         if self.enabled:
             append_text(self.log_path, time.strftime("%Y-%m-%d %H:%M:%S ") + line + "\n")
 
-    def truncate_after(self, step: int) -> None:
-        """On resume, drop metric lines written after the checkpoint (they will be redone)."""
+    def truncate_after(self, step: int, validated: int | None = None) -> None:
+        """On resume, drop the metric lines the checkpoint does not account for (they will be
+        redone): those after its ``step``, and validation lines after ``validated``, its
+        latest validation (one owed by an interruption is done again on resume)."""
+        validated = step if validated is None else validated
         if not (self.enabled and self.metrics_path.is_file()):
             return
         from nmt.plot import metric_record
@@ -281,7 +314,7 @@ class MetricsLog:
         text = self.metrics_path.read_text(encoding="utf-8", errors="replace")
         for line in text.splitlines():
             rec = metric_record(line)  # None: a line cut by a crash (or not a record at all)
-            if rec is not None and rec["step"] <= step:
+            if rec is not None and rec["step"] <= (validated if "valid_loss" in rec else step):
                 keep.append(line)
         atomic_write_text(self.metrics_path, "".join(k + "\n" for k in keep))
 

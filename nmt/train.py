@@ -4,7 +4,9 @@
 and its optimizer (or all of their state from ``last.pt`` with ``--resume``). Then one
 optimizer step after another: batch -> loss -> backward -> step -> maybe validate (which
 saves) -> maybe stop. :func:`stop_reason` holds every rule that ends a run; a run that ends
-other than by a signal is validated and saved a last time.
+other than by a signal is validated and saved a last time. A signal saves ``last.pt`` at once;
+a validation due at that step is done by the resume before its first step
+(:func:`validation_owed`), so an interrupted and resumed run is the uninterrupted one.
 
 It runs on the CPU, one GPU (bf16 autocast) or several GPUs under ``torchrun``
 (DistributedDataParallel; only rank 0 writes files, and only decisions all ranks share end
@@ -69,6 +71,7 @@ from nmt.run_dir import (
     no_empty_run_dir_left,
     run_lock,
     start_run_dir,
+    valid_loss_at,
 )
 
 
@@ -82,6 +85,7 @@ class Progress:
     tokens: int = 0  # target tokens trained on
     elapsed: float = 0.0  # training seconds (wall clock, across resumes)
     best_score: float = -math.inf  # best validation score (BLEU, or -loss when BLEU is off)
+    best_loss: float = math.inf  # validation loss at best_step: breaks ties of best_score
     best_step: int = 0
     evals_since_best: int = 0
     last_eval_step: int = -1  # step of the latest validation (-1: none yet)
@@ -98,10 +102,13 @@ class Progress:
 class TrainResult:
     run_dir: Path
     progress: Progress
-    train_loss: float  # per-token cross-entropy (no label smoothing), this invocation, all ranks
+    # per-token cross-entropy (no label smoothing) of this invocation's steps (first_step to
+    # progress.step; a resumed run's earlier steps are not in it), all ranks
+    train_loss: float
     tokens_per_sec: float
     device: str
     tokens: int = 0  # target tokens trained on in this invocation, all ranks
+    first_step: int = 1  # the first step this invocation took
     main: bool = True  # rank 0 (the process that reports)
     metrics: list[dict[str, Any]] = field(default_factory=list)
     signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
@@ -208,9 +215,9 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         restore(run, state, saved)
         log(f"resuming {run_dir} at step {state.progress.step} (epoch "
             f"{state.progress.epoch + 1}, batch {state.progress.batch_in_epoch})")
-    if dist.main:
-        atomic_write_text(run_dir / "config.toml", cfg.to_toml())
-        if saved is None:
+    if saved is None:  # a new run; a resume writes its config with its first save
+        save_config(run)
+        if dist.main:
             prepared.tokenizer.save(run_dir / "tokenizer")
             if prepared.identity:  # nmt bleu scores the run on this data only
                 write_record(run_dir, prepared.identity)
@@ -220,9 +227,12 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     forward = training_forward(model, t, dist, device)
 
     prog = state.progress
+    if validation_owed(run, prog):
+        validate(run, state)
     collator = Collator(prepared.splits["train"], truncate=cfg.data.truncate)
     groups = batch_groups(prepared, t, dist, prog.epoch, prog.batch_in_epoch)
     invocation_loss, invocation_tokens = 0.0, 0  # this invocation, this rank
+    first_step = prog.step + 1
     out_of_time = bool(t.max_minutes and prog.elapsed >= 60 * t.max_minutes)  # as saved
     interrupted = False
     run.started = run.last_save = time.perf_counter()  # tokens/s count from the first step
@@ -247,8 +257,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
             record = account(run, state, loss, n_tokens, invocation_tokens)
             display.step(epoch, -(-done // t.accum_steps), -(-n_batches // t.accum_steps),
                          record)
-            due = prog.step % t.eval_every == 0 if t.eval_every else done == n_batches
-            if due and not interrupted:
+            if validation_due(t, prog) and not interrupted:  # else owed: done on --resume
                 validate(run, state)
     display.close()
 
@@ -266,6 +275,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         run_dir=run_dir, progress=prog,
         train_loss=all_reduce_sum(invocation_loss, dist, device) / max(tokens, 1),
         tokens_per_sec=tokens / seconds, device=str(device), tokens=int(tokens),
+        first_step=first_step,
         main=dist.main, metrics=run.mlog.records, signal=stop.signum if interrupted else 0,
     )
 
@@ -304,6 +314,7 @@ class Run:
     elapsed0: float  # training seconds before this invocation (from the checkpoint)
     started: float = field(default_factory=time.perf_counter)
     last_save: float = field(default_factory=time.perf_counter)
+    config_saved: bool = False  # config.toml holds cfg
 
     def clock(self) -> float:
         """Training seconds so far, across resumes."""
@@ -386,8 +397,11 @@ def restore(run: Run, state: TrainingState, saved: dict[str, Any]) -> None:
             else:  # a run started without an average starts one from its weights now
                 state.ema = ExponentialMovingAverage(state.model, t.ema_decay)
         prog = state.progress = Progress(**saved["progress"])
-        if "last_eval_step" not in saved["progress"]:  # written before the field existed
+        # fields a checkpoint written before they existed leaves out, from metrics.jsonl
+        if "last_eval_step" not in saved["progress"]:
             prog.last_eval_step = last_valid_step(run.run_dir, prog.step)
+        if "best_loss" not in saved["progress"] and prog.best_step:
+            prog.best_loss = valid_loss_at(run.run_dir, prog.best_step)
         rng = saved["rng"]
         set_rng_state(rng[run.dist.rank] if isinstance(rng, list) else rng)
     except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as e:
@@ -398,7 +412,7 @@ def restore(run: Run, state: TrainingState, saved: dict[str, Any]) -> None:
         prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0  # saved at an epoch's end (older)
     prog.finished, prog.stop_reason = False, ""  # new limits (--set) may allow more steps
     run.elapsed0 = prog.elapsed
-    run.mlog.truncate_after(prog.step)
+    run.mlog.truncate_after(prog.step, prog.last_eval_step)
 
 
 def training_forward(model: nn.Module, t: TrainConfig, dist: Dist,
@@ -553,6 +567,21 @@ def non_finite_loss(run: Run, step: int) -> NmtError:
 INTERRUPTED = "interrupted"
 
 
+def validation_due(t: TrainConfig, prog: Progress) -> bool:
+    """Whether the step just taken (``prog.step``) is one to validate: every ``eval_every``
+    steps, or at the end of each epoch when it is 0."""
+    return prog.step % t.eval_every == 0 if t.eval_every else prog.batch_in_epoch == 0
+
+
+def validation_owed(run: Run, prog: Progress) -> bool:
+    """Whether ``last.pt`` was saved at a step due for validation without it: an interruption
+    saves at once and leaves that validation to the resume, which does it before its first
+    step, so the validations, the early-stopping count and ``best.pt`` are those of a run that
+    was never interrupted."""
+    return (bool(run.valid_batches) and 0 < prog.step != prog.last_eval_step
+            and validation_due(run.cfg.train, prog))
+
+
 def stop_reason(t: TrainConfig, prog: Progress, out_of_time: bool, interrupted: bool) -> str:
     """Why training ends now, or "" to go on: every rule that ends a run.
 
@@ -623,11 +652,14 @@ def validate(run: Run, state: TrainingState) -> None:
             save(run, state, "last")
         return
     score = bleu if bleu is not None else -(vloss or 0.0)
+    loss = vloss if vloss is not None and math.isfinite(vloss) else math.inf
     run.mlog.metric({"step": prog.step, "epoch": epoch_label(prog), "valid_loss": vloss,
                      "valid_bleu": bleu})
-    improved = score > prog.best_score
+    # an equal score (BLEU is 0.00 for a while early on) is better when its loss is lower
+    improved = score > prog.best_score or (score == prog.best_score and loss < prog.best_loss)
     if improved:
-        prog.best_score, prog.best_step, prog.evals_since_best = score, prog.step, 0
+        prog.best_score, prog.best_loss, prog.best_step = score, loss, prog.step
+        prog.evals_since_best = 0
     else:
         prog.evals_since_best += 1
     line = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"
@@ -679,6 +711,16 @@ def save(run: Run, state: TrainingState, *names: str) -> None:
         payload["ema"] = state.ema.state_dict()
     for name in names:
         save_checkpoint(run.run_dir / "checkpoints" / f"{name}.pt", payload)
+    save_config(run)
+
+
+def save_config(run: Run) -> None:
+    """Write ``config.toml`` (rank 0), once an invocation: a new run at its start, a resume
+    right after its first checkpoint, so a resume that fails before it saves anything leaves
+    the run's config as it was (and the config always describes ``last.pt``)."""
+    if run.dist.main and not run.config_saved:
+        atomic_write_text(run.run_dir / "config.toml", run.cfg.to_toml())
+    run.config_saved = True
 
 
 def gathered_rng_states(dist: Dist) -> Any:

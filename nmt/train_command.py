@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nmt.config import load_config
-from nmt.errors import CheckpointError, NmtError
+from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.run_dir import check_run_name, config_for_resume
 from nmt.train import INTERRUPTED, Display, TrainResult, train
 
@@ -23,15 +23,19 @@ class TerminalDisplay(Display):
         self.log = log
         self.bar: Any = None  # made at the first step: ranks other than 0 never show one
         self.epoch = -1
+        off = os.environ.get("NMT_NO_PROGRESS", "")
+        if off not in ("", "0", "1"):
+            raise ConfigError(f"NMT_NO_PROGRESS={off!r:.40}: expected 1 (a line every log_every "
+                              "steps instead of a progress bar) or 0")
+        self.off = off == "1"
 
     def step(self, epoch: int, step_in_epoch: int, steps_in_epoch: int,
              record: dict[str, Any] | None) -> None:
         if self.bar is None:
             from tqdm import tqdm
 
-            off = os.environ.get("NMT_NO_PROGRESS") == "1"
             self.bar = tqdm(total=0, unit="step", dynamic_ncols=True, leave=False,
-                            disable=True if off else None)  # None: off unless a terminal
+                            disable=True if self.off else None)  # None: off unless a terminal
         if epoch != self.epoch:
             self.epoch = epoch
             self.bar.reset(total=steps_in_epoch)
@@ -69,7 +73,15 @@ def write_plots(run_dir: Path) -> None:
 
 
 def default_run_name(config_path: Path | None) -> str:
-    return config_path.stem if config_path is not None else "run"
+    """The run's name when ``--run-name`` gives none: its config file's (``configs/demo.toml``:
+    ``demo``), which must make a directory name (an error names ``--config`` when not)."""
+    if config_path is None:
+        return "run"
+    try:
+        return check_run_name(config_path.stem)
+    except NmtError:
+        raise NmtError(f"--config {config_path}: the file's name {config_path.stem!r} cannot "
+                       "name the run's directory; choose one with --run-name") from None
 
 
 def run_train_command(
@@ -78,7 +90,7 @@ def run_train_command(
 ) -> TrainResult:
     """What ``nmt train`` does: resolve config and run directory, train with a progress bar,
     then draw the curves of a run that was not interrupted."""
-    name = check_run_name(default_run_name(config_path) if run_name is None else run_name)
+    name = default_run_name(config_path) if run_name is None else check_run_name(run_name)
     run_dir = runs_dir / name
     if resume:
         if not (run_dir / "config.toml").is_file():

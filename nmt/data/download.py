@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import stat
 import tempfile
 import urllib.error
@@ -88,7 +89,11 @@ def expected_digest(archive: Archive = FRA_ENG) -> str | None:
     corpus version, test corpora) or the published digest; for another pair none."""
     if archive != FRA_ENG:
         return archive.sha256
-    return os.environ.get("NMT_CORPUS_SHA256") or CORPUS_SHA256
+    digest = os.environ.get("NMT_CORPUS_SHA256") or CORPUS_SHA256
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", digest):
+        raise DataError(f"NMT_CORPUS_SHA256={digest!r:.80}: expected a SHA-256 digest (64 "
+                        "hexadecimal digits), or unset it for the published corpus")
+    return digest.lower()
 
 
 def corpus_path(data_dir: Path, archive: Archive = FRA_ENG) -> Path:
