@@ -25,9 +25,9 @@ from test_decode import CPU, TEXTS, TOKENIZER, make_run, src_ids, toy_pairs
 from ties import (
     TIE,
     assert_greedy_equal_up_to_ties,
-    beam_margin,
     greedy_tie_free,
     log_prob,
+    replay_beam,
     sources_of,
 )
 
@@ -189,7 +189,7 @@ def both(run: Path, export: Path, beam: int = 1, alpha: float | None = None,
 def assert_beam_equal_where_no_tie(b: Both, beam: int, alpha: float) -> None:
     """nmt's and CTranslate2's beam search outputs are equal on every source where no two
     scores the search compares are within ties.TIE (most of them)."""
-    decided = [bool(s) and beam_margin(b.ours.model, s, n, beam, alpha)[0] > TIE
+    decided = [bool(s) and replay_beam(b.ours.model, s, n, beam, alpha).margin > TIE
                for s, n in zip(b.sources, b.limits, strict=True)]
     assert sum(decided) >= len(decided) // 2
     assert ([g for g, d in zip(b.got, decided, strict=True) if d]

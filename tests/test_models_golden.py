@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import torch
 from make_golden_models import BEAM, MAX_LEN, PATH, build, eval_outputs, loss_gradients
-from ties import TIE, assert_greedy_equal_up_to_ties, beam_margin
+from ties import TIE, assert_greedy_equal_up_to_ties, replay_beam
 
 GOLDEN: dict[str, Any] = torch.load(PATH, weights_only=True)
 TOL = dict(atol=1e-5, rtol=1e-4)
@@ -44,7 +44,7 @@ def beam_decided(record: dict[str, Any]) -> list[bool]:
     """Per source: whether its golden n-best list is decided by more than a tie (ties.py), so
     that any computation of the model within float noise gives it."""
     model = model_of(record).eval()
-    return [beam_margin(model, src, MAX_LEN, BEAM, 1.0, n_best=BEAM)[0] > TIE
+    return [replay_beam(model, src, MAX_LEN, BEAM, 1.0, n_best=BEAM).margin > TIE
             for src in sources(record)]
 
 

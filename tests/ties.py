@@ -13,15 +13,15 @@ two outputs part at a tie and not elsewhere.
 - :func:`greedy_tie_free`: which sources' greedy outputs no tie can change (to pick inputs for
   comparisons of scores computed from whole outputs, such as BLEU);
 - :func:`log_prob`: the model's log-probability of an output;
-- :func:`beam_margin`: the smallest gap between two scores whose order beam search decides, for
-  comparisons of beam search outputs.
+- :func:`replay_beam`: nmt's beam search of one source, with the smallest gap between two
+  scores whose order it decided, for comparisons of beam search outputs.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -120,18 +120,29 @@ def sources_of(translator: Translator, texts: Sequence[str]) -> list[list[int]]:
             for t in texts]
 
 
+@dataclass
+class BeamReplay:
+    """What :func:`replay_beam` found."""
+
+    margin: float  # the smallest gap between two scores whose order decided the result
+    best: list[int]  # the best output
+    live: list[set[tuple[int, ...]]] = field(default_factory=list)  # live prefixes per step
+    finished: set[tuple[int, ...]] = field(default_factory=set)  # outputs that took <eos>
+
+
 @torch.no_grad()
-def beam_margin(model: EncoderDecoder, src: Sequence[int], limit: int, beam: int,
-                alpha: float, n_best: int = 1) -> tuple[float, list[int]]:
+def replay_beam(model: EncoderDecoder, src: Sequence[int], limit: int, beam: int,
+                alpha: float, n_best: int = 1) -> BeamReplay:
     """Beam search of one source by :func:`nmt.decode.beam_search`'s rules, one full pass per
-    step: the smallest gap between two scores whose order decided the result, and the best
-    output. The decisions: which ``beam`` candidates not ending in ``<eos>`` stay live, whether
-    an ``<eos>`` candidate ranks among the best ``beam`` (and so finishes), which ``beam``
-    finished outputs are kept, when the search stops, and the order of the first ``n_best``. Two
-    computations whose scores differ by less than half of the margin give the same output."""
+    step, noting the smallest gap between two scores whose order decided the result. The
+    decisions: which ``beam`` candidates not ending in ``<eos>`` stay live, whether an ``<eos>``
+    candidate ranks among the best ``beam`` (and so finishes), which ``beam`` finished outputs
+    are kept, when the search stops, and the order of the first ``n_best``. Two computations
+    whose scores differ by less than half of the margin give the same output."""
     k = beam
     live: list[tuple[list[int], float]] = [([], 0.0)]
     done: list[tuple[float, list[int]]] = []  # (normalised score, tokens), best first
+    replay = BeamReplay(math.inf, [])
     margin = math.inf
     for step in range(1, limit + 1):
         logp = _log_probs(model, src, [t for t, _ in live])[:, -1]  # (live, V)
@@ -149,7 +160,9 @@ def beam_margin(model: EncoderDecoder, src: Sequence[int], limit: int, beam: int
                 margin = min(margin, score - cand[k][0] if r < k else cand[k - 1][0] - score)
                 if r < k:
                     done.append((score / length_penalty(step, alpha), live[i][0]))
+                    replay.finished.add(tuple(live[i][0]))
         live = [(live[i][0] + [v], score) for score, i, v in rest[:k]]
+        replay.live.append({tuple(t) for t, _ in live})
         if step == limit:
             done += [(s / length_penalty(step, alpha), t) for t, s in live]
         done.sort(key=lambda d: -d[0])
@@ -163,5 +176,6 @@ def beam_margin(model: EncoderDecoder, src: Sequence[int], limit: int, beam: int
             if bound <= done[k - 1][0]:
                 break
     ranked = [d[0] for d in done[: n_best + 1]]
-    margin = min([margin] + [a - b for a, b in zip(ranked, ranked[1:], strict=False)])
-    return margin, done[0][1]
+    replay.margin = min([margin] + [a - b for a, b in zip(ranked, ranked[1:], strict=False)])
+    replay.best = done[0][1]
+    return replay
