@@ -560,14 +560,31 @@ def test_readme_python_api_lines_run(runs: dict[str, Path], tmp_path: Path,
 
 ARGOS_SCRIPT = """
 import json, sys
-import spacy
+import ctranslate2, sentencepiece, spacy
+made = []  # every CTranslate2 translator Argos Translate opens: its arguments and itself
+real = ctranslate2.Translator
+def recorded(*args, **kwargs):
+    made.append((args, kwargs, real(*args, **kwargs)))
+    return made[-1][2]
+ctranslate2.Translator = recorded
 import argostranslate.package, argostranslate.translate
 argostranslate.package.install_from_path(sys.argv[1])
 [pkg] = [p for p in argostranslate.package.get_installed_packages() if p.from_code == "en"]
 # offline: a rule-based spaCy sentencizer in place of the MiniSBD model Argos would download
 spacy.blank("en").to_disk(pkg.package_path / "spacy")
 sentences = json.loads(sys.argv[2])
-print(json.dumps([argostranslate.translate.translate(s, "en", "fr") for s in sentences]))
+argos = [argostranslate.translate.translate(s, "en", "fr") for s in sentences]
+[(args, kwargs, used)] = made
+# CTranslate2 called directly as Argos Translate calls it, one sentence a call: the same library,
+# the compute type Argos's translator resolved to, the same threads
+direct = real(*args, **{**kwargs, "compute_type": used.compute_type})
+sp = sentencepiece.SentencePieceProcessor(model_file=str(pkg.package_path / "sentencepiece.model"))
+ct2 = [sp.decode(direct.translate_batch([sp.encode(s, out_type=str)], beam_size=4,
+                                        num_hypotheses=1, length_penalty=0.2,
+                                        replace_unknowns=True)[0].hypotheses[0])
+       for s in sentences]
+print(json.dumps({"argos": argos, "ct2": ct2, "compute_type": used.compute_type,
+                  "supported": sorted(ctranslate2.get_supported_compute_types("cpu"))}))
 """
 
 
@@ -577,9 +594,9 @@ def test_argostranslate_installs_and_translates_the_package(runs: dict[str, Path
     """argostranslate, in a virtual environment of its own (build/argos-venv, made on first use:
     a few minutes; CPU torch pinned so its Stanza dependency does not pull a CUDA build),
     installs the package with install_from_path and translates with it as CTranslate2 does
-    when called the way Argos Translate calls it (beam 4, length penalty 0.2)."""
-    import sentencepiece as spm
-
+    when called the way Argos Translate calls it (beam 4, length penalty 0.2), with the
+    compute type Argos chose: by default (ARGOS_COMPUTE_TYPE "auto", which argostranslate 1.11
+    passes on) what CTranslate2 finds fastest on the CPU; the export's float32 when pinned."""
     venv = Path(os.environ.get("NMT_ARGOS_VENV", REPO / "build" / "argos-venv"))
     python = venv / "bin" / "python"
     if not python.exists():
@@ -593,23 +610,23 @@ def test_argostranslate_installs_and_translates_the_package(runs: dict[str, Path
                         "--output", str(package))
     assert code == 0
     sentences = ["he likes the big dog .", "we want the small cake .", "they see the car ."]
-    home = tmp_path / "home"
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "HOME": str(home),
-           "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache"),
-           "XDG_CONFIG_HOME": str(home / "config"), "ARGOS_CHUNK_TYPE": "SPACY"}
-    done = subprocess.run([str(python), "-c", ARGOS_SCRIPT, str(package), json.dumps(sentences)],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
-    with zipfile.ZipFile(package) as z:
-        z.extractall(tmp_path / "pkg")
-    [root] = (tmp_path / "pkg").iterdir()
-    sp = spm.SentencePieceProcessor(model_file=str(root / "sentencepiece.model"))
-    translator = ct2.Translator(str(root / "model"), device="cpu", intra_threads=1)
-    results = translator.translate_batch([sp.encode(s, out_type=str) for s in sentences],
-                                         beam_size=4, length_penalty=0.2, replace_unknowns=True)
-    assert got == [sp.decode(r.hypotheses[0]) for r in results]
-    assert all(got)
+    for compute_type in (None, "float32"):
+        home = tmp_path / f"home-{compute_type}"
+        env = {**{k: v for k, v in os.environ.items()
+                  if k != "PYTHONPATH" and not k.startswith("ARGOS_")},
+               "HOME": str(home), "XDG_DATA_HOME": str(home / "data"),
+               "XDG_CACHE_HOME": str(home / "cache"), "XDG_CONFIG_HOME": str(home / "config"),
+               "ARGOS_CHUNK_TYPE": "SPACY", "ARGOS_INTRA_THREADS": "1",
+               **({"ARGOS_COMPUTE_TYPE": compute_type} if compute_type else {})}
+        done = subprocess.run([str(python), "-c", ARGOS_SCRIPT, str(package),
+                               json.dumps(sentences)],
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        assert out["argos"] == out["ct2"] and all(out["argos"]), out
+        if compute_type is not None:
+            assert out["compute_type"] == compute_type, out
+        print(f"ARGOS_COMPUTE_TYPE={compute_type or '(unset)'}: {out['compute_type']}")
 
 
 def test_export_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
