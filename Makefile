@@ -73,7 +73,7 @@ test-isa: install ## the engine-equality and golden tests as AVX2-only and plain
 test-all: install ## every test, slow ones included (reads the whole corpus)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
 
-test-argos: install ## the real Argos Translate installs and runs an export (own venv in build/)
+test-argos: install ## real Argos Translate and LibreTranslate install and serve an export (venvs in build/)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m slow tests/test_export.py
 
 lint: install ## ruff and mypy

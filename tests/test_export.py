@@ -13,6 +13,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -627,6 +628,122 @@ def test_argostranslate_installs_and_translates_the_package(runs: dict[str, Path
         if compute_type is not None:
             assert out["compute_type"] == compute_type, out
         print(f"ARGOS_COMPUTE_TYPE={compute_type or '(unset)'}: {out['compute_type']}")
+
+
+LIBRETRANSLATE_SCRIPT = """
+import json, sys
+import ctranslate2, spacy
+made = []  # the CTranslate2 translators Argos Translate opens
+real = ctranslate2.Translator
+def recorded(*args, **kwargs):
+    made.append(real(*args, **kwargs))
+    return made[-1]
+ctranslate2.Translator = recorded
+import argostranslate.translate
+from libretranslate.language import improve_translation_formatting
+sentences = json.loads(sys.argv[1])
+translation = argostranslate.translate.get_translation_from_codes("en", "fr")
+# what LibreTranslate's /translate does with one text and no alternatives
+expected = [improve_translation_formatting(s, translation.hypotheses(s, 1)[0].value)
+            for s in sentences]
+print(json.dumps({"expected": expected, "compute_type": made[0].compute_type}))
+"""
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 60) -> Any:
+    import urllib.request
+
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.slow
+def test_libretranslate_serves_the_package(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The README's LibreTranslate recipe: LibreTranslate, in a virtual environment of its own
+    (build/libretranslate-venv, made on first use: about a minute; it brings its own build of
+    Argos Translate, argos-translate-lt), installs the package, starts on 127.0.0.1 offline,
+    lists en -> fr at GET /languages and translates at POST /translate what its Argos Translate
+    gives in the same settings, with the export's float32 (its default). Stopped at the end."""
+    venv = Path(os.environ.get("NMT_LIBRETRANSLATE_VENV", REPO / "build" / "libretranslate-venv"))
+    python = venv / "bin" / "python"
+    if not (venv / "bin" / "libretranslate").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pins = tmp_path / "constraints.txt"
+        pins.write_text("torch==2.13.0\n")
+        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "libretranslate",
+                               "spacy", "-c", str(pins)], capture_output=True, text=True,
+                              timeout=3000)
+        if done.returncode != 0:
+            lines = [x for x in done.stderr.splitlines() if x.startswith("ERROR")] or [
+                done.stderr.strip()[-300:]]
+            pytest.skip(f"libretranslate could not be installed from PyPI: {lines[-1]}")
+    package = tmp_path / "en_fr.argosmodel"
+    code, _, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--to", "argos",
+                        "--output", str(package))
+    assert code == 0
+    home = tmp_path / "home"
+    index = tmp_path / "index"  # offline: an empty package index, read from a file
+    index.mkdir()
+    (index / "index.json").write_text("[]\n")
+    env = {**{k: v for k, v in os.environ.items()
+              if k != "PYTHONPATH" and not k.startswith("ARGOS_")},
+           "HOME": str(home), "XDG_DATA_HOME": str(home / "data"),
+           "XDG_CACHE_HOME": str(home / "cache"), "XDG_CONFIG_HOME": str(home / "config"),
+           "ARGOS_CHUNK_TYPE": "SPACY", "ARGOS_PACKAGE_INDEX": index.as_uri() + "/",
+           "ARGOS_INTRA_THREADS": "1"}
+    install = ("import sys, spacy, argostranslate.package as p\n"
+               "p.install_from_path(sys.argv[1])\n"
+               "[pkg] = p.get_installed_packages()\n"
+               "spacy.blank('en').to_disk(pkg.package_path / 'spacy')  # offline sentencizer\n")
+    done = subprocess.run([str(python), "-c", install, str(package)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    sentences = ["he likes the big dog .", "we want the small cake .", "they see the car ."]
+    done = subprocess.run([str(python), "-c", LIBRETRANSLATE_SCRIPT, json.dumps(sentences)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    reference = json.loads(done.stdout.strip().splitlines()[-1])
+    assert reference["compute_type"] == "float32" and all(reference["expected"]), reference
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "libretranslate.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen([str(venv / "bin" / "libretranslate"), "--host", "127.0.0.1",
+                                   "--port", str(port), "--load-only", "en,fr"],
+                                  env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        languages = None
+        for _ in range(240):  # up to two minutes to start
+            assert server.poll() is None, log.read_text(errors="replace")[-2000:]
+            try:
+                languages = http_json(f"{url}/languages", timeout=5)
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert languages is not None, log.read_text(errors="replace")[-2000:]
+        codes = {lang["code"]: lang["targets"] for lang in languages}
+        assert "fr" in codes["en"] and "fr" in codes
+        got = [http_json(f"{url}/translate", {"q": s, "source": "en", "target": "fr"})[
+            "translatedText"] for s in sentences]
+        assert got == reference["expected"]
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def test_export_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
