@@ -73,7 +73,8 @@ def bench_export(
     require_ctranslate2("bench export")
     import ctranslate2
 
-    from nmt.export.ct2 import CT2Translator, export_run
+    from nmt.export.ct2_convert import export_run
+    from nmt.export.ct2_translate import CT2Translator
 
     run = load_run(run_dir, "best", "cpu")
     prepared = prepare(run.config.data, data_dir or default_data_dir(), log=lambda s: None)

@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from nmt.config import INT_MAX, int_limit
-from nmt.errors import NmtError, os_reason
+from nmt.errors import DataError, NmtError, os_reason
+from nmt.export import targets_help
 
 app = typer.Typer(
     help="Neural machine translation of any language pair (English to French by default): "
@@ -245,52 +246,6 @@ ComputeTypeOpt = Annotated[
 ]
 
 
-def _engine(engine: str | None, model: Path | None) -> str:
-    """The engine of ``--engine``/``--model``; ctranslate2 only when it is installed."""
-    if engine is None:
-        engine = "nmt" if model is None else "ctranslate2"
-    if engine not in ("nmt", "ctranslate2"):
-        raise NmtError(f"--engine {engine}: expected nmt or ctranslate2")
-    if model is not None and engine != "ctranslate2":
-        raise NmtError("--model: an exported directory is decoded by --engine ctranslate2, "
-                       "not nmt")
-    if engine == "ctranslate2":
-        from nmt.export import require_ctranslate2
-
-        require_ctranslate2()
-    return engine
-
-
-def _ct2_translator(run: Path | None, checkpoint: str, model: Path | None, device: str,
-                    compute_type: str, **kw: Any) -> Any:
-    """A CTranslate2 translator of ``--model DIR``, else of the run's on-the-fly export."""
-    from nmt.export.ct2 import CT2Translator, run_export_dir, run_export_where
-
-    if model is not None:
-        directory, where = model, f"--model {model}"
-    else:
-        directory = run_export_dir(run, checkpoint)
-        where = run_export_where(directory)
-    return CT2Translator.from_export(directory, device=device, compute_type=compute_type,
-                                     where=where, **kw)
-
-
-def _warn_long_line(name: str) -> Callable[[int, int], None]:
-    def warn(number: int, limit: int) -> None:
-        console.print(f"warning: {name}: line {number}: longer than {limit:,} bytes; only the "
-                      "first are read", highlight=False, markup=False)
-
-    return warn
-
-
-def _warn_truncated(name: str) -> Callable[[int, int, int], None]:
-    def warn(i: int, n: int, limit: int) -> None:
-        console.print(f"warning: {name}: line {i + 1}: {n} source tokens, cut to the first {limit}",
-                      highlight=False, markup=False)
-
-    return warn
-
-
 @app.command()
 @friendly
 def translate(
@@ -328,73 +283,34 @@ def translate(
     compute_type: ComputeTypeOpt = "default",
 ) -> None:
     """Translate English sentences to French, one output line per input line."""
-    from nmt.errors import DataError, write_errors
-    from nmt.files import atomic_text_output
-    from nmt.loading import load_run
-    from nmt.translate import Translator, check_output_is_not_input, open_input, read_lines
+    from nmt.api import engine_of, open_translator, translate_lines
 
-    if sentences and input_ is not None:
-        raise DataError("--input: give sentences as arguments or --input FILE, not both")
-    from_stdin = not sentences and (input_ is None or str(input_) == "-")
-    if from_stdin and sys.stdin is None:
-        raise DataError("stdin: closed; give sentences, --input FILE, or pipe text in")
     if output is None and sys.stdout is None:
         raise DataError("standard output: closed; nowhere to write the translations (use "
                         "--output FILE)")
-    if output is not None and not sentences:
-        from_file = input_ is not None and str(input_) != "-"
-        check_output_is_not_input(output, input_ if from_file else None,
-                                  None if from_file else sys.stdin.buffer)
-    engine = _engine(engine, model)
     if attention is not None:
-        if engine != "nmt":
+        if engine_of(engine, model) != "nmt":
             raise NmtError("--attention: the attention weights come from --engine nmt")
         _check_translate_attention(sentences, attention)
-    with contextlib.ExitStack() as stack:
-        if sentences:
-            lines: Any = list(sentences)
-            name = "argument"
-        elif input_ is not None and str(input_) != "-":
-            name = f"--input {input_}"
-            lines = read_lines(stack.enter_context(open_input(input_, "--input")), name,
-                               on_long=_warn_long_line(name))
-        else:
-            if sys.stdin.isatty() and input_ is None:
-                raise DataError("nothing to translate: give sentences, --input FILE, or pipe "
-                                "text in")
-            name = "stdin"
-            lines = read_lines(sys.stdin.buffer, name, on_long=_warn_long_line(name))
-        translator: Any
-        if engine == "ctranslate2" and no_ema:
-            raise NmtError("--no-ema: the export holds the weights nmt translates with (their "
-                           "average when the run keeps one); --no-ema applies to --engine nmt")
-        if engine == "ctranslate2":
-            translator = _ct2_translator(run, checkpoint, model, device, compute_type, beam=beam,
-                                         batch_size=batch_size, max_tokens=max_tokens,
-                                         max_src_tokens=max_src_tokens)
-        else:
-            loaded = load_run(run, checkpoint, device, averaged=not no_ema)
-            translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
-                                             max_tokens=max_tokens, max_src_tokens=max_src_tokens)
-        if attention is not None:  # before translating: a sentence too long to draw
-            from nmt.plot import check_attention_size
+    if sentences and input_ is not None:  # before loading the model
+        raise DataError("--input: give sentences as arguments or --input FILE, not both")
+    translator = open_translator(run, checkpoint, engine=engine, model=model, device=device,
+                                 averaged=not no_ema, compute_type=compute_type, beam=beam,
+                                 batch_size=batch_size, max_tokens=max_tokens,
+                                 max_src_tokens=max_src_tokens)
+    if attention is not None:  # before translating: a sentence too long to draw
+        from nmt.plot import check_attention_size
 
-            check_attention_size(translator, (sentences or [""])[0], attention, "--attention")
-        out, target = sys.stdout, "standard output"
-        if output is not None:
-            target = f"--output {output}"
-            try:
-                # renamed into place at the end: a failure midway leaves the old file intact
-                stack.enter_context(write_errors(target))  # also the final rename, on exit
-                out = stack.enter_context(atomic_text_output(output))
-            except OSError as e:
-                raise DataError(f"{target}: cannot write ({e.strerror or e})") from None
-        with write_errors(target):
-            translator.translate_stream(lines, lambda text: out.write(text + "\n"),
-                                        on_truncate=_warn_truncated(name))
-            out.flush()
-        if attention is not None:
-            _translate_attention(translator, sentences, attention)
+        check_attention_size(translator, (sentences or [""])[0], attention,  # type: ignore[arg-type]
+                             "--attention")  # --attention: engine nmt, a Translator
+    translate_lines(translator, sentences or None, input=input_, output=output,
+                    stream=sys.stdout, warn=_warn)
+    if attention is not None:
+        _translate_attention(translator, sentences, attention)
+
+
+def _warn(message: str) -> None:
+    console.print(message, highlight=False, markup=False)
 
 
 @app.command()
@@ -439,38 +355,20 @@ def bleu(
     """Corpus BLEU and chrF (sacrebleu) of a run on its test split or on --src/--ref files."""
     import json
 
-    from nmt.evaluate import evaluate_run, run_examples
-    from nmt.loading import load_run
-    from nmt.translate import Translator
+    from nmt.api import score, score_examples
 
-    engine = _engine(engine, model)
-    if engine == "ctranslate2" and no_ema:
-        raise NmtError("--no-ema: the export holds the weights nmt translates with (their "
-                       "average when the run keeps one); --no-ema applies to --engine nmt")
-    tag = ""
-    translator: Any
-    if engine == "ctranslate2":
-        loaded = load_run(run, checkpoint, "cpu")  # the run's data and config; CTranslate2 decodes
-        translator = _ct2_translator(loaded.run_dir, checkpoint, model, device, compute_type,
-                                     beam=beam, batch_size=batch_size, max_tokens=max_tokens)
-        tag = "ct2" if compute_type == "default" else f"ct2-{compute_type}"
-        if model is not None:
-            tag += f"-{model.resolve().name}"
-    else:
-        loaded = load_run(run, checkpoint, device, averaged=not no_ema)
-        translator = Translator.from_run(loaded, beam=beam, batch_size=batch_size,
-                                         max_tokens=max_tokens)
+    settings: dict[str, Any] = dict(
+        engine=engine, model=model, device=device, averaged=not no_ema,
+        compute_type=compute_type, beam=beam, batch_size=batch_size, max_tokens=max_tokens)
     if examples:
-        rows = run_examples(translator, loaded.config.data.source, loaded.config.data.target)
+        rows = score_examples(run, checkpoint, **settings)
         if json_:
             typer.echo(json.dumps(rows, ensure_ascii=False))
         for r in [] if json_ else rows:
             typer.echo(f"{r['src']} => {r['hyp']}, bleu {r['bleu']:.3f} (reference: {r['ref']})")
         return
-    report = evaluate_run(loaded, translator, split=split, data_dir=data_dir, src=src,
-                          refs=list(ref or []), limit=limit, textbook_input=textbook_input,
-                          tag=tag,
-                          log=lambda s: console.print(s, highlight=False, markup=False))
+    report = score(run, checkpoint, split=split, src=src, refs=list(ref or []), limit=limit,
+                   data_dir=data_dir, textbook_input=textbook_input, log=_warn, **settings)
     if json_:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
         return
@@ -496,8 +394,7 @@ def export(
     run: RunOpt = None,
     checkpoint: CheckpointOpt = "best",
     to: Annotated[
-        str, typer.Option("--to", help="ctranslate2 (a model directory) or argos (an "
-                          ".argosmodel package for Argos Translate and LibreTranslate).")
+        str, typer.Option("--to", help=f"The target: {targets_help()}.")
     ] = "ctranslate2",
     quantization: Annotated[
         str | None,
@@ -506,8 +403,8 @@ def export(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Directory (ctranslate2) or .argosmodel file "
-                     "(argos); default exports/NAME-ctranslate2[-Q] or exports/NAME.argosmodel."),
+        typer.Option("--output", "-o", help="Where the export goes (a directory for "
+                     "ctranslate2, a file for argos); default under exports/."),
     ] = None,
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an earlier export or package at "
@@ -515,37 +412,10 @@ def export(
     ] = False,
 ) -> None:
     """Export a Transformer run to CTranslate2 or as an Argos Translate package."""
-    from nmt.export import TARGETS, require_ctranslate2
+    from nmt.api import export as export_run
 
-    if to not in TARGETS:
-        raise NmtError(f"--to {to}: expected one of {', '.join(TARGETS)}")
-    require_ctranslate2(f"--to {to}")
-    from nmt.export.ct2 import QUANTIZATIONS, check_exportable
-    from nmt.loading import latest_run, load_run
-
-    if quantization is not None and quantization not in QUANTIZATIONS:
-        raise NmtError(f"--quantization {quantization}: expected one of "
-                       f"{', '.join(QUANTIZATIONS)}")
-    run_dir = run if run is not None else latest_run()
-    if (run_dir / "config.toml").is_file():  # refuse a GRU before loading its weights
-        from nmt.config import load_config
-
-        check_exportable(load_config(run_dir / "config.toml"), f"--run {run_dir}")
-    loaded = load_run(run_dir, checkpoint, "cpu")
-    name = loaded.run_dir.resolve().name
-    suffix = f"-{quantization}" if quantization else ""
-    default = f"{name}.argosmodel" if to == "argos" else f"{name}-ctranslate2{suffix}"
-    path = output if output is not None else Path("exports") / default
-    where = f"--output {output}" if output is not None else str(path)  # what the user named
-    if to == "argos":
-        from nmt.export.argos import package_run
-
-        package_run(loaded, path, quantization, overwrite, where=where)
-    else:
-        from nmt.export.ct2 import export_run
-
-        export_run(loaded, path, quantization, overwrite, where=where)
-    typer.echo(str(path))
+    typer.echo(str(export_run(run, checkpoint, to=to, quantization=quantization, output=output,
+                              overwrite=overwrite)))
 
 
 # --- nmt plot / runs / attention --------------------------------------------------------------

@@ -20,14 +20,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from nmt.config import DecodeConfig
-from nmt.data.batching import token_batches
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 from nmt.models.base import EncoderDecoder, select_rows
+from nmt.search_rules import decode_batches, length_penalty  # noqa: F401 - used here and re-exported
 
 
 @dataclass
@@ -47,11 +46,6 @@ class Hypothesis:
     def steps(self) -> int:
         """Decoder steps taken: the tokens plus the ``<eos>`` step when there was one."""
         return len(self.tokens) + int(self.finished)
-
-
-def length_penalty(length: int, alpha: float) -> float:
-    """GNMT (Wu et al. 2016, eq. 14): ``((5 + |Y|) / 6) ** alpha``; 1 when ``alpha = 0``."""
-    return ((5.0 + length) / 6.0) ** alpha
 
 
 def max_output_lengths(src_lengths: Tensor, cfg: DecodeConfig, model: EncoderDecoder) -> Tensor:
@@ -326,20 +320,6 @@ def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device) -> tuple[Tens
     for i, s in enumerate(seqs):
         src[i, : len(s)] = torch.tensor(list(s), dtype=torch.long)
     return src.to(device), lengths.to(device)
-
-
-def decode_batches(lengths: Sequence[int], cfg: DecodeConfig) -> list[list[int]]:
-    """Which sources are decoded together: the indices of the non-empty ones (``lengths`` are
-    their token counts), longest first, cut into batches of at most ``cfg.batch_size``
-    sentences whose padded source tokens times ``cfg.beam`` (the rows beam search keeps per
-    sentence) stay within ``cfg.max_tokens``; a sentence over that goes alone. What a batch
-    holds in memory is then bounded by the batch, not by the longest line or the beam. The
-    CTranslate2 engine batches with it too."""
-    order = sorted((i for i in range(len(lengths)) if lengths[i]), key=lambda i: -lengths[i])
-    costs = np.array([lengths[i] * cfg.beam for i in order], dtype=np.int64)
-    batches = token_batches(np.array(order, dtype=np.int64), costs, cfg.max_tokens,
-                            cfg.batch_size)
-    return [batch.tolist() for batch in batches]
 
 
 @torch.no_grad()

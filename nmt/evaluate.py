@@ -18,14 +18,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nmt.data.normalize import normalize
 from nmt.errors import DataError
 from nmt.translate import StreamTranslator, open_input, read_lines
 
 if TYPE_CHECKING:
-    from nmt.loading import LoadedRun
+    from nmt.config import Config
 
 # The recipe's four check sentences and their references (seed-recipe.md), and the same as
 # people write them, for natural-text runs.
@@ -283,8 +283,19 @@ def evaluate(
     return report
 
 
+class ScoredRun(Protocol):
+    """What scoring needs of a run: a :class:`~nmt.loading.LoadedRun`, or the record of a run
+    whose export CTranslate2 decodes (:func:`nmt.api.score`, which loads no torch model)."""
+
+    run_dir: Path
+    config: Config
+    checkpoint_path: Path
+    step: int
+    weights: str
+
+
 def evaluate_run(
-    run: LoadedRun,
+    run: ScoredRun,
     translator: StreamTranslator,
     split: str = "test",
     data_dir: Path | None = None,

@@ -2,8 +2,8 @@
 
 :func:`load_run` rebuilds the model a checkpoint describes from its own config (checked against
 the weights' names and shapes before anything is allocated), loads the run's tokenizer and
-takes the weights' moving average when the run kept one. :func:`latest_run` and
-:func:`resolve_checkpoint` turn ``--run`` and ``--checkpoint`` into files.
+takes the weights' moving average when the run kept one. ``--run`` and ``--checkpoint``
+become files in :mod:`nmt.run_paths` (no torch there: the CTranslate2 path uses it).
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ from nmt.checkpoint import check_dense, check_tokenizer, load_checkpoint
 from nmt.config import Config, from_dict
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.run_dir import run_config
+from nmt.run_paths import RUNS_DIR, latest_run, resolve_checkpoint  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
     from nmt.models.base import EncoderDecoder
-
-RUNS_DIR = Path("runs")
-
 
 @dataclass
 class LoadedRun:
@@ -41,36 +39,6 @@ class LoadedRun:
     device: torch.device
     weights: str = "trained"  # "averaged" (the moving average), "trained" or "raw" (trained
     # weights of a run that has an average, taken with averaged=False)
-
-
-def latest_run(runs_dir: Path = RUNS_DIR) -> Path:
-    """The run directory under ``runs_dir`` whose checkpoint was written last."""
-    candidates = [p.parent.parent for p in runs_dir.glob("*/checkpoints/last.pt")]
-    if not candidates:
-        raise CheckpointError(
-            f"{runs_dir}: no trained run found (train one with `nmt train --config ...`, "
-            "or name one with --run runs/NAME)"
-        )
-    return max(candidates, key=lambda p: (p / "checkpoints" / "last.pt").stat().st_mtime)
-
-
-def resolve_checkpoint(run_dir: Path, checkpoint: str) -> Path:
-    """``best`` (falls back to ``last`` when no validation has run), ``last``, or a file path."""
-    if checkpoint in ("best", "last"):
-        path = run_dir / "checkpoints" / f"{checkpoint}.pt"
-        if checkpoint == "best" and not path.is_file():
-            path = run_dir / "checkpoints" / "last.pt"
-        if not path.is_file():
-            raise CheckpointError(
-                f"{run_dir}: no checkpoint {checkpoint}.pt in {run_dir}/checkpoints"
-            )
-        return path
-    path = Path(checkpoint)
-    if not path.is_file():
-        raise CheckpointError(
-            f"--checkpoint {checkpoint}: expected best, last or a checkpoint file"
-        )
-    return path
 
 
 def load_run(

@@ -21,7 +21,6 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from nmt.checkpoint import load_checkpoint
 from nmt.config import Config, from_dict, load_config
 from nmt.data.corpora.record import RUN_FILE
 from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
@@ -41,7 +40,8 @@ FROZEN_ON_RESUME = ("data", "model")
 # What nmt writes directly in a run directory (glob patterns): `nmt train` (config, tokenizer,
 # checkpoints, logs, the data record corpus.json), `nmt plot` and `nmt attention`
 # (nmt.plot.CURVES_FILE, ATTENTION_FILE),
-# `nmt bleu` (hypotheses and scores), --engine ctranslate2 (nmt.export.ct2.RUN_EXPORTS), and
+# `nmt bleu` (hypotheses and scores), --engine ctranslate2
+# (nmt.export.ct2_directory.RUN_EXPORTS), and
 # the temporary file of a write killed before its rename. `--overwrite` deletes nothing else.
 RUN_ENTRIES = ("config.toml", "tokenizer", "checkpoints", "metrics.jsonl", "train.log", RUN_FILE,
                "curves.png", "attention.png", "hyp.*.txt", "scores.*.json", "ctranslate2",
@@ -224,6 +224,8 @@ def run_config(run_dir: Path, trained: Config) -> Config:
 
 def checkpoint_config(path: Path) -> Config:
     """The config a checkpoint was trained with (a one-line error when it has none valid)."""
+    from nmt.checkpoint import load_checkpoint  # torch: not on the paths that only read a run
+
     payload = load_checkpoint(path)
     try:
         return from_dict(payload["config"], where=f"{path} config")
@@ -327,6 +329,8 @@ def adopt_newer_best(run_dir: Path) -> None:
     ``last.pt``. That save is exactly what ``last.pt`` was about to become: it is copied over
     ``last.pt`` (atomically), after which ``last.pt`` names ``best.pt``'s step as its best.
     """
+    from nmt.checkpoint import load_checkpoint
+
     best, last = run_dir / "checkpoints" / "best.pt", run_dir / "checkpoints" / "last.pt"
     if not (best.is_file() and last.is_file()):
         return

@@ -44,12 +44,9 @@ from nmt.translate import Translator, output_limit
 
 ct2 = pytest.importorskip("ctranslate2")
 
-from nmt.export.ct2 import (  # noqa: E402
-    SEARCH_PENALTY,
-    CT2Translator,
-    export_run,
-    run_export_dir,
-)
+from nmt.export.ct2_convert import export_run  # noqa: E402
+from nmt.export.ct2_directory import run_export_dir  # noqa: E402
+from nmt.export.ct2_translate import SEARCH_PENALTY, CT2Translator  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 INPUTS = TEXTS + ["", "a", "h g f e d c b a h g f e d c b a", "A  B\tC!"]
@@ -213,8 +210,8 @@ def test_fp32_greedy_equals_nmt_greedy_on_every_line(name: str, runs: dict[str, 
 def test_beam_equals_nmt_beam_without_length_penalty(name: str, beam: int,
                                                      runs: dict[str, Path],
                                                      exports: dict[str, Path]) -> None:
-    """Without a length penalty CTranslate2's beam search is nmt's (see nmt.export.ct2): the
-    same outputs wherever the search's decisions are not ties."""
+    """Without a length penalty CTranslate2's beam search is nmt's (see
+    nmt.export.ct2_translate): the same outputs wherever the search's decisions are not ties."""
     b = both(runs[name], exports[name], beam=beam, alpha=0.0)
     assert_beam_equal_where_no_tie(b, beam, 0.0)
 
@@ -223,8 +220,8 @@ def test_beam_equals_nmt_beam_without_length_penalty(name: str, beam: int,
 def test_beam_with_length_penalty_ranks_by_nmt_penalty(name: str, runs: dict[str, Path],
                                                        exports: dict[str, Path]) -> None:
     """With a length penalty the two searches stop by different rules (so a line may differ,
-    see nmt.export.ct2): CTranslate2's hypotheses score what nmt's model gives them, and the
-    one translated is the best of them under nmt's GNMT penalty (where none ties with it)."""
+    see nmt.export.ct2_translate): CTranslate2's hypotheses score what nmt's model gives them,
+    and the one translated is the best of them under nmt's GNMT penalty (where none ties)."""
     beam, alpha = 4, 1.0
     b = both(runs[name], exports[name], beam=beam, alpha=alpha)
     theirs = CT2Translator.from_export(exports[name], beam=beam, threads=1)
@@ -544,8 +541,12 @@ def test_readme_python_api_lines_run(runs: dict[str, Path], tmp_path: Path,
     shutil.copytree(runs["sentencepiece"], tmp_path / "runs" / "demo",
                     ignore=shutil.ignore_patterns("ctranslate2"))
     monkeypatch.chdir(tmp_path)
+    pairs = toy_pairs(5, seed=3)
+    (tmp_path / "news.en").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    (tmp_path / "news.fr").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
     with_nmt, without_nmt = readme_python_api()
     exec(compile(with_nmt, "README.md", "exec"), {})
+    assert (tmp_path / "runs" / "demo" / "scores.file-news.en.json").is_file()  # score() saved
     export = tmp_path / "demo-ct2"
     assert (export / "model.bin").is_file()
     done = subprocess.run([sys.executable, "-c", BLOCK_NMT + without_nmt], cwd=export,
@@ -764,3 +765,42 @@ def test_export_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path) -
     assert result["sizes"]["export_int8_model_bin_mb"] < result["sizes"][
         "export_float32_model_bin_mb"]
     assert "| 1 | greedy | ct2 int8 |" in markdown(result)
+
+
+# --- no torch on the CTranslate2 path ------------------------------------------------------------
+
+NO_TORCH = """
+import sys
+from nmt.cli import main
+sys.argv = ["nmt", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as e:
+    assert e.code in (0, None), e.code
+assert "torch" not in sys.modules, "torch imported"
+print("no torch")
+"""
+
+
+def test_ctranslate2_path_imports_no_torch(runs: dict[str, Path], tmp_path: Path) -> None:
+    """`nmt translate --engine ctranslate2`, `--model DIR`, `nmt bleu --engine ctranslate2` and
+    `nmt --help` run without importing torch (its import is most of a cold start)."""
+    run = runs["word-postnorm"]
+    export = run_export_dir(run)  # the run's export exists: reading it needs no torch
+    src, ref = tmp_path / "t.en", tmp_path / "t.fr"
+    src.write_text("i see the dog .\n", encoding="utf-8")
+    ref.write_text("je vois le chien .\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for args in (["translate", "--run", str(run), "--engine", "ctranslate2", "a b c"],
+                 ["translate", "--model", str(export), "a b c"],
+                 ["bleu", "--run", str(run), "--engine", "ctranslate2", "--src", str(src),
+                  "--ref", str(ref)],
+                 ["--help"], ["export", "--help"]):
+        done = subprocess.run([sys.executable, "-c", NO_TORCH, *args], capture_output=True,
+                              text=True, timeout=120, env=env, cwd=tmp_path)
+        assert done.returncode == 0 and done.stdout.endswith("no torch\n"), (args, done.stderr)
+    # the PyTorch engine does import it: the check can fail
+    done = subprocess.run([sys.executable, "-c", NO_TORCH, "translate", "--run", str(run),
+                           "a b c"], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=tmp_path)
+    assert "torch imported" in done.stderr

@@ -124,7 +124,8 @@ def test_translation_streams_use_the_bound_and_the_option(run_dir: Path,
 @pytest.mark.parametrize("beam", [1, 3])
 def test_ctranslate2_batches_are_bounded_alike(run_dir: Path, tmp_path: Path, beam: int) -> None:
     pytest.importorskip("ctranslate2")
-    from nmt.export.ct2 import CT2Translator, export_run
+    from nmt.export.ct2_convert import export_run
+    from nmt.export.ct2_translate import CT2Translator
 
     export = export_run(load_run(run_dir, "best", "cpu"), tmp_path / "ct2")
     ids = [src_ids(t) for t in TEXTS[:15]] + [src_ids(LONG)] + [src_ids(t) for t in TEXTS[15:]]

@@ -347,7 +347,7 @@ def test_on_the_fly_export_messages_name_the_run_s_export(tmp_path: Path, ct2: o
     name = f"{export} (the run's export for --engine ctranslate2)"
     args = ["translate", "--run", str(run), "--engine", "ctranslate2"]
 
-    import nmt.export.ct2 as ct2_module
+    import nmt.export.ct2_convert as ct2_module
 
     def no_permission(*a: object, **kw: object) -> str:
         raise PermissionError(13, "Permission denied")

@@ -179,7 +179,8 @@ def test_resume_refuses_a_replaced_tokenizer(tiny_data_dir: Path, tmp_path: Path
 
 def test_an_export_refuses_tokenizer_files_it_was_not_made_with(tmp_path: Path) -> None:
     pytest.importorskip("ctranslate2")
-    from nmt.export.ct2 import META_FILE, CT2Translator, export_run
+    from nmt.export.ct2_convert import META_FILE, export_run
+    from nmt.export.ct2_translate import CT2Translator
 
     run = make_run(tmp_path / "run", trained=False)
     out = export_run(load_run(run, "last"), tmp_path / "export")

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from nmt.data.prepare import Split
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
+from nmt.search_rules import token_batches
 
 CHUNK_BATCHES = 100  # batches per sorted chunk: big enough to group lengths, small enough to mix
 
@@ -179,23 +180,3 @@ def make_batches(
         per_rank = len(batches) // world_size
         batches = batches[rank::world_size][:per_rank]
     return batches
-
-
-def token_batches(
-    order: np.ndarray, lengths: np.ndarray, budget: int, max_size: int = 0
-) -> list[np.ndarray]:
-    """Cut ``order`` (sorted by ``lengths``, ascending or descending) greedily into batches that
-    grow while ``size * longest <= budget`` and, with ``max_size``, ``size <= max_size``; a
-    sentence longer than the budget goes alone. One pass over sentences, not tokens. Training
-    batches by target tokens with it, decoding (:func:`nmt.decode.decode_batches`) by source
-    tokens times the beam."""
-    out, start, longest = [], 0, 0
-    for i, length in enumerate(lengths.tolist()):
-        grown = max(longest, length)
-        if i > start and ((i - start + 1) * grown > budget or 0 < max_size <= i - start):
-            out.append(order[start:i])
-            start, grown = i, length
-        longest = grown
-    if start < len(order):
-        out.append(order[start:])
-    return out

@@ -8,8 +8,9 @@ directory as it stands)::
       metadata.json         package_version, argos_version, from/to code and name, type
       README.md             what the model is, the data's licence (the run's corpus.json)
       sentencepiece.model   the joint SentencePiece model: Argos encodes and decodes with it
-      model/                the CTranslate2 export of :mod:`nmt.export.ct2` (``add_source_eos``,
-                            so the bare pieces Argos passes get the <eos> training put there)
+      model/                the CTranslate2 export of :mod:`nmt.export.ct2_convert`
+                            (``add_source_eos``, so the bare pieces Argos passes get the
+                            <eos> training put there)
 
 Argos Translate tokenizes with one SentencePiece model for both languages, so only runs with a
 joint SentencePiece vocabulary package. It passes text as it comes (no lower-casing, no space
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from nmt.errors import ConfigError, NmtError
 
 if TYPE_CHECKING:
+    from nmt.config import Config
     from nmt.loading import LoadedRun
 
 ARGOS_VERSION = "1.9.0"  # the package format Argos Translate 1.9 and later read
@@ -90,13 +92,31 @@ def _readme(run: LoadedRun) -> str:
     )
 
 
+def check(config: Config | None, quantization: str | None, where: str) -> None:
+    """What the CTranslate2 export inside the package refuses (:func:`nmt.export.ct2_convert.
+    check`), before the weights are loaded."""
+    from nmt.export.ct2_convert import check as check_ct2
+
+    check_ct2(config, quantization, where)
+
+
+def export(run: LoadedRun, output: Path | None, quantization: str | None = None,
+           overwrite: bool = False) -> Path:
+    """The ``argos`` target of ``nmt export`` (see :mod:`nmt.export`): the package ``output``,
+    by default ``exports/NAME.argosmodel``."""
+    from nmt.export import output_path
+
+    path, where = output_path(output, f"{run.run_dir.resolve().name}.argosmodel")
+    return package_run(run, path, quantization, overwrite, where=where)
+
+
 def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
                 overwrite: bool = False, where: str | None = None) -> Path:
     """Write the ``.argosmodel`` package of ``run`` to ``output`` (a new file unless
     ``overwrite``, and then only a package nmt wrote is replaced: :func:`why_not_a_package`;
     written beside it and renamed into place). ``where`` starts the error messages: what the
     user named (default ``--output OUTPUT``)."""
-    from nmt.export.ct2 import check_exportable, export_run
+    from nmt.export.ct2_convert import check_exportable, export_run
     from nmt.files import atomic_write_bytes, replaceable_output
 
     output = Path(output)

@@ -1,0 +1,302 @@
+"""The Python API: one function per command, doing what ``nmt translate``, ``nmt bleu`` and
+``nmt export`` do (the commands parse their options and call these).
+
+- :func:`open_translator`: the translator of a run (``engine="nmt"``, PyTorch) or of its
+  CTranslate2 export (``engine="ctranslate2"``, or ``model=DIR``);
+- :func:`translate_lines`: sentences, a file or stdin in, translations out (a file written
+  atomically, a callback, or a returned list);
+- :func:`score` and :func:`score_examples`: ``nmt bleu`` and ``nmt bleu --examples``;
+- :func:`export`: ``nmt export --to TARGET`` through the registry of :mod:`nmt.export`.
+
+Nothing here imports torch at import time, and the CTranslate2 engine never does: it needs only
+ctranslate2, sentencepiece and sacrebleu.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from nmt.errors import ConfigError, DataError, NmtError
+
+if TYPE_CHECKING:
+    from nmt.config import Config
+    from nmt.evaluate import BleuReport, ScoredRun
+    from nmt.translate import StreamTranslator
+
+ENGINES = ("nmt", "ctranslate2")
+
+
+def engine_of(engine: str | None, model: Path | None) -> str:
+    """The engine of ``--engine``/``--model``: nmt by default, ctranslate2 for an exported
+    ``model``; ctranslate2 only when it is installed."""
+    if engine is None:
+        engine = "nmt" if model is None else "ctranslate2"
+    if engine not in ENGINES:
+        raise NmtError(f"--engine {engine}: expected nmt or ctranslate2")
+    if model is not None and engine != "ctranslate2":
+        raise NmtError("--model: an exported directory is decoded by --engine ctranslate2, "
+                       "not nmt")
+    if engine == "ctranslate2":
+        from nmt.export import require_ctranslate2
+
+        require_ctranslate2()
+    return engine
+
+
+def _check_no_ema(engine: str, averaged: bool) -> None:
+    if engine == "ctranslate2" and not averaged:
+        raise NmtError("--no-ema: the export holds the weights nmt translates with (their "
+                       "average when the run keeps one); --no-ema applies to --engine nmt")
+
+
+def _ct2_directory(run: Path | None, checkpoint: str, model: Path | None) -> tuple[Path, str]:
+    """The export CTranslate2 decodes: ``model``, else the run's on-the-fly export (made when
+    missing or stale), and how messages name it."""
+    from nmt.export.ct2_directory import run_export_dir, run_export_where
+
+    if model is not None:
+        return Path(model), f"--model {model}"
+    directory = run_export_dir(run, checkpoint)
+    return directory, run_export_where(directory)
+
+
+def open_translator(
+    run: Path | str | None = None, checkpoint: str = "best", *, engine: str | None = None,
+    model: Path | str | None = None, device: str = "auto", averaged: bool = True,
+    compute_type: str = "default", beam: int | None = None, batch_size: int | None = None,
+    max_tokens: int | None = None, max_src_tokens: int | None = None,
+) -> StreamTranslator:
+    """The translator ``nmt translate`` uses: of the run directory ``run`` (default: the latest
+    under runs/) and its ``checkpoint`` (best, last or a file), decoded by ``engine``;
+    ``beam``/``batch_size``/``max_tokens`` override the run's [decode]."""
+    run = Path(run) if run is not None else None
+    model = Path(model) if model is not None else None
+    engine = engine_of(engine, model)
+    _check_no_ema(engine, averaged)
+    if engine == "ctranslate2":
+        from nmt.export.ct2_translate import CT2Translator
+
+        directory, where = _ct2_directory(run, checkpoint, model)
+        return CT2Translator.from_export(directory, beam=beam, batch_size=batch_size,
+                                         max_src_tokens=max_src_tokens, device=device,
+                                         compute_type=compute_type, max_tokens=max_tokens,
+                                         where=where)
+    from nmt.loading import load_run
+    from nmt.translate import Translator
+
+    loaded = load_run(run, checkpoint, device, averaged=averaged)
+    return Translator.from_run(loaded, beam=beam, batch_size=batch_size, max_tokens=max_tokens,
+                               max_src_tokens=max_src_tokens)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def translate_lines(
+    translator: StreamTranslator, sentences: Iterable[str] | None = None, *,
+    input: Path | str | None = None, output: Path | str | None = None,  # noqa: A002
+    stream: TextIO | None = None, warn: Callable[[str], None] = _say,
+) -> list[str] | None:
+    """Translate ``sentences``, or the lines of the file ``input`` (``"-"`` or None: stdin),
+    one translation per line, in order.
+
+    The translations go to ``output`` (a file, renamed into place once complete: a failure
+    leaves an earlier file intact; never the input itself), else to the text ``stream`` (as
+    they come); with neither they are returned as a list. ``warn`` gets one line per source
+    that was read in part or cut to the length limit."""
+    from nmt.errors import write_errors
+    from nmt.files import atomic_text_output
+    from nmt.translate import check_output_is_not_input, open_input, read_lines
+
+    if sentences is not None and input is not None:
+        raise DataError("--input: give sentences as arguments or --input FILE, not both")
+    input_ = Path(input) if input is not None else None
+    output_ = Path(output) if output is not None else None
+    from_file = input_ is not None and str(input_) != "-"
+    if sentences is None and not from_file and sys.stdin is None:
+        raise DataError("stdin: closed; give sentences, --input FILE, or pipe text in")
+    if output_ is not None and sentences is None:
+        check_output_is_not_input(output_, input_ if from_file else None,
+                                  None if from_file else sys.stdin.buffer)
+
+    def warn_long(name: str) -> Callable[[int, int], None]:
+        return lambda number, limit: warn(f"warning: {name}: line {number}: longer than "
+                                          f"{limit:,} bytes; only the first are read")
+
+    with contextlib.ExitStack() as stack:
+        lines: Iterable[str]
+        if sentences is not None:
+            lines, name = sentences, "argument"
+        elif input_ is not None and from_file:
+            name = f"--input {input_}"
+            lines = read_lines(stack.enter_context(open_input(input_, "--input")), name,
+                               on_long=warn_long(name))
+        else:
+            if sys.stdin.isatty() and input_ is None:
+                raise DataError("nothing to translate: give sentences, --input FILE, or pipe "
+                                "text in")
+            name = "stdin"
+            lines = read_lines(sys.stdin.buffer, name, on_long=warn_long(name))
+        collected: list[str] = []
+        out = stream
+        target = "standard output"
+        if output_ is not None:
+            target = f"--output {output_}"
+            try:
+                # renamed into place at the end: a failure midway leaves the old file intact
+                stack.enter_context(write_errors(target))  # also the final rename, on exit
+                out = stack.enter_context(atomic_text_output(output_))
+            except OSError as e:
+                raise DataError(f"{target}: cannot write ({e.strerror or e})") from None
+
+        def truncated(i: int, n: int, limit: int) -> None:
+            warn(f"warning: {name}: line {i + 1}: {n} source tokens, cut to the first {limit}")
+
+        with write_errors(target):
+            if out is None:
+                translator.translate_stream(lines, collected.append, on_truncate=truncated)
+                return collected
+            translator.translate_stream(lines, lambda text: out.write(text + "\n"),
+                                        on_truncate=truncated)
+            out.flush()
+    return None
+
+
+@dataclass
+class RunRecord:
+    """What scoring needs of a run whose export CTranslate2 decodes: its directory, config and
+    the checkpoint the export holds (see :class:`nmt.evaluate.ScoredRun`); no weights."""
+
+    run_dir: Path
+    config: Config
+    checkpoint_path: Path
+    step: int
+    weights: str = "trained"
+
+
+def _run_record(run: Path | None, checkpoint: str, export_dir: Path) -> ScoredRun:
+    """The run scored through its export ``export_dir``: config from ``RUN/config.toml``, the
+    checkpoint and step from the export (without loading a checkpoint, so without torch)."""
+    from nmt.config import load_config
+    from nmt.export.ct2_directory import read_export
+    from nmt.run_paths import latest_run
+
+    run_dir = latest_run() if run is None else run
+    path = run_dir / "config.toml"
+    if not path.is_file():  # an older or hand-made run: the checkpoint holds its config
+        from nmt.loading import load_run
+
+        return load_run(run_dir, checkpoint, "cpu")
+    cfg = load_config(path)
+    meta = read_export(export_dir)
+    data = meta.get("data", {})
+    trained = {"lowercase": cfg.data.lowercase, "normalization": cfg.data.normalization,
+               "truncate": cfg.data.truncate}
+    if any(data.get(k) != v for k, v in trained.items()):
+        raise ConfigError(f"{path}: its [data] is not that of the export {export_dir} "
+                          f"({data} against {trained})")
+    return RunRecord(run_dir, cfg, Path(str(meta.get("checkpoint", checkpoint))),
+                     int(meta.get("step", 0)))
+
+
+def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
+            model: Path | str | None, device: str, averaged: bool, compute_type: str,
+            beam: int | None, batch_size: int | None, max_tokens: int | None,
+            ) -> tuple[ScoredRun, StreamTranslator, str]:
+    """The run, its translator and the tag of the engine in the saved files."""
+    run = Path(run) if run is not None else None
+    model = Path(model) if model is not None else None
+    engine = engine_of(engine, model)
+    _check_no_ema(engine, averaged)
+    if engine == "ctranslate2":
+        from nmt.export.ct2_translate import CT2Translator
+        from nmt.run_paths import latest_run
+
+        run = latest_run() if run is None else run
+        if not run.is_dir():
+            from nmt.errors import CheckpointError
+
+            raise CheckpointError(f"--run {run}: run directory not found")
+        directory, where = _ct2_directory(run, checkpoint, model)
+        translator = CT2Translator.from_export(directory, beam=beam, batch_size=batch_size,
+                                               device=device, compute_type=compute_type,
+                                               max_tokens=max_tokens, where=where)
+        tag = "ct2" if compute_type == "default" else f"ct2-{compute_type}"
+        if model is not None:
+            tag += f"-{model.resolve().name}"
+        return _run_record(run, checkpoint, directory), translator, tag
+    from nmt.loading import load_run
+    from nmt.translate import Translator
+
+    loaded = load_run(run, checkpoint, device, averaged=averaged)
+    return loaded, Translator.from_run(loaded, beam=beam, batch_size=batch_size,
+                                       max_tokens=max_tokens), ""
+
+
+def score(
+    run: Path | str | None = None, checkpoint: str = "best", *, split: str = "test",
+    src: Path | str | None = None, refs: Iterable[Path | str] = (), engine: str | None = None,
+    model: Path | str | None = None, device: str = "auto", averaged: bool = True,
+    compute_type: str = "default", beam: int | None = None, batch_size: int | None = None,
+    max_tokens: int | None = None, limit: int = 0, data_dir: Path | str | None = None,
+    textbook_input: bool = False, log: Callable[[str], None] = _say,
+) -> BleuReport:
+    """``nmt bleu``: corpus BLEU and chrF of a run on a split of its data (all references of each
+    source) or on ``src`` with its line-aligned ``refs``; hypotheses and scores are saved in the
+    run directory (see :func:`nmt.evaluate.evaluate`). ``limit`` > 0 scores the first N."""
+    from nmt.evaluate import evaluate_run
+
+    scored, translator, tag = _scored(run, checkpoint, engine, model, device, averaged,
+                                      compute_type, beam, batch_size, max_tokens)
+    return evaluate_run(scored, translator, split=split,
+                        data_dir=Path(data_dir) if data_dir is not None else None,
+                        src=Path(src) if src is not None else None,
+                        refs=[Path(r) for r in refs], limit=limit, log=log,
+                        textbook_input=textbook_input, tag=tag)
+
+
+def score_examples(
+    run: Path | str | None = None, checkpoint: str = "best", *, engine: str | None = None,
+    model: Path | str | None = None, device: str = "auto", averaged: bool = True,
+    compute_type: str = "default", beam: int | None = None, batch_size: int | None = None,
+    max_tokens: int | None = None,
+) -> list[dict[str, Any]]:
+    """``nmt bleu --examples``: the recipe's four check sentences, translated, with their
+    references and per-sentence BLEU (English-French runs, either direction)."""
+    from nmt.evaluate import run_examples
+
+    scored, translator, _ = _scored(run, checkpoint, engine, model, device, averaged,
+                                    compute_type, beam, batch_size, max_tokens)
+    return run_examples(translator, scored.config.data.source, scored.config.data.target)
+
+
+def export(
+    run: Path | str | None = None, checkpoint: str = "best", *, to: str = "ctranslate2",
+    quantization: str | None = None, output: Path | str | None = None, overwrite: bool = False,
+) -> Path:
+    """``nmt export``: write the run's export for ``to`` (a target of
+    :data:`nmt.export.TARGETS`) to ``output`` (default ``exports/`` and the target's name for
+    it); ``overwrite`` replaces only an earlier export of that target. Returns the path."""
+    from nmt.export import export_target
+    from nmt.run_paths import latest_run
+
+    target = export_target(to)
+    run_dir = Path(run) if run is not None else latest_run()
+    check = getattr(target, "check", None)
+    if check is not None:  # refuse what the target cannot take before loading the weights
+        from nmt.config import load_config
+
+        path = run_dir / "config.toml"
+        check(load_config(path) if path.is_file() else None, quantization, f"--run {run_dir}")
+    from nmt.loading import load_run
+
+    written: Path = target.export(load_run(run_dir, checkpoint, "cpu"),
+                                  Path(output) if output is not None else None, quantization,
+                                  overwrite)
+    return written

@@ -1,0 +1,146 @@
+"""The directory an export to CTranslate2 is: what it holds (``nmt-export.json`` and its format,
+the vocabulary CTranslate2 stores), which existing directory an export may replace, and the
+export of a run made on the fly for ``--engine ctranslate2``. No torch: reading an export is on
+the CTranslate2 path, which does not import it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from nmt.data.tokenizers import SPECIALS, Tokenizer
+from nmt.errors import CheckpointError, DataError
+
+FORMAT = "nmt-ctranslate2-1"
+META_FILE = "nmt-export.json"
+RUN_EXPORTS = "ctranslate2"  # exports made on the fly live in RUN/ctranslate2/<checkpoint>/
+
+
+def vocabulary(tokenizer: Tokenizer, side: str) -> list[str]:
+    """The tokens of ``side`` (``"src"`` or ``"tgt"``) in id order, as CTranslate2 stores them.
+
+    SentencePiece pieces, or the words of a word-level vocabulary. CTranslate2 maps tokens to
+    ids by their text, so every token must be distinct (a :class:`DataError` otherwise).
+    """
+    tokens = tokenizer.pieces(side)
+    if tuple(tokens[: len(SPECIALS)]) != SPECIALS:
+        raise DataError(f"{side} vocabulary: expected {SPECIALS} first, got {tokens[:4]}")
+    if len(set(tokens)) != len(tokens):
+        raise DataError(f"{side} vocabulary: tokens are not distinct, so CTranslate2 could not "
+                        "map them back to ids; this vocabulary cannot be exported")
+    return tokens
+
+def checkpoint_stamp(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"checkpoint_size": st.st_size, "checkpoint_mtime_ns": st.st_mtime_ns}
+
+
+# What an export directory holds (glob patterns): the CTranslate2 model and its vocabularies,
+# the tokenizer (tokenizer.json with spm.model, src/tgt.model or the word vocabularies),
+# normalize.py, nmt-export.json and the README. Replacing an export deletes nothing else.
+EXPORT_ENTRIES = ("model.bin", "config.json", "*vocabulary*", "tokenizer.json", "*.model",
+                  "*vocab.txt", "normalize.py", META_FILE, "README.md")
+
+
+def why_not_an_export(path: Path) -> str | None:
+    """Why the existing ``path`` may not be replaced by an export; None when it may: it is an
+    empty directory, or one ``nmt export`` wrote (its ``nmt-export.json`` is of :data:`FORMAT`)
+    holding nothing else than an export does (:data:`EXPORT_ENTRIES`)."""
+    from nmt.run_dir import is_run_dir
+
+    if not path.is_dir():
+        return "exists and is not a directory"
+    entries = sorted(path.iterdir())
+    if not entries:
+        return None
+    if is_run_dir(path):
+        return "is a run directory, not an export"
+    runs = [e for e in entries if is_run_dir(e)]
+    if runs:
+        return f"holds the run directory {runs[0].name}"
+    try:
+        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        return f"is not an nmt export (no {META_FILE} of format {FORMAT})"
+    for entry in entries:
+        if entry.is_dir() or not any(fnmatch.fnmatchcase(entry.name, pattern)
+                                     for pattern in EXPORT_ENTRIES):
+            return f"holds {entry.name}, which nmt export did not write"
+    return None
+
+
+def replace_dir(new: Path, target: Path) -> None:
+    """Rename ``new`` to ``target``; an existing ``target`` is moved aside first and removed
+    only once the new one is in place."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old.{os.getpid()}")
+        os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except OSError:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
+    """The on-the-fly export of ``run_dir``'s checkpoint, made (or remade, when the
+    checkpoint changed since) under ``RUN/ctranslate2/<checkpoint>/``. A link planted on the
+    way is refused (:func:`nmt.run_dir.check_run_path`): what is replaced stays in the run."""
+    from nmt.run_dir import check_run_path
+    from nmt.run_paths import latest_run, resolve_checkpoint
+
+    run_dir = latest_run() if run_dir is None else Path(run_dir)
+    if not run_dir.is_dir():
+        raise CheckpointError(f"--run {run_dir}: run directory not found")
+    path = resolve_checkpoint(run_dir, checkpoint)
+    target = check_run_path(run_dir, run_dir / RUN_EXPORTS / path.stem)
+    meta_path = target / META_FILE
+    if meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = {}
+        if (meta.get("format") == FORMAT and meta.get("quantization") == "float32"
+                and meta.get("add_source_eos") == (meta.get("data", {}).get("truncate", 0) <= 0)
+                and all(meta.get(k) == v for k, v in checkpoint_stamp(path).items())):
+            return target
+    from nmt.export.ct2_convert import export_run  # converting needs torch; reading does not
+    from nmt.loading import load_run
+
+    run = load_run(run_dir, str(path), "cpu")
+    return export_run(run, target, overwrite=True, where=run_export_where(target))
+
+
+def run_export_where(directory: Path) -> str:
+    """How messages name the on-the-fly export ``directory`` (the user named no directory)."""
+    return f"{directory} (the run's export for --engine ctranslate2)"
+
+def read_export(directory: Path, where: str | None = None) -> dict[str, Any]:
+    """``nmt-export.json`` of an exported directory (a one-line error if it is not one, starting
+    with ``where``: how the user named it, by default ``--model DIRECTORY``)."""
+    directory = Path(directory)
+    where = where or f"--model {directory}"
+    path = directory / META_FILE
+    if not directory.is_dir():
+        raise CheckpointError(f"{where}: directory not found")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{where}: not an nmt export (no {META_FILE}; make "
+                              "one with `nmt export --to ctranslate2`)") from None
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: unreadable ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not an nmt export (expected format {FORMAT!r})")
+    return meta
