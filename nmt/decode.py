@@ -27,6 +27,7 @@ from torch import Tensor
 from nmt.config import DecodeConfig
 from nmt.data.batching import token_batches
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
+from nmt.limits import output_limit
 from nmt.models.base import EncoderDecoder, select_rows
 
 
@@ -52,19 +53,6 @@ class Hypothesis:
 def length_penalty(length: int, alpha: float) -> float:
     """GNMT (Wu et al. 2016, eq. 14): ``((5 + |Y|) / 6) ** alpha``; 1 when ``alpha = 0``."""
     return ((5.0 + length) / 6.0) ** alpha
-
-
-def max_output_lengths(src_lengths: Tensor, cfg: DecodeConfig, model: EncoderDecoder) -> Tensor:
-    """``(B,)`` source lengths -> ``(B,)`` output limits: ``a * len + b``, capped.
-
-    The cap is ``cfg.max_len_cap`` and, for models with a limit on positions
-    (``model.max_positions``), what still fits in it (``<bos>`` takes the first position).
-    """
-    cap = cfg.max_len_cap
-    if model.max_positions is not None:
-        cap = min(cap, model.max_positions - 1)
-    limits = torch.floor(src_lengths.double() * cfg.max_len_a).long() + cfg.max_len_b
-    return limits.clamp(min=1, max=max(cap, 1))
 
 
 def _log_probs(logits: Tensor) -> Tensor:
@@ -364,7 +352,8 @@ def search_ids(
     results: list[Hypothesis | None] = [None] * len(src_ids)
     for idx in decode_batches([len(s) for s in src_ids], cfg):
         src, lengths = pad_batch([src_ids[i] for i in idx], device)
-        limits = max_output_lengths(lengths, cfg, model)
+        limits = torch.tensor([output_limit(len(src_ids[i]), cfg, model.max_positions)
+                               for i in idx], device=device)
         if cfg.beam > 1:
             hyps = [h[0] for h in beam_search(model, src, lengths, limits, cfg.beam,
                                               cfg.length_penalty)]

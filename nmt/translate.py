@@ -15,7 +15,6 @@ sentences and in tokens (:func:`nmt.decode.decode_batches`).
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,6 +27,7 @@ from nmt.config import DecodeConfig
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
+from nmt.limits import output_limit
 
 if TYPE_CHECKING:
     import torch
@@ -66,15 +66,6 @@ def source_limit_for(
     if max_positions is not None:
         limit = min(limit, max_positions)
     return max(limit, 1)
-
-
-def output_limit(n_src: int, cfg: DecodeConfig, max_positions: int | None) -> int:
-    """Most output tokens for a source of ``n_src`` ids (``<eos>`` included): one sentence of
-    :func:`nmt.decode.max_output_lengths`, in plain Python for engines without torch."""
-    cap = cfg.max_len_cap
-    if max_positions is not None:
-        cap = min(cap, max_positions - 1)
-    return min(max(math.floor(n_src * cfg.max_len_a) + cfg.max_len_b, 1), max(cap, 1))
 
 
 def source_ids(
@@ -318,7 +309,7 @@ def translate_with_attention(
     """
     import torch
 
-    from nmt.decode import greedy_with_weights, max_output_lengths
+    from nmt.decode import greedy_with_weights
 
     cfg = cfg if cfg is not None else DecodeConfig()
     normalized = normalize(text, lowercase, policy)
@@ -327,7 +318,7 @@ def translate_with_attention(
     ids, _ = source_ids(tokenizer, normalized, *source_cut(model, None, truncate))
     device = next(model.parameters()).device
     src = torch.tensor([ids], device=device)
-    limit = int(max_output_lengths(torch.tensor([len(ids)]), cfg, model)[0])
+    limit = output_limit(len(ids), cfg, model.max_positions)
     hyp, weights = greedy_with_weights(model, src, limit)
     tokens = tokenizer.tgt_tokens(hyp.tokens) + (["<eos>"] if hyp.finished else [])
     pieces = tokenizer.src_tokens(normalized)

@@ -7,6 +7,7 @@ embeddings and attention biases), and a SentencePiece run on the fake fra-eng co
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import random
@@ -23,10 +24,11 @@ from conftest import invoke, tiny_corpus_sides
 from test_decode import CPU, TEXTS, TOKENIZER, make_run, src_ids, toy_pairs
 
 from nmt.checkpoint import save_checkpoint
-from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig
+from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig, from_dict
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
 from nmt.decode import pad_batch
 from nmt.files import atomic_write_text
+from nmt.limits import output_cap, output_length, output_limit
 from nmt.loading import load_run
 from nmt.models import build_model
 from nmt.translate import Translator
@@ -246,6 +248,42 @@ def test_export_readme_lines_translate_without_nmt(runs: dict[str, Path],
         assert done.stdout.strip() == repr(expected)
 
 
+def test_export_readme_limits_are_nmts_on_every_length(exports: dict[str, Path],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's lines compute nmt's output limit (nmt.limits.output_limit) for sources of
+    every length, past the cap and, cut or not, as the run cuts its sources."""
+    import types
+
+    for name in ("word-postnorm", "word-truncate"):
+        export = exports[name]
+        meta = json.loads((export / "nmt-export.json").read_text(encoding="utf-8"))
+        [code] = python_blocks((export / "README.md").read_text(encoding="utf-8"))
+        assert inspect.getsource(output_length) in code
+        sentences = [" ".join(["a"] * n) for n in range(1, 300, 7)]
+        code = re.sub(r"sentences = \[.*\]", f"sentences = {sentences!r}", code)
+        fake = types.ModuleType("ctranslate2")
+
+        class FakeTranslator:
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                pass
+
+            def translate_batch(self, pieces: list[list[str]], **kwargs: object) -> list[object]:
+                return [types.SimpleNamespace(hypotheses=[[]]) for _ in pieces]
+
+        fake.Translator = FakeTranslator  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "ctranslate2", fake)
+        monkeypatch.syspath_prepend(str(export))
+        monkeypatch.delitem(sys.modules, "normalize", raising=False)
+        namespace: dict[str, object] = {}
+        exec(compile(code, str(export / "README.md"), "exec"), namespace)
+        cfg = from_dict({"decode": meta["decode"]}).decode
+        cut = meta["data"]["truncate"] if not meta.get("add_source_eos", True) else None
+        n_src = [min(n + 1, cut) if cut else n + 1 for n in range(1, 300, 7)]
+        expected = [output_limit(n, cfg, meta["max_positions"]) for n in n_src]
+        assert namespace["limits"] == expected, name
+        assert max(expected) == output_cap(cfg, meta["max_positions"]), name  # the cap is met
+
+
 def test_export_holds_what_a_user_needs(exports: dict[str, Path]) -> None:
     names = {p.name for p in exports["sentencepiece"].iterdir()}
     assert {"model.bin", "config.json", "shared_vocabulary.json", "spm.model", "normalize.py",
@@ -428,6 +466,7 @@ def test_readme_python_api_lines_run(runs: dict[str, Path], tmp_path: Path,
                     ignore=shutil.ignore_patterns("ctranslate2"))
     monkeypatch.chdir(tmp_path)
     with_nmt, without_nmt = readme_python_api()
+    assert inspect.getsource(output_length) in without_nmt  # the one definition, not a variant
     exec(compile(with_nmt, "README.md", "exec"), {})
     export = tmp_path / "demo-ct2"
     assert (export / "model.bin").is_file()
