@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from nmt.config import DecodeConfig
-from nmt.data.normalize import normalize
+from nmt.config import DataConfig, DecodeConfig
+from nmt.data.normalize import is_natural_text, normalize
 from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
 from nmt.limits import output_limit
@@ -138,9 +138,10 @@ class StreamTranslator:
     normalization: str
 
     @property
-    def tokenized_text(self) -> bool:
-        """The model writes the textbook's lower-cased, spaced text, not natural text."""
-        return self.lowercase or self.normalization != "natural"
+    def natural_text(self) -> bool:
+        """The model reads and writes text as written, not the textbook's lower-cased, spaced
+        text (:func:`nmt.data.normalize.is_natural_text`)."""
+        return is_natural_text(self.lowercase, self.normalization)
 
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order."""
@@ -179,10 +180,10 @@ class Translator(StreamTranslator):
     model: EncoderDecoder
     tokenizer: Tokenizer
     cfg: DecodeConfig
-    lowercase: bool = True
+    lowercase: bool = DataConfig.lowercase  # the run's data.lowercase
     device: torch.device | None = None
     max_src_tokens: int | None = None
-    normalization: str = "full"  # the run's data.normalization policy
+    normalization: str = DataConfig.normalization  # the run's data.normalization policy
     truncate: int = 0  # the run's data.truncate: sources cut to this many tokens, as in training
 
     @classmethod
@@ -294,9 +295,9 @@ def translate_with_attention(
     model: EncoderDecoder,
     tokenizer: Tokenizer,
     text: str,
-    lowercase: bool = True,
+    lowercase: bool = DataConfig.lowercase,
     cfg: DecodeConfig | None = None,
-    policy: str = "full",
+    policy: str = DataConfig.normalization,
     truncate: int = 0,
 ) -> tuple[list[str], list[str], dict[str, torch.Tensor]]:
     """Greedy translation of one raw sentence with its attention weights, for pictures.

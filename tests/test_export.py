@@ -447,6 +447,29 @@ def test_argos_package(runs: dict[str, Path], tmp_path: Path) -> None:
     assert code != 0 and "one SentencePiece model" in err
 
 
+def test_argos_readme_says_how_the_run_wrote_its_text(runs: dict[str, Path],
+                                                     tmp_path: Path) -> None:
+    """The package's README asks for lower-cased, spaced input only when the run was trained on
+    such text (DataConfig.natural_text), not for a natural-text run."""
+    from nmt.export.argos import package_run
+
+    natural = load_run(runs["sentencepiece"], "best")
+    assert natural.config.data.natural_text
+    textbook_cfg = replace(natural.config, data=replace(natural.config.data, lowercase=True,
+                                                        normalization="full"))
+    textbook = load_run(save_run(tmp_path / "textbook", textbook_cfg, natural.tokenizer,
+                                 natural.model), "best")
+    readmes = {}
+    for name, run in (("natural", natural), ("textbook", textbook)):
+        path = package_run(run, tmp_path / f"{name}.argosmodel")
+        with zipfile.ZipFile(path) as z:
+            [readme] = [n for n in z.namelist() if n.count("/") == 1 and
+                        n.endswith("/README.md")]  # the package's (its model/ has the export's)
+            readmes[name] = z.read(readme).decode("utf-8")
+    assert "lower-cased" not in readmes["natural"]
+    assert "trained on lower-cased text" in readmes["textbook"]
+
+
 # --- the README's Python lines -------------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from nmt.translate import (
     translate_with_attention,
 )
 
+TEXTBOOK = {"lowercase": True, "policy": "full"}  # the toy tokenizer's lower-cased, spaced text
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -157,7 +158,7 @@ def test_uncached_method_gives_the_same_text(translator: Translator) -> None:
 @pytest.mark.parametrize("arch", ["transformer", "gru"])
 def test_translate_with_attention(arch: str) -> None:
     model = trained_toy(arch)
-    tokens, src_tokens, weights = translate_with_attention(model, TOKENIZER, "A b c")
+    tokens, src_tokens, weights = translate_with_attention(model, TOKENIZER, "A b c", **TEXTBOOK)
     assert src_tokens == ["a", "b", "c", "<eos>"]
     t, s = len(tokens), len(src_tokens)
     assert weights["cross"].shape[2:] == (t, s)
@@ -165,8 +166,9 @@ def test_translate_with_attention(arch: str) -> None:
         assert weights["enc"].shape[2:] == (s, s)
         assert weights["self"].shape[2:] == (t, t)
     with pytest.raises(DataError):
-        translate_with_attention(model, TOKENIZER, " \u200b ")
-    _, src_tokens, weights = translate_with_attention(model, TOKENIZER, "a b c d e", truncate=3)
+        translate_with_attention(model, TOKENIZER, " \u200b ", **TEXTBOOK)
+    _, src_tokens, weights = translate_with_attention(model, TOKENIZER, "a b c d e", truncate=3,
+                                                     **TEXTBOOK)
     assert src_tokens == ["a", "b", "c"] and weights["cross"].shape[3] == 3  # cut as in training
 
 
