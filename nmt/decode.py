@@ -201,7 +201,6 @@ def beam_search(
     max_len: Tensor | int,
     beam: int,
     alpha: float = 1.0,
-    n_best: int = 1,
 ) -> list[list[Hypothesis]]:
     """Batched beam search over ``B * beam`` rows with GNMT length normalisation.
 
@@ -216,7 +215,8 @@ def beam_search(
         src: ``(B, S)``; src_lengths: ``(B,)``; max_len: ``(B,)`` or one int.
         alpha: length-penalty exponent (0: raw log-probabilities).
     Returns:
-        for each sentence its ``n_best`` hypotheses, best first by normalised score.
+        for each sentence its finished hypotheses (at most ``beam``), best first by normalised
+        score; translation takes the first.
     """
     device = src.device
     b, k = src.size(0), beam
@@ -291,7 +291,7 @@ def beam_search(
         beam_scores = beam_scores[keep_sent]
         sent = sent[keep_sent]
         last = history[:, -1:]
-    return [hyps[:n_best] for hyps in finished]
+    return finished
 
 
 def _keep_best(

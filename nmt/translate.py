@@ -104,13 +104,12 @@ def translate_normalized(
     beam: int | None = None,
     max_src_tokens: int | None = None,
     on_truncate: TruncateHook | None = None,
-    method: str = "cached",
     truncate: int = 0,
 ) -> list[str]:
     """Translate already-normalised sentences; outputs detokenized, in input order.
 
-    ``beam`` overrides ``cfg.beam``; ``method="uncached"`` selects the reference greedy path;
-    ``truncate`` is the run's ``data.truncate`` (see :func:`source_limit`).
+    ``beam`` overrides ``cfg.beam``; ``truncate`` is the run's ``data.truncate`` (see
+    :func:`source_limit`).
     """
     from nmt.decode import search_ids
 
@@ -123,7 +122,7 @@ def translate_normalized(
         if n > limit and on_truncate is not None:
             on_truncate(i, n, limit)
         batch.append(ids)
-    hyps = search_ids(model, batch, cfg, device, method=method)
+    hyps = search_ids(model, batch, cfg, device)
     return [
         tokenizer.decode_tgt(h.tokens) if ids else "" for h, ids in zip(hyps, batch, strict=True)
     ]

@@ -235,7 +235,7 @@ def test_beam_scores_equal_teacher_forced_rescoring(model: EncoderDecoder, alpha
     row reordering of the state would score tokens under another hypothesis's prefix."""
     texts = TEXTS[:12]
     src, lengths = batch_of(texts)
-    nbest = beam_search(model, src, lengths, 10, beam=4, alpha=alpha, n_best=4)
+    nbest = beam_search(model, src, lengths, 10, beam=4, alpha=alpha)
     for text, hyps in zip(texts, nbest, strict=True):
         assert 1 <= len(hyps) <= 4
         for h in hyps:
