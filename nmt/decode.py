@@ -76,9 +76,9 @@ def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
 
 
 PRUNE_AT = 0.2
-"""Default of :func:`greedy`'s ``prune_at``. On the CPU, dropping finished rows is 1.8x faster than
-keeping them to the end, and waiting until they are a fifth of the batch is faster again than
-dropping each at once (1.25x on the demo model's test split; docs/BENCHMARKS.md, "Decoding")."""
+"""Default of :func:`greedy`'s ``prune_at``: on the CPU, dropping finished rows beats keeping them
+to the end, and waiting until they are a fifth of the batch beats dropping each at once
+(docs/BENCHMARKS.md, "Decoding the test split", has the figures)."""
 
 
 def _as_limits(max_len: Tensor | int, batch: int, device: torch.device) -> Tensor:

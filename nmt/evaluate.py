@@ -27,8 +27,9 @@ from nmt.translate import StreamTranslator, open_input, read_lines
 if TYPE_CHECKING:
     from nmt.loading import LoadedRun
 
-# The recipe's four check sentences and their references (seed-recipe.md), and the same as
-# people write them, for natural-text runs.
+# The recipe's four check sentences and their references (the textbook's, d2l.ai's
+# "Sequence-to-Sequence Learning for Machine Translation"), and the same as people write them,
+# for natural-text runs.
 EXAMPLES: tuple[tuple[str, str], ...] = (
     ("go .", "va !"),
     ("i lost .", "j'ai perdu ."),
