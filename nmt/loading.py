@@ -19,7 +19,7 @@ import torch
 from nmt.checkpoint import check_dense, check_tokenizer, load_checkpoint
 from nmt.config import Config, from_dict
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
-from nmt.run_dir import run_config
+from nmt.run_dir import checkpoint_path, run_config
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -51,15 +51,15 @@ def latest_run(runs_dir: Path = RUNS_DIR) -> Path:
             f"{runs_dir}: no trained run found (train one with `nmt train --config ...`, "
             "or name one with --run runs/NAME)"
         )
-    return max(candidates, key=lambda p: (p / "checkpoints" / "last.pt").stat().st_mtime)
+    return max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime)
 
 
 def resolve_checkpoint(run_dir: Path, checkpoint: str) -> Path:
     """``best`` (falls back to ``last`` when no validation has run), ``last``, or a file path."""
     if checkpoint in ("best", "last"):
-        path = run_dir / "checkpoints" / f"{checkpoint}.pt"
+        path = checkpoint_path(run_dir, checkpoint)
         if checkpoint == "best" and not path.is_file():
-            path = run_dir / "checkpoints" / "last.pt"
+            path = checkpoint_path(run_dir)
         if not path.is_file():
             raise CheckpointError(
                 f"{run_dir}: no checkpoint {checkpoint}.pt in {run_dir}/checkpoints"
@@ -95,7 +95,7 @@ def load_run(
         vocab = payload["vocab"]
     except (KeyError, TypeError, ConfigError) as e:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
-    if (run_dir / "config.toml").is_file() and run_dir / "checkpoints" in path.parents:
+    if (run_dir / "config.toml").is_file() and checkpoint_path(run_dir).parent in path.parents:
         cfg = run_config(run_dir, cfg)  # a hand edit of its [decode] counts, as on --resume
     tokenizer = run_tokenizer(run_dir)
     check_tokenizer(path, vocab, tokenizer, f"{run_dir}/tokenizer")
