@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from nmt.data.normalize import POLICIES, is_natural_text
 from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SPECIALS
 from nmt.errors import ConfigError
 
@@ -44,7 +45,7 @@ class DataConfig:
     max_pairs: int = 0  # read only the first N pairs of the corpus (0: all); the d2l recipe
     # reads 601 (it means 600, but `if i > num_examples: break` keeps line 600 too)
     lowercase: bool = False  # lower-case both sides (the recipe does; the d2l presets set it)
-    normalization: str = field(default="natural", metadata=_choice("natural", "full", "recipe"))
+    normalization: str = field(default="natural", metadata=_choice(*POLICIES))
     # natural: text as written, only a Unicode clean-up (NFC, whitespace, invisible characters,
     # one apostrophe); full: that plus the textbook's space before , . ! ? (runs made before
     # natural text); recipe: only the recipe's rules (docs/DATA.md)
@@ -74,7 +75,7 @@ class DataConfig:
     def natural_text(self) -> bool:
         """Text as written (not the textbook's lower-cased, spaced text): scored against the
         corpus' references with sacrebleu's defaults."""
-        return self.normalization == "natural" and not self.lowercase
+        return is_natural_text(self.lowercase, self.normalization)
 
 
 @dataclass(frozen=True)

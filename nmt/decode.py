@@ -25,6 +25,7 @@ from torch import Tensor
 
 from nmt.config import DecodeConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
+from nmt.limits import output_limit
 from nmt.models.base import EncoderDecoder, select_rows
 from nmt.search_rules import decode_batches, length_penalty  # noqa: F401 - used here and re-exported
 
@@ -48,17 +49,6 @@ class Hypothesis:
         return len(self.tokens) + int(self.finished)
 
 
-def max_output_lengths(src_lengths: Tensor, cfg: DecodeConfig, model: EncoderDecoder) -> Tensor:
-    """``(B,)`` source lengths -> ``(B,)`` output limits: ``a * len + b``, capped.
-
-    The cap is ``cfg.max_len_cap`` and, for models with a limit on positions
-    (``model.max_positions``), what still fits in it (``<bos>`` takes the first position).
-    """
-    cap = cfg.max_len_cap
-    if model.max_positions is not None:
-        cap = min(cap, model.max_positions - 1)
-    limits = torch.floor(src_lengths.double() * cfg.max_len_a).long() + cfg.max_len_b
-    return limits.clamp(min=1, max=max(cap, 1))
 
 
 def _log_probs(logits: Tensor) -> Tensor:
@@ -82,9 +72,9 @@ def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
 
 
 PRUNE_AT = 0.2
-"""Default of :func:`greedy`'s ``prune_at``. On the CPU, dropping finished rows is 1.8x faster than
-keeping them to the end, and waiting until they are a fifth of the batch is faster again than
-dropping each at once (1.25x on the demo model's test split; docs/BENCHMARKS.md, "Decoding")."""
+"""Default of :func:`greedy`'s ``prune_at``: on the CPU, dropping finished rows beats keeping them
+to the end, and waiting until they are a fifth of the batch beats dropping each at once
+(docs/BENCHMARKS.md, "Decoding the test split", has the figures)."""
 
 
 def _as_limits(max_len: Tensor | int, batch: int, device: torch.device) -> Tensor:
@@ -207,7 +197,6 @@ def beam_search(
     max_len: Tensor | int,
     beam: int,
     alpha: float = 1.0,
-    n_best: int = 1,
 ) -> list[list[Hypothesis]]:
     """Batched beam search over ``B * beam`` rows with GNMT length normalisation.
 
@@ -222,7 +211,8 @@ def beam_search(
         src: ``(B, S)``; src_lengths: ``(B,)``; max_len: ``(B,)`` or one int.
         alpha: length-penalty exponent (0: raw log-probabilities).
     Returns:
-        for each sentence its ``n_best`` hypotheses, best first by normalised score.
+        for each sentence its finished hypotheses (at most ``beam``), best first by normalised
+        score; translation takes the first.
     """
     device = src.device
     b, k = src.size(0), beam
@@ -297,7 +287,7 @@ def beam_search(
         beam_scores = beam_scores[keep_sent]
         sent = sent[keep_sent]
         last = history[:, -1:]
-    return [hyps[:n_best] for hyps in finished]
+    return finished
 
 
 def _keep_best(
@@ -344,7 +334,8 @@ def search_ids(
     results: list[Hypothesis | None] = [None] * len(src_ids)
     for idx in decode_batches([len(s) for s in src_ids], cfg):
         src, lengths = pad_batch([src_ids[i] for i in idx], device)
-        limits = max_output_lengths(lengths, cfg, model)
+        limits = torch.tensor([output_limit(len(src_ids[i]), cfg, model.max_positions)
+                               for i in idx], device=device)
         if cfg.beam > 1:
             hyps = [h[0] for h in beam_search(model, src, lengths, limits, cfg.beam,
                                               cfg.length_penalty)]

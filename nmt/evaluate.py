@@ -20,15 +20,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nmt.data.normalize import normalize
+from nmt.data.normalize import is_natural_text, normalize
 from nmt.errors import DataError
 from nmt.translate import StreamTranslator, open_input, read_lines
 
 if TYPE_CHECKING:
     from nmt.config import Config
 
-# The recipe's four check sentences and their references (seed-recipe.md), and the same as
-# people write them, for natural-text runs.
+# The recipe's four check sentences and their references (the textbook's, d2l.ai's
+# "Sequence-to-Sequence Learning for Machine Translation"), and the same as people write them,
+# for natural-text runs.
 EXAMPLES: tuple[tuple[str, str], ...] = (
     ("go .", "va !"),
     ("i lost .", "j'ai perdu ."),
@@ -208,7 +209,7 @@ def read_text_lines(path: Path, option: str) -> list[str]:
 
 
 def file_references(
-    src: Path, refs: Sequence[Path], lowercase: bool, policy: str = "full"
+    src: Path, refs: Sequence[Path], lowercase: bool, policy: str
 ) -> tuple[list[str], list[list[str]]]:
     """``--src`` lines and, per line, its references from each ``--ref`` file: as written for a
     natural-text run (``policy="natural"``, not ``lowercase``), else normalised like the training
@@ -227,7 +228,7 @@ def file_references(
             )
     per_sentence = []
     for i in range(len(sources)):
-        if policy == "natural" and not lowercase:
+        if is_natural_text(lowercase, policy):
             r = [s[i].strip() for s in streams]
         else:
             r = [normalize(s[i], lowercase, policy) for s in streams]
@@ -270,7 +271,7 @@ def evaluate(
     start = time.perf_counter()
     hyps = translator.translate(sources)
     seconds = time.perf_counter() - start
-    scores = score_multi_and_single(hyps, refs, tokenized=translator.tokenized_text, lang=lang)
+    scores = score_multi_and_single(hyps, refs, tokenized=not translator.natural_text, lang=lang)
     hyp_path, scores_path = run_dir / f"hyp.{tag}.txt", run_dir / f"scores.{tag}.json"
     atomic_write_text(hyp_path, "".join(h + "\n" for h in hyps))
     report = BleuReport(
@@ -373,7 +374,7 @@ def run_examples(translator: StreamTranslator, source: str = "en",
     textbook forms of translation and reference (it splits on spaces)."""
     from nmt.data.normalize import textbook_form
 
-    natural = not translator.tokenized_text
+    natural = translator.natural_text
     examples = check_sentences(source, target, natural)
     hyps = translator.translate([src for src, _ in examples])
     rows = []

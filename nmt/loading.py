@@ -20,7 +20,12 @@ from nmt.checkpoint import check_dense, check_tokenizer, load_checkpoint
 from nmt.config import Config, from_dict
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.run_dir import run_config
-from nmt.run_paths import RUNS_DIR, latest_run, resolve_checkpoint  # noqa: F401 - re-exported
+from nmt.run_paths import (  # noqa: F401 - latest_run, resolve_checkpoint re-exported
+    RUNS_DIR,
+    checkpoint_path,
+    latest_run,
+    resolve_checkpoint,
+)
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -63,7 +68,7 @@ def load_run(
         vocab = payload["vocab"]
     except (KeyError, TypeError, ConfigError) as e:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
-    if (run_dir / "config.toml").is_file() and run_dir / "checkpoints" in path.parents:
+    if (run_dir / "config.toml").is_file() and checkpoint_path(run_dir).parent in path.parents:
         cfg = run_config(run_dir, cfg)  # a hand edit of its [decode] counts, as on --resume
     tokenizer = run_tokenizer(run_dir)
     check_tokenizer(path, vocab, tokenizer, f"{run_dir}/tokenizer")

@@ -32,6 +32,7 @@ from nmt.files import (
     make_dirs,
     real_path,
 )
+from nmt.run_paths import checkpoint_path
 
 # Sections whose change would make a checkpoint meaningless; the rest may change on --resume.
 FROZEN_ON_RESUME = ("data", "model")
@@ -46,6 +47,8 @@ FROZEN_ON_RESUME = ("data", "model")
 RUN_ENTRIES = ("config.toml", "tokenizer", "checkpoints", "metrics.jsonl", "train.log", RUN_FILE,
                "curves.png", "attention.png", "hyp.*.txt", "scores.*.json", "ctranslate2",
                f".*{TMP_SUFFIX}")
+
+
 # What a start writes first (metrics.jsonl, then config.toml, before any training step): a run
 # directory holds one of them, even one whose start failed before its first checkpoint.
 RUN_MARKERS = ("metrics.jsonl", "config.toml", "checkpoints")
@@ -88,7 +91,7 @@ def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
     """Refuse to train into an existing run unless resuming (or explicitly overwriting: then
     only a run directory holding nothing but what nmt writes is emptied, see
     :func:`empty_run_dir`)."""
-    ckpt = run_dir / "checkpoints" / "last.pt"
+    ckpt = checkpoint_path(run_dir)
     if resume:
         if not ckpt.is_file():
             raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
@@ -195,7 +198,7 @@ def config_for_resume(run_dir: Path, overrides: list[str],
     trained with (its own config, not ``config.toml``, which may have been edited).
     """
     cfg = load_config(config_path or run_dir / "config.toml", overrides)
-    trained = checkpoint_config(run_dir / "checkpoints" / "last.pt")
+    trained = checkpoint_config(checkpoint_path(run_dir))
     change = frozen_change(cfg, trained)
     if change is not None:
         key, message = change
@@ -331,7 +334,7 @@ def adopt_newer_best(run_dir: Path) -> None:
     """
     from nmt.checkpoint import load_checkpoint
 
-    best, last = run_dir / "checkpoints" / "best.pt", run_dir / "checkpoints" / "last.pt"
+    best, last = checkpoint_path(run_dir, "best"), checkpoint_path(run_dir)
     if not (best.is_file() and last.is_file()):
         return
     ahead = load_checkpoint(best).get("progress", {}).get("step", 0)

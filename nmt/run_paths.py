@@ -11,6 +11,12 @@ from nmt.errors import CheckpointError
 RUNS_DIR = Path("runs")
 
 
+def checkpoint_path(run_dir: Path, name: str = "last") -> Path:
+    """A run's checkpoint ``name``: ``last`` (the latest, what --resume continues) or ``best``
+    (the best validation's)."""
+    return run_dir / "checkpoints" / f"{name}.pt"
+
+
 def latest_run(runs_dir: Path = RUNS_DIR) -> Path:
     """The run directory under ``runs_dir`` whose checkpoint was written last."""
     candidates = [p.parent.parent for p in runs_dir.glob("*/checkpoints/last.pt")]
@@ -19,15 +25,15 @@ def latest_run(runs_dir: Path = RUNS_DIR) -> Path:
             f"{runs_dir}: no trained run found (train one with `nmt train --config ...`, "
             "or name one with --run runs/NAME)"
         )
-    return max(candidates, key=lambda p: (p / "checkpoints" / "last.pt").stat().st_mtime)
+    return max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime)
 
 
 def resolve_checkpoint(run_dir: Path, checkpoint: str) -> Path:
     """``best`` (falls back to ``last`` when no validation has run), ``last``, or a file path."""
     if checkpoint in ("best", "last"):
-        path = run_dir / "checkpoints" / f"{checkpoint}.pt"
+        path = checkpoint_path(run_dir, checkpoint)
         if checkpoint == "best" and not path.is_file():
-            path = run_dir / "checkpoints" / "last.pt"
+            path = checkpoint_path(run_dir)
         if not path.is_file():
             raise CheckpointError(
                 f"{run_dir}: no checkpoint {checkpoint}.pt in {run_dir}/checkpoints"

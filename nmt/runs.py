@@ -137,11 +137,13 @@ def _newest_mtime(run_dir: Path) -> float | None:
 
 def run_info(run_dir: Path) -> RunInfo:
     """Everything :class:`RunInfo` holds for ``run_dir``; problems become ``note``."""
+    from nmt.run_paths import checkpoint_path
+
     info = RunInfo(name=run_dir.name, path=run_dir)
     notes: list[str] = []
     try:
         info.updated = _newest_mtime(run_dir)
-        ckpt = run_dir / "checkpoints" / "last.pt"
+        ckpt = checkpoint_path(run_dir)
         config: dict[str, Any] | None = None
         if ckpt.is_file():
             try:

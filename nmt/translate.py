@@ -15,7 +15,6 @@ sentences and in tokens (:func:`nmt.decode.decode_batches`).
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,10 +23,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from nmt.config import DecodeConfig
-from nmt.data.normalize import normalize
+from nmt.config import DataConfig, DecodeConfig
+from nmt.data.normalize import is_natural_text, normalize
 from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
+from nmt.limits import output_limit
 
 if TYPE_CHECKING:
     import torch
@@ -68,15 +68,6 @@ def source_limit_for(
     return max(limit, 1)
 
 
-def output_limit(n_src: int, cfg: DecodeConfig, max_positions: int | None) -> int:
-    """Most output tokens for a source of ``n_src`` ids (``<eos>`` included): one sentence of
-    :func:`nmt.decode.max_output_lengths`, in plain Python for engines without torch."""
-    cap = cfg.max_len_cap
-    if max_positions is not None:
-        cap = min(cap, max_positions - 1)
-    return min(max(math.floor(n_src * cfg.max_len_a) + cfg.max_len_b, 1), max(cap, 1))
-
-
 def source_ids(
     tokenizer: Tokenizer, normalized: str, limit: int, keep_eos: bool = True
 ) -> tuple[list[int], int]:
@@ -113,13 +104,12 @@ def translate_normalized(
     beam: int | None = None,
     max_src_tokens: int | None = None,
     on_truncate: TruncateHook | None = None,
-    method: str = "cached",
     truncate: int = 0,
 ) -> list[str]:
     """Translate already-normalised sentences; outputs detokenized, in input order.
 
-    ``beam`` overrides ``cfg.beam``; ``method="uncached"`` selects the reference greedy path;
-    ``truncate`` is the run's ``data.truncate`` (see :func:`source_limit`).
+    ``beam`` overrides ``cfg.beam``; ``truncate`` is the run's ``data.truncate`` (see
+    :func:`source_limit`).
     """
     from nmt.decode import search_ids
 
@@ -132,7 +122,7 @@ def translate_normalized(
         if n > limit and on_truncate is not None:
             on_truncate(i, n, limit)
         batch.append(ids)
-    hyps = search_ids(model, batch, cfg, device, method=method)
+    hyps = search_ids(model, batch, cfg, device)
     return [
         tokenizer.decode_tgt(h.tokens) if ids else "" for h, ids in zip(hyps, batch, strict=True)
     ]
@@ -147,9 +137,10 @@ class StreamTranslator:
     normalization: str
 
     @property
-    def tokenized_text(self) -> bool:
-        """The model writes the textbook's lower-cased, spaced text, not natural text."""
-        return self.lowercase or self.normalization != "natural"
+    def natural_text(self) -> bool:
+        """The model reads and writes text as written, not the textbook's lower-cased, spaced
+        text (:func:`nmt.data.normalize.is_natural_text`)."""
+        return is_natural_text(self.lowercase, self.normalization)
 
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order."""
@@ -188,10 +179,10 @@ class Translator(StreamTranslator):
     model: EncoderDecoder
     tokenizer: Tokenizer
     cfg: DecodeConfig
-    lowercase: bool = True
+    lowercase: bool = DataConfig.lowercase  # the run's data.lowercase
     device: torch.device | None = None
     max_src_tokens: int | None = None
-    normalization: str = "full"  # the run's data.normalization policy
+    normalization: str = DataConfig.normalization  # the run's data.normalization policy
     truncate: int = 0  # the run's data.truncate: sources cut to this many tokens, as in training
 
     @classmethod
@@ -303,9 +294,9 @@ def translate_with_attention(
     model: EncoderDecoder,
     tokenizer: Tokenizer,
     text: str,
-    lowercase: bool = True,
+    lowercase: bool = DataConfig.lowercase,
     cfg: DecodeConfig | None = None,
-    policy: str = "full",
+    policy: str = DataConfig.normalization,
     truncate: int = 0,
 ) -> tuple[list[str], list[str], dict[str, torch.Tensor]]:
     """Greedy translation of one raw sentence with its attention weights, for pictures.
@@ -318,7 +309,7 @@ def translate_with_attention(
     """
     import torch
 
-    from nmt.decode import greedy_with_weights, max_output_lengths
+    from nmt.decode import greedy_with_weights
 
     cfg = cfg if cfg is not None else DecodeConfig()
     normalized = normalize(text, lowercase, policy)
@@ -327,7 +318,7 @@ def translate_with_attention(
     ids, _ = source_ids(tokenizer, normalized, *source_cut(model, None, truncate))
     device = next(model.parameters()).device
     src = torch.tensor([ids], device=device)
-    limit = int(max_output_lengths(torch.tensor([len(ids)]), cfg, model)[0])
+    limit = output_limit(len(ids), cfg, model.max_positions)
     hyp, weights = greedy_with_weights(model, src, limit)
     tokens = tokenizer.tgt_tokens(hyp.tokens) + (["<eos>"] if hyp.finished else [])
     pieces = tokenizer.src_tokens(normalized)

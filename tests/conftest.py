@@ -107,11 +107,13 @@ def tiny_corpus_lines() -> list[str]:
 
 
 def tiny_corpus_sides() -> tuple[list[str], list[str]]:
-    """The fake corpus' English and French sentences, normalised as training normalises them."""
+    """The fake corpus' English and French sentences, normalised as a textbook run's training
+    normalises them (lower-cased, a space before punctuation)."""
     from nmt.data.normalize import normalize
 
     pairs = [line.split("\t") for line in tiny_corpus_lines()]
-    return [normalize(en) for en, _ in pairs], [normalize(fr) for _, fr in pairs]
+    return ([normalize(en, True, "full") for en, _ in pairs],
+            [normalize(fr, True, "full") for _, fr in pairs])
 
 
 def run_metrics(run: Path) -> list[dict[str, Any]]:

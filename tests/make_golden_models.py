@@ -97,7 +97,7 @@ def eval_outputs(model: EncoderDecoder, x: dict[str, torch.Tensor]) -> dict[str,
         "weights": weights,
         "greedy": hypotheses(greedy(model, src, lengths, MAX_LEN)),
         "beam": [hypotheses(h) for h in beam_search(model, src, lengths, MAX_LEN, BEAM,
-                                                     alpha=1.0, n_best=BEAM)],
+                                                     alpha=1.0)],
     }
 
 

@@ -24,7 +24,7 @@ from nmt.evaluate import (
 
 
 def test_recipe_bleu_golden_values() -> None:
-    # seed-recipe.md: "he's calm ." -> "il est paresseux ." scores 0.658 against "il est calme ."
+    # the textbook's: "he's calm ." -> "il est paresseux ." scores 0.658 against "il est calme ."
     assert recipe_bleu("il est paresseux .", "il est calme .") == pytest.approx(0.658, abs=5e-4)
     assert recipe_bleu("il est paresseux .", "il est calme .") == pytest.approx(
         math.sqrt(3 / 4) * (1 / 3) ** 0.25)

@@ -37,19 +37,19 @@ TRICKY = st.text(st.sampled_from(list(
     ("", ""),
 ])
 def test_golden_cases(raw: str, expected: str) -> None:
-    assert normalize(raw) == expected
+    assert normalize(raw, True, "full") == expected
 
 
 def test_lowercase_is_optional() -> None:
-    assert normalize("Tom’s CAR.", lowercase=False) == "Tom's CAR ."
+    assert normalize("Tom’s CAR.", lowercase=False, policy="full") == "Tom's CAR ."
 
 
 def test_recipe_policy_is_the_recipe() -> None:
     # only U+202F/U+00A0 -> space, lower-case and the punctuation rule: the rest is kept
-    assert normalize("J’ai\u2009vu  Tom\u202f!", policy="recipe") == "j’ai\u2009vu  tom !"
-    assert normalize("Go.", policy="recipe") == "go ."
+    assert normalize("J’ai\u2009vu  Tom\u202f!", True, "recipe") == "j’ai\u2009vu  tom !"
+    assert normalize("Go.", True, "recipe") == "go ."
     with pytest.raises(ValueError, match="policy"):
-        normalize("x", policy="nfkc")
+        normalize("x", True, "nfkc")
 
 
 @settings(max_examples=300, deadline=None)
@@ -62,7 +62,7 @@ def test_idempotent_and_total(text: str, lowercase: bool, policy: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(ANY_TEXT, TRICKY))
 def test_full_policy_output_is_clean(text: str) -> None:
-    out = normalize(text)
+    out = normalize(text, True, "full")
     out.encode("utf-8")  # no lone surrogates: the cache and BLEU files can always be written
     assert unicodedata.is_normalized("NFC", out)
     assert out == out.strip(" ") and "  " not in out

@@ -27,10 +27,10 @@ from nmt.decode import (
     greedy_uncached,
     greedy_with_weights,
     length_penalty,
-    max_output_lengths,
     pad_batch,
     search_ids,
 )
+from nmt.limits import output_limit
 from nmt.models import build_model
 from nmt.models.base import EncoderDecoder
 
@@ -201,10 +201,10 @@ def test_batched_equals_one_by_one(model: EncoderDecoder, beam: int) -> None:
     alone = []
     for one in ids:  # straight to the search functions: no sorting, no padding
         src, lengths = pad_batch([one], CPU)
-        limit = max_output_lengths(lengths, cfg, model)
+        limit = output_limit(len(one), cfg, model.max_positions)
         alone.append(greedy(model, src, lengths, limit)[0] if beam == 1 else
                      beam_search(model, src, lengths, limit, beam, cfg.length_penalty)[0][0])
-    limits = [int(max_output_lengths(torch.tensor([len(one)]), cfg, model)) for one in ids]
+    limits = [output_limit(len(one), cfg, model.max_positions) for one in ids]
     if beam == 1:
         assert_greedy_equal_up_to_ties(model, ids, [h.tokens for h in alone],
                                        [h.tokens for h in batched], limits)
@@ -268,7 +268,7 @@ def test_beam_scores_equal_teacher_forced_rescoring(model: EncoderDecoder, alpha
     row reordering of the state would score tokens under another hypothesis's prefix."""
     texts = TEXTS[:12]
     src, lengths = batch_of(texts)
-    nbest = beam_search(model, src, lengths, 10, beam=4, alpha=alpha, n_best=4)
+    nbest = beam_search(model, src, lengths, 10, beam=4, alpha=alpha)
     for text, hyps in zip(texts, nbest, strict=True):
         assert 1 <= len(hyps) <= 4
         for h in hyps:
@@ -307,13 +307,15 @@ def test_outputs_respect_per_sentence_limits(untrained: EncoderDecoder) -> None:
             assert not {EOS_ID, PAD_ID, BOS_ID} & set(h.tokens)
 
 
-def test_max_output_lengths() -> None:
-    lengths = torch.tensor([1, 4, 100])
+def test_output_limit() -> None:
+    """a * source length + b, capped by max_len_cap and by the position table after <bos>."""
     transformer = random_model("transformer")  # max_positions 64: <bos> + 63 outputs
     cfg = DecodeConfig(max_len_a=1.5, max_len_b=10, max_len_cap=50)
-    assert max_output_lengths(lengths, cfg, transformer).tolist() == [11, 16, 50]
-    assert max_output_lengths(lengths, DecodeConfig(max_len_cap=500), transformer)[2] == 63
-    assert max_output_lengths(lengths, DecodeConfig(max_len_cap=500), random_model("gru"))[2] == 160
+    assert [output_limit(n, cfg, transformer.max_positions) for n in (1, 4, 100)] == [11, 16, 50]
+    assert output_limit(100, DecodeConfig(max_len_cap=500), transformer.max_positions) == 63
+    gru = random_model("gru")  # no position table
+    assert output_limit(100, DecodeConfig(max_len_cap=500), gru.max_positions) == 160
+    assert output_limit(0, DecodeConfig(max_len_a=0.0, max_len_b=0), None) == 1  # never below 1
 
 
 # --- attention weights for pictures --------------------------------------------------------------

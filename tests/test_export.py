@@ -7,6 +7,7 @@ embeddings and attention biases), and a SentencePiece run on the fake fra-eng co
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import random
@@ -33,14 +34,15 @@ from ties import (
 )
 
 from nmt.checkpoint import save_checkpoint
-from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig
+from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig, from_dict
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
 from nmt.decode import Hypothesis, pad_batch, search_ids
 from nmt.files import atomic_write_text
+from nmt.limits import output_cap, output_length, output_limit
 from nmt.loading import load_run
 from nmt.models import build_model
-from nmt.translate import Translator, output_limit
+from nmt.translate import Translator
 
 ct2 = pytest.importorskip("ctranslate2")
 
@@ -344,6 +346,42 @@ def test_export_readme_lines_translate_without_nmt(runs: dict[str, Path],
         assert done.stdout.strip() == repr(expected)
 
 
+def test_export_readme_limits_are_nmts_on_every_length(exports: dict[str, Path],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's lines compute nmt's output limit (nmt.limits.output_limit) for sources of
+    every length, past the cap and, cut or not, as the run cuts its sources."""
+    import types
+
+    for name in ("word-postnorm", "word-truncate"):
+        export = exports[name]
+        meta = json.loads((export / "nmt-export.json").read_text(encoding="utf-8"))
+        [code] = python_blocks((export / "README.md").read_text(encoding="utf-8"))
+        assert inspect.getsource(output_length) in code
+        sentences = [" ".join(["a"] * n) for n in range(1, 300, 7)]
+        code = re.sub(r"sentences = \[.*\]", f"sentences = {sentences!r}", code)
+        fake = types.ModuleType("ctranslate2")
+
+        class FakeTranslator:
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                pass
+
+            def translate_batch(self, pieces: list[list[str]], **kwargs: object) -> list[object]:
+                return [types.SimpleNamespace(hypotheses=[[]]) for _ in pieces]
+
+        fake.Translator = FakeTranslator  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "ctranslate2", fake)
+        monkeypatch.syspath_prepend(str(export))
+        monkeypatch.delitem(sys.modules, "normalize", raising=False)
+        namespace: dict[str, object] = {}
+        exec(compile(code, str(export / "README.md"), "exec"), namespace)
+        cfg = from_dict({"decode": meta["decode"]}).decode
+        cut = meta["data"]["truncate"] if not meta.get("add_source_eos", True) else None
+        n_src = [min(n + 1, cut) if cut else n + 1 for n in range(1, 300, 7)]
+        expected = [output_limit(n, cfg, meta["max_positions"]) for n in n_src]
+        assert namespace["limits"] == expected, name
+        assert max(expected) == output_cap(cfg, meta["max_positions"]), name  # the cap is met
+
+
 def test_export_holds_what_a_user_needs(exports: dict[str, Path]) -> None:
     names = {p.name for p in exports["sentencepiece"].iterdir()}
     assert {"model.bin", "config.json", "shared_vocabulary.json", "spm.model", "normalize.py",
@@ -523,6 +561,29 @@ def test_argos_package(runs: dict[str, Path], tmp_path: Path) -> None:
     assert code != 0 and "one SentencePiece model" in err
 
 
+def test_argos_readme_says_how_the_run_wrote_its_text(runs: dict[str, Path],
+                                                     tmp_path: Path) -> None:
+    """The package's README asks for lower-cased, spaced input only when the run was trained on
+    such text (DataConfig.natural_text), not for a natural-text run."""
+    from nmt.export.argos import package_run
+
+    natural = load_run(runs["sentencepiece"], "best")
+    assert natural.config.data.natural_text
+    textbook_cfg = replace(natural.config, data=replace(natural.config.data, lowercase=True,
+                                                        normalization="full"))
+    textbook = load_run(save_run(tmp_path / "textbook", textbook_cfg, natural.tokenizer,
+                                 natural.model), "best")
+    readmes = {}
+    for name, run in (("natural", natural), ("textbook", textbook)):
+        path = package_run(run, tmp_path / f"{name}.argosmodel")
+        with zipfile.ZipFile(path) as z:
+            [readme] = [n for n in z.namelist() if n.count("/") == 1 and
+                        n.endswith("/README.md")]  # the package's (its model/ has the export's)
+            readmes[name] = z.read(readme).decode("utf-8")
+    assert "lower-cased" not in readmes["natural"]
+    assert "trained on lower-cased text" in readmes["textbook"]
+
+
 # --- the README's Python lines -------------------------------------------------------------------
 
 
@@ -545,6 +606,7 @@ def test_readme_python_api_lines_run(runs: dict[str, Path], tmp_path: Path,
     (tmp_path / "news.en").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
     (tmp_path / "news.fr").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
     with_nmt, without_nmt = readme_python_api()
+    assert inspect.getsource(output_length) in without_nmt  # the one definition, not a variant
     exec(compile(with_nmt, "README.md", "exec"), {})
     assert (tmp_path / "runs" / "demo" / "scores.file-news.en.json").is_file()  # score() saved
     export = tmp_path / "demo-ct2"

@@ -22,8 +22,9 @@ import nmt.device
 from nmt.config import Config, DecodeConfig
 from nmt.data.batching import Collator
 from nmt.data.prepare import prepare
-from nmt.decode import beam_search, greedy, max_output_lengths, pad_batch, search_ids
+from nmt.decode import beam_search, greedy, pad_batch, search_ids
 from nmt.distributed import Dist
+from nmt.limits import output_limit
 from nmt.loading import load_run
 from nmt.models import build_model
 from nmt.optim import build_optimizer
@@ -215,7 +216,7 @@ def test_batched_equals_one_by_one_on_cuda(arch: str, beam: int) -> None:
     alone = []
     for one in ids:
         src, lengths = pad_batch([one], torch.device("cuda"))
-        limit = max_output_lengths(lengths, cfg, model)
+        limit = output_limit(len(one), cfg, model.max_positions)
         alone.append(greedy(model, src, lengths, limit)[0] if beam == 1 else
                      beam_search(model, src, lengths, limit, beam, cfg.length_penalty)[0][0])
     assert [h.tokens for h in batched] == [h.tokens for h in alone]

@@ -68,7 +68,9 @@ def test_gru_attention_is_one_labelled_map(runs: dict[str, Path], tmp_path: Path
     assert ax.get_xlabel() == "Source (key)" and ax.get_ylabel() == "Output (query)"
     image = ax.images[0]
     assert image.get_cmap().name == "Reds"
-    _, _, weights = translate_with_attention(translator.model, translator.tokenizer, SENTENCE)
+    _, _, weights = translate_with_attention(
+        translator.model, translator.tokenizer, SENTENCE, lowercase=translator.lowercase,
+        policy=translator.normalization)
     np.testing.assert_allclose(np.asarray(image.get_array()), weights["cross"][0, 0].numpy())
 
 

@@ -440,3 +440,17 @@ def test_sigkill_during_checkpoint_writes_leaves_a_whole_checkpoint(tmp_path: Pa
         for name in leftovers:  # age them, as a later process would find them
             os.utime(last.parent / name, (time.time() - 60, time.time() - 60))
     assert killed_mid_write >= 1  # the kills did land inside writes
+
+
+def test_progress_schema_is_the_training_loops_progress() -> None:
+    """PROGRESS_FIELDS (what a checkpoint's progress may hold: nmt.train imports nmt.checkpoint,
+    so the schema cannot be built from Progress) names every field of the loop's Progress with
+    its type, and a fresh Progress passes it: a field added to one and not the other fails
+    here, not on the first --resume."""
+    import dataclasses
+
+    from nmt.train import Progress
+
+    kinds = {f.name: f.type for f in dataclasses.fields(Progress)}
+    assert {k: v.kind.__name__ for k, v in ckpt.PROGRESS_FIELDS.items()} == kinds
+    assert ckpt.check_progress(Progress().as_dict()) == ""

@@ -54,7 +54,7 @@ def tokenizer(request: pytest.FixtureRequest) -> Tokenizer:
 @example(text="\u2581\u2581 \x00\ud800 \U0010ffff")
 def test_any_text_encodes_in_range_and_decodes_to_one_line(tokenizer: Tokenizer,
                                                            text: str) -> None:
-    normalized = normalize(text)
+    normalized = normalize(text, True, "full")
     for ids, size in ((tokenizer.encode_src(normalized), tokenizer.src_vocab_size),
                       (tokenizer.encode_tgt(normalized), tokenizer.tgt_vocab_size)):
         assert all(isinstance(i, int) and 0 <= i < size for i in ids)
@@ -70,13 +70,13 @@ def test_any_text_encodes_in_range_and_decodes_to_one_line(tokenizer: Tokenizer,
 def test_normalised_text_round_trips(tokenizer: Tokenizer, tgt: str, src: str) -> None:
     """Text made of characters the tokenizer was trained on comes back unchanged
     (SentencePiece on any such text; the word tokenizer on its own words)."""
-    normalized = normalize(tgt)
+    normalized = normalize(tgt, True, "full")
     if isinstance(tokenizer, WordTokenizer):
         words = [w for w in normalized.split(" ") if w in tokenizer.tgt_stoi]
         normalized = " ".join(w for w in words if w not in ("<unk>", "<pad>", "<bos>", "<eos>"))
     assert tokenizer.decode_tgt(tokenizer.encode_tgt(normalized)) == normalized
     if isinstance(tokenizer, SentencePieceTokenizer):
-        normalized = normalize(src)
+        normalized = normalize(src, True, "full")
         pieces = "".join(tokenizer.src_tokens(normalized))
         assert pieces.replace("\u2581", " ").strip() == normalized
         assert UNK_ID not in tokenizer.encode_src(normalized)
@@ -106,6 +106,6 @@ def test_translation_gives_one_clean_line_per_input(translator: Translator,
     assert len(out) == len(texts)
     for text, line in zip(texts, out, strict=True):
         assert "\n" not in line and "\r" not in line
-        if normalize(text) == "":
+        if normalize(text, True, "full") == "":
             assert line == ""  # nothing to translate gives an empty line (a model may also
             # choose <eos> first for a real input, so the converse does not hold)

@@ -29,6 +29,7 @@ from nmt.translate import (
     translate_with_attention,
 )
 
+TEXTBOOK = {"lowercase": True, "policy": "full"}  # the toy tokenizer's lower-cased, spaced text
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -161,18 +162,23 @@ def test_translate_normalized_is_what_validation_calls(translator: Translator) -
     assert out == translator.translate(["a b c", ""])
 
 
-def test_uncached_method_gives_the_same_text(translator: Translator) -> None:
+def test_translation_equals_the_uncached_reference(translator: Translator) -> None:
+    """The cached search translation uses gives the text of the recipe's uncached greedy
+    search, which re-runs the decoder over the whole prefix at every step."""
+    from nmt.decode import search_ids
+
     sources = ["a b c", "d e f g", "h"]
     cached = translate_normalized(translator.model, TOKENIZER, sources, DecodeConfig())
-    uncached = translate_normalized(translator.model, TOKENIZER, sources, DecodeConfig(),
-                                    method="uncached")
+    ids = [source_ids(TOKENIZER, s, 1024)[0] for s in sources]
+    hyps = search_ids(translator.model, ids, DecodeConfig(), method="uncached")
+    uncached = [TOKENIZER.decode_tgt(h.tokens) for h in hyps]
     assert_same_text(translator, sources, uncached, cached)
 
 
 @pytest.mark.parametrize("arch", ["transformer", "gru"])
 def test_translate_with_attention(arch: str) -> None:
     model = trained_toy(arch)
-    tokens, src_tokens, weights = translate_with_attention(model, TOKENIZER, "A b c")
+    tokens, src_tokens, weights = translate_with_attention(model, TOKENIZER, "A b c", **TEXTBOOK)
     assert src_tokens == ["a", "b", "c", "<eos>"]
     t, s = len(tokens), len(src_tokens)
     assert weights["cross"].shape[2:] == (t, s)
@@ -180,8 +186,9 @@ def test_translate_with_attention(arch: str) -> None:
         assert weights["enc"].shape[2:] == (s, s)
         assert weights["self"].shape[2:] == (t, t)
     with pytest.raises(DataError):
-        translate_with_attention(model, TOKENIZER, " \u200b ")
-    _, src_tokens, weights = translate_with_attention(model, TOKENIZER, "a b c d e", truncate=3)
+        translate_with_attention(model, TOKENIZER, " \u200b ", **TEXTBOOK)
+    _, src_tokens, weights = translate_with_attention(model, TOKENIZER, "a b c d e", truncate=3,
+                                                     **TEXTBOOK)
     assert src_tokens == ["a", "b", "c"] and weights["cross"].shape[3] == 3  # cut as in training
 
 

@@ -32,10 +32,6 @@ class Language:
         """Words separated by spaces (Chinese, Japanese and Thai are written without)."""
         return self.script not in _UNSPACED
 
-    @property
-    def rtl(self) -> bool:
-        return self.script in ("Arabic", "Hebrew")
-
 
 _CASED = {"Latin", "Cyrillic", "Greek", "Armenian"}
 _UNSPACED = {"Han", "Japanese", "Thai", "Lao", "Khmer", "Myanmar", "Tibetan"}
@@ -89,10 +85,6 @@ _TABLE = [
 ]
 LANGUAGES: dict[str, Language] = {c: Language(c, n, s) for c, n, s, _ in _TABLE}
 _TATOEBA: dict[str, str] = {t: c for c, _, _, t in _TABLE}
-
-
-def is_known(code: str) -> bool:
-    return code in LANGUAGES
 
 
 def language(code: str) -> Language:

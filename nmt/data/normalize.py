@@ -73,10 +73,10 @@ _CLOSE_QUOTE = re.compile(r"(?<=[^ ])»")
 POLICIES = ("natural", "full", "recipe")
 
 
-def normalize(text: str, lowercase: bool = True, policy: str = "full",
-              lang: str | None = None) -> str:
+def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None) -> str:
     """Normalise one sentence (see the module docstring for the policies). Callers pass the
-    run's ``data.lowercase`` and ``data.normalization``; the defaults here are the textbook's.
+    run's ``data.lowercase`` and ``data.normalization`` (no defaults here: the config's are
+    the one place that says what a run does).
 
     ``policy="natural"`` (the default of :attr:`DataConfig.normalization`) only cleans Unicode:
     the text keeps its case (unless ``lowercase``) and its punctuation as written.
@@ -105,6 +105,14 @@ def normalize(text: str, lowercase: bool = True, policy: str = "full",
         text = _OPEN_QUOTE.sub("« ", text)
         text = _CLOSE_QUOTE.sub(" »", text)
     return _PUNCT.sub(r" \1", text)
+
+
+def is_natural_text(lowercase: bool, policy: str) -> bool:
+    """Whether ``normalize(text, lowercase, policy)`` is text as written (the ``natural`` policy,
+    case kept), not the textbook's lower-cased or spaced text: such text is scored against the
+    corpus' references with sacrebleu's own tokenizer, and the model's outputs are read as they
+    are. A run's answer is :attr:`nmt.config.DataConfig.natural_text`."""
+    return policy == "natural" and not lowercase
 
 
 def textbook_form(text: str) -> str:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from nmt.errors import ConfigError, NmtError
 
 if TYPE_CHECKING:
-    from nmt.config import Config
+    from nmt.config import Config, DataConfig
     from nmt.loading import LoadedRun
 
 ARGOS_VERSION = "1.9.0"  # the package format Argos Translate 1.9 and later read
@@ -71,22 +71,28 @@ def metadata(run: LoadedRun) -> dict[str, Any]:
     }
 
 
+def _textbook_style(data: DataConfig) -> str:
+    """How a run that does not write natural text wrote its text, in words."""
+    spaced = data.normalization != "natural"
+    case = "lower-cased text" if data.lowercase else "text"
+    return f"{case} with a space before punctuation" if spaced else case
+
+
 def _readme(run: LoadedRun) -> str:
     from nmt.data.corpora.record import licence
     from nmt.data.languages import language
 
     m = run.config.model
     data = run.config.data
-    normalised = data.lowercase or data.normalization != "full"
     pair = f"{language(data.source).name} → {language(data.target).name}"
     return (
         f"# {pair} (nmt)\n\n"
         f"A {m.n_layers}-layer Transformer (d_model {m.d_model}, {m.n_heads} heads) trained with "
         f"`nmt` (run `{Path(run.run_dir).name}`, {run.checkpoint_path.name}, step {run.step}), "
         "decoded by CTranslate2.\n\n"
-        + ("It was trained on lower-cased text with a space before punctuation; Argos Translate "
-           "passes text as it comes, so write input that way for the best results.\n\n"
-           if normalised else "")
+        + (f"It was trained on {_textbook_style(data)}; Argos Translate passes text as it "
+           "comes, so write input that way for the best results.\n\n"
+           if not data.natural_text else "")
         + "## Data and licence\n\n"
         + licence(run.run_dir, data.corpus) + "\n"
     )

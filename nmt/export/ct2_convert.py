@@ -210,22 +210,33 @@ def _readme(meta: dict[str, Any]) -> str:
         imports = "import ctranslate2\n"
         tokenizer_line = ("Word-level vocabulary: split normalised text on single spaces "
                           "(`vocab.txt` or `src.vocab.txt`/`tgt.vocab.txt`).")
-    dec = meta["decode"]
-    most = min(dec["max_len_cap"], meta["max_positions"] - 1)  # what the position table holds
+    import inspect
+
+    from nmt.config import DecodeConfig
+    from nmt.limits import output_cap, output_length
+
+    dec = DecodeConfig(**meta["decode"])
+    cap = output_cap(dec, meta["max_positions"])
     n_src = "len(p) + 1"  # the model appends <eos>
     if not meta.get("add_source_eos", True):  # cut as training cut its sources, <eos> and all
         item, n_src = f'({item} + ["<eos>"])[:{data["truncate"]}]', "len(p)"
     encode = f"[{item} for s in sentences]"
     code = (
+        "import math\n"
+        "\n"
         f"{imports}"
         "from normalize import normalize  # the text normalisation the model was trained on\n"
+        "\n"
+        "\n"
+        "# nmt's output limit, copied from nmt/limits.py\n"
+        f"{inspect.getsource(output_length)}"
+        "\n"
         "\n"
         f"{load}"
         'translator = ctranslate2.Translator(".", device="cpu")\n'
         'sentences = ["I\'m home.", "He\'s calm."]\n'
         f"pieces = {encode}\n"
-        "# nmt's output limit: a * (source tokens + <eos>) + b, at most what positions allow\n"
-        f"limits = [min(int({dec['max_len_a']} * ({n_src})) + {dec['max_len_b']}, {most}) "
+        f"limits = [output_length({n_src}, {dec.max_len_a!r}, {dec.max_len_b}, {cap}) "
         "for p in pieces]\n"
         "results = translator.translate_batch(pieces, beam_size=1, min_decoding_length=0,\n"
         "                                     max_decoding_length=max(limits))\n"
