@@ -16,7 +16,7 @@ CONFIG ?= configs/demo.toml
 RUN ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install data train translate bleu quality test test-all test-argos lint bench demo clean \
+.PHONY: help install data train translate bleu quality test test-all test-argos lint bench bench-peers demo clean \
 	gpu-bundle gpu-check
 
 help: ## list the targets
@@ -76,6 +76,12 @@ bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints t
 	$(BIN)/python -m bench --out bench/out $(if $(BASELINE),--baseline $(BASELINE)) \
 		$(if $(wildcard $(NMT_DATA_MIRROR)),--corpus $(NMT_DATA_MIRROR)) \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)
+
+# OpenNMT-py 3.5.1 in its own environment (build/onmt-venv, made on first use) trains the demo's
+# model on the demo's pieces beside nmt, one thread each, alternated (bench/peers.py).
+PEERS_STEPS ?= 150
+bench-peers: install ## nmt against OpenNMT-py, demo model, 1 thread each; bench/out/peers.md
+	$(BIN)/python -m bench.peers --out bench/out --steps $(PEERS_STEPS) $(if $(PEERS_CPU),--cpu $(PEERS_CPU))
 
 demo: install ## download, train the small CPU demo model (10-14 min), translate and score it
 	$(NMT) data download

@@ -101,10 +101,12 @@ def train_child(config: Path, overrides: list[str], stop_after: int, warmup: int
 
 
 def measure_train(config: Path, overrides: Sequence[str] = (), *, stop_after: int = 0,
-                  warmup: int = 0, data_dir: Path | None = None) -> dict[str, Any]:
-    """Run :func:`train_child` in a fresh process; its figures plus wall seconds and peak RSS."""
+                  warmup: int = 0, data_dir: Path | None = None,
+                  prefix: Sequence[str] = ()) -> dict[str, Any]:
+    """Run :func:`train_child` in a fresh process; its figures plus wall seconds and peak RSS.
+    ``prefix`` goes before the command (``taskset -c 0``, say)."""
     # the child runs in the repository root: paths are made absolute
-    cmd = [sys.executable, "-m", "bench.training", str(config.resolve()),
+    cmd = [*prefix, sys.executable, "-m", "bench.training", str(config.resolve()),
            "--stop-after", str(stop_after), "--warmup", str(warmup)]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir.resolve())]
