@@ -17,7 +17,7 @@ RUN ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install data train translate bleu quality test test-isa test-all test-argos lint bench \
-	demo clean gpu-bundle gpu-check
+	bench-peers demo clean gpu-bundle gpu-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -87,6 +87,12 @@ bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints t
 	$(BIN)/python -m bench --out bench/out $(if $(BASELINE),--baseline $(BASELINE)) \
 		$(if $(wildcard $(NMT_DATA_MIRROR)),--corpus $(NMT_DATA_MIRROR)) \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)
+
+# OpenNMT-py 3.5.1 in its own environment (build/onmt-venv, made on first use) trains the demo's
+# model on the demo's pieces beside nmt, one thread each, alternated (bench/peers.py).
+PEERS_STEPS ?= 150
+bench-peers: install ## nmt against OpenNMT-py, demo model, 1 thread each; bench/out/peers.md
+	$(BIN)/python -m bench.peers --out bench/out --steps $(PEERS_STEPS) $(if $(PEERS_CPU),--cpu $(PEERS_CPU))
 
 demo: install ## download, train the small CPU demo model (10-14 min), translate and score it
 	$(NMT) data download

@@ -82,8 +82,11 @@ def train_child(config: Path, overrides: list[str], stop_after: int, warmup: int
     with tempfile.TemporaryDirectory(prefix="nmt-bench-") as tmp:
         result = training.train(cfg, Path(tmp) / "run", data_dir=data_dir or default_data_dir(),
                                 log=lambda s: None, stop=StopAfter())
+    from nmt.cost import this_cpu_fp32_peak
+
     steady = step_times[warmup:]
     steady_seconds = sum(s for s, _ in steady)
+    peak = this_cpu_fp32_peak(torch.get_num_threads()) if result.device == "cpu" else None
     return {
         "tokens_per_sec": result.tokens_per_sec, "train_loss": result.train_loss,
         "steps": result.progress.step, "tokens": result.progress.tokens,
@@ -91,14 +94,19 @@ def train_child(config: Path, overrides: list[str], stop_after: int, warmup: int
                                   if steady_seconds > 0 else None),
         "step_seconds": [round(s, 3) for s, _ in step_times], "warmup_steps": warmup,
         "device": result.device, "threads": torch.get_num_threads(),
+        "flops_per_token": result.flops_per_token,
+        "cpu_peak_flops": peak.flops if peak else None,
+        "cpu_peak": peak.describe() if peak else None,
     }
 
 
 def measure_train(config: Path, overrides: Sequence[str] = (), *, stop_after: int = 0,
-                  warmup: int = 0, data_dir: Path | None = None) -> dict[str, Any]:
-    """Run :func:`train_child` in a fresh process; its figures plus wall seconds and peak RSS."""
+                  warmup: int = 0, data_dir: Path | None = None,
+                  prefix: Sequence[str] = ()) -> dict[str, Any]:
+    """Run :func:`train_child` in a fresh process; its figures plus wall seconds and peak RSS.
+    ``prefix`` goes before the command (``taskset -c 0``, say)."""
     # the child runs in the repository root: paths are made absolute
-    cmd = [sys.executable, "-m", "bench.training", str(config.resolve()),
+    cmd = [*prefix, sys.executable, "-m", "bench.training", str(config.resolve()),
            "--stop-after", str(stop_after), "--warmup", str(warmup)]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir.resolve())]
@@ -268,20 +276,42 @@ def d2l_markdown(d: dict[str, Any], default_threads: int) -> str:
 def full_corpus_markdown(rows: list[dict[str, Any]]) -> str:
     """:func:`full_corpus_training`'s rows as a Markdown table and how to read it."""
     out = ["| config | steps | target tokens/step | tokens/s, whole run | tokens/s, steady "
-           "| s/step | peak RSS MB | threads |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "| s/step | MFLOP/token | GFLOP/s, steady | % of fp32 peak | peak RSS MB "
+           "| threads |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         steady = r["steady_tokens_per_sec"]
         per_step = statistics.median(r["step_seconds"][r["warmup_steps"]:] or [0.0])
         name = r["config"] + "".join(f", {c.split('.', 1)[-1]}" for c in r.get("changed", []))
         out.append(f"| {name} | {r['steps']} | {r['tokens'] / max(r['steps'], 1):,.0f}"
                    f" | {r['tokens_per_sec']:,.0f} | {f'{steady:,.0f}' if steady else '-'} "
-                   f"| {per_step:.2f} | {r['peak_rss_mb']:,} | {r['threads']} |")
+                   f"| {per_step:.2f} | {compute_cells(r, steady)} | {r['peak_rss_mb']:,} "
+                   f"| {r['threads']} |")
     left_out = ", ".join(f"{r['config']} {r['warmup_steps']}" for r in rows)
+    peaks = sorted({r["cpu_peak"] for r in rows if r.get("cpu_peak")})
     out += ["", f"Steady: per-step times, leaving out the first steps ({left_out}); whole "
             "run: what `nmt train` prints (first step to saved checkpoint, so it includes "
             "batching and the checkpoint write). s/step: median of the steady steps. "
+            "MFLOP/token: training FLOPs per target token at the training split's mean "
+            "lengths (nmt/cost.py: matrix products, backward 2x the forward); GFLOP/s: that "
+            "times the steady tokens/s; % of fp32 peak: of this CPU's at the threads used ("
+            + ("; ".join(peaks) if peaks else "not known for this CPU") + "). "
             f"Every run: --set {' '.join(CPU_OVERRIDES)} train.max_steps=STEPS."]
     return "\n".join(out)
+
+
+def compute_cells(row: dict[str, Any], tokens_per_sec: float | None) -> str:
+    """Three table cells: MFLOP per target token, the GFLOP/s ``tokens_per_sec`` makes and
+    their share of the CPU's fp32 peak (``-`` for what a row does not know)."""
+    from nmt.cost import significant
+
+    per_token, peak = row.get("flops_per_token"), row.get("cpu_peak_flops")
+    if not per_token:
+        return "- | - | -"
+    if not tokens_per_sec:
+        return f"{per_token / 1e6:.2f} | - | -"
+    achieved = tokens_per_sec * per_token
+    share = f"{significant(100 * achieved / peak)}%" if peak else "-"
+    return f"{per_token / 1e6:.2f} | {significant(achieved / 1e9)} | {share}"
 
 
 def main(argv: list[str] | None = None) -> None:

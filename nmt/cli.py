@@ -168,7 +168,7 @@ def train(
 ) -> None:
     """Train a model: GRU+Bahdanau or Transformer, as the config says."""
     from nmt.data.download import default_data_dir
-    from nmt.train_command import run_train_command
+    from nmt.train_command import run_train_command, speed_summary
 
     if config is None and not resume:
         raise NmtError("--config: expected a TOML config, e.g. --config configs/demo.toml")
@@ -193,7 +193,7 @@ def train(
         return
     # this invocation's figures: a resumed run's earlier steps are not in them
     typer.echo(f"train loss {result.train_loss:.3f} (per-token CE) and "
-               f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}, over steps "
+               f"{speed_summary(result)}, over steps "
                f"{result.first_step}-{p.step} (this invocation)")
     if result.signal:  # stopped by a signal, last.pt saved: say so to shells and schedulers
         raise typer.Exit(128 + result.signal)

@@ -32,13 +32,18 @@ the model does not need, so utilisation is measured on the tokens that matter.
 ``torch.utils.flop_counter`` on real models.
 
 **Utilisation** (:func:`mfu`): achieved FLOP/s over the GPU's dense bf16 peak from its data
-sheet (:data:`BF16_PEAK_TFLOPS`); an unknown GPU gets None, not a guess.
+sheet (:data:`BF16_PEAK_TFLOPS`); an unknown GPU gets None, not a guess. On the CPU
+(:func:`cpu_fp32_peak`), the fp32 peak is worked out from the processor itself: cores used x
+fp32 lanes of its widest vector unit x FMA units per core x 2 FLOPs per fused multiply-add x
+clock (see that function for where each figure comes from).
 
 **Memory** (:func:`training_memory`): see its docstring.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 
 import torch
@@ -111,6 +116,111 @@ def mfu(tokens_per_sec: float, flops_per_token: float, device_name: str) -> floa
     for a GPU whose peak is not known."""
     peak = bf16_peak_flops(device_name)
     return None if peak is None else tokens_per_sec * flops_per_token / peak
+
+
+# fp32 lanes of one vector register by the widest instruction set /proc/cpuinfo lists (with FMA):
+# the first flag present decides.
+VECTOR_LANES: tuple[tuple[str, int, str], ...] = (("avx512f", 16, "AVX-512"), ("avx2", 8, "AVX2"))
+# Fused multiply-add units per core: two on every recent x86 core (Intel since Haswell, AMD since
+# Zen 2) for AVX2; some AVX-512 parts (Xeon Bronze/Silver, client Ice Lake) have one 512-bit
+# unit, so the peak is an upper bound there. An assumption, not read from the processor.
+FMA_UNITS = 2
+
+
+@dataclass(frozen=True)
+class CpuPeak:
+    """A CPU's fp32 peak: ``cores x lanes x fma_units x 2 x mhz`` FLOP/s, and where each
+    figure came from."""
+
+    cores: int
+    lanes: int
+    isa: str  # "AVX2", "AVX-512"
+    fma_units: int
+    mhz: float
+    clock_source: str  # "max MHz (cpufreq)" or "cpu MHz (/proc/cpuinfo)"
+
+    @property
+    def flops(self) -> float:
+        return self.cores * self.lanes * self.fma_units * 2 * self.mhz * 1e6
+
+    def describe(self) -> str:
+        """How the peak was reached, for a table's notes."""
+        return (f"{self.flops / 1e9:,.0f} GFLOP/s = {self.cores} core(s) x {self.lanes} fp32 "
+                f"lanes ({self.isa}) x {self.fma_units} FMA units (assumed) x 2 FLOPs x "
+                f"{self.mhz:,.0f} MHz ({self.clock_source})")
+
+
+def cpu_fp32_peak(cores: int, cpuinfo: str, max_khz: str | None = None) -> CpuPeak | None:
+    """The fp32 peak of ``cores`` cores of the CPU ``cpuinfo`` (the text of /proc/cpuinfo)
+    describes, or None when it cannot say (no AVX2/AVX-512 with FMA listed, no clock).
+
+    The clock is ``max_khz`` when given (the text of cpufreq's ``cpuinfo_max_freq``, what
+    ``lscpu`` shows as "CPU max MHz": the single-core boost, so the peak is an upper bound),
+    else the first core's ``cpu MHz`` line (its clock when read; a virtual machine shows the
+    nominal one). Turbo and AVX-512 clock offsets are not modelled.
+    """
+    if cores < 1:
+        raise ValueError(f"cores={cores}: expected >= 1")
+    flags: set[str] = set()
+    mhz: float | None = None
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "flags" and not flags:
+            flags = set(value.split())
+        elif key == "cpu MHz" and mhz is None:
+            try:
+                mhz = float(value)
+            except ValueError:
+                pass
+    source = "cpu MHz (/proc/cpuinfo)"
+    if max_khz is not None:
+        try:
+            mhz, source = int(max_khz.strip()) / 1000, "max MHz (cpufreq)"
+        except ValueError:
+            pass
+    if mhz is None or mhz <= 0 or "fma" not in flags:
+        return None
+    for flag, lanes, isa in VECTOR_LANES:
+        if flag in flags:
+            return CpuPeak(cores, lanes, isa, FMA_UNITS, mhz, source)
+    return None
+
+
+def this_cpu_fp32_peak(threads: int) -> CpuPeak | None:
+    """:func:`cpu_fp32_peak` of this machine for ``threads`` compute threads (torch's), at most
+    one per logical CPU; None off Linux or when the CPU cannot say."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            cpuinfo = f.read()
+    except OSError:
+        return None
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", encoding="ascii") as f:
+            max_khz: str | None = f.read()
+    except OSError:
+        max_khz = None
+    return cpu_fp32_peak(max(1, min(threads, os.cpu_count() or 1)), cpuinfo, max_khz)
+
+
+def compute_summary(tokens_per_sec: float, flops_per_token: float,
+                    peak: CpuPeak | None) -> str:
+    """Achieved GFLOP/s of training at ``tokens_per_sec``, and its share of ``peak`` when
+    known: ``63 GFLOP/s (40% of this CPU's fp32 peak)``."""
+    achieved = tokens_per_sec * flops_per_token
+    text = f"{significant(achieved / 1e9)} GFLOP/s"
+    if peak is None:
+        return text
+    return f"{text} ({significant(100 * achieved / peak.flops)}% of this CPU's fp32 peak)"
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` with at least ``digits`` significant digits and no exponent (``63.2``,
+    ``0.0121``, ``7,412``): figures small and large stay readable."""
+    if value <= 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(value)))
+    return f"{value:,.{decimals}f}"
 
 
 # --- memory ------------------------------------------------------------------------------------
@@ -244,6 +354,7 @@ def training_memory(cfg: Config, src_vocab: int, tgt_vocab: int, *, joint_vocab:
         logits=logit_bytes(batch_tokens, tgt_vocab))
 
 
-__all__ = ["BF16_PEAK_TFLOPS", "MemoryEstimate", "activation_bytes", "bf16_peak_flops",
-           "count_config_parameters", "forward_flops", "logit_bytes", "mfu",
+__all__ = ["BF16_PEAK_TFLOPS", "CpuPeak", "MemoryEstimate", "activation_bytes",
+           "bf16_peak_flops", "compute_summary", "count_config_parameters", "cpu_fp32_peak",
+           "forward_flops", "logit_bytes", "mfu", "significant", "this_cpu_fp32_peak",
            "training_flops_per_target_token", "training_memory"]

@@ -42,6 +42,7 @@ from nmt.checkpoint import (
     vocab_entry,
 )
 from nmt.config import Config, TrainConfig, from_dict
+from nmt.cost import training_flops_per_target_token
 from nmt.data.batching import Batch, Collator, collate, make_batches
 from nmt.data.corpora.record import write_record
 from nmt.data.prepare import Prepared, prepare
@@ -112,6 +113,8 @@ class TrainResult:
     main: bool = True  # rank 0 (the process that reports)
     metrics: list[dict[str, Any]] = field(default_factory=list)
     signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
+    # training FLOPs per target token (nmt.cost) at the training split's mean lengths
+    flops_per_token: float = 0.0
 
 
 class Display:
@@ -277,7 +280,17 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         tokens_per_sec=tokens / seconds, device=str(device), tokens=int(tokens),
         first_step=first_step,
         main=dist.main, metrics=run.mlog.records, signal=stop.signum if interrupted else 0,
+        flops_per_token=split_flops_per_token(cfg, prepared),
     )
+
+
+def split_flops_per_token(cfg: Config, prepared: Prepared) -> float:
+    """Training FLOPs per target token of ``cfg``'s model over the training split's pairs (their
+    mean lengths, ``<eos>`` included)."""
+    split = prepared.splits["train"]
+    return training_flops_per_target_token(cfg.model, prepared.tokenizer.tgt_vocab_size,
+                                           float(split.src_lengths().mean()) + 1,
+                                           float(split.tgt_lengths().mean()) + 1)
 
 
 # --- what the loop works on --------------------------------------------------------------------

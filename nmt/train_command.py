@@ -84,6 +84,20 @@ def default_run_name(config_path: Path | None) -> str:
                        "name the run's directory; choose one with --run-name") from None
 
 
+def speed_summary(result: TrainResult) -> str:
+    """This invocation's speed for the final line: target tokens/s, the FLOP/s they make and,
+    on the CPU, their share of its fp32 peak (:mod:`nmt.cost`; threads are torch's)."""
+    import torch
+
+    from nmt.cost import compute_summary, this_cpu_fp32_peak
+
+    text = f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}"
+    if not result.flops_per_token:
+        return text
+    peak = this_cpu_fp32_peak(torch.get_num_threads()) if result.device == "cpu" else None
+    return f"{text}, {compute_summary(result.tokens_per_sec, result.flops_per_token, peak)}"
+
+
 def run_train_command(
     config_path: Path | None, overrides: list[str], *, run_name: str | None, runs_dir: Path,
     data_dir: Path, resume: bool, overwrite: bool, log: Callable[[str], None],
@@ -105,4 +119,5 @@ def run_train_command(
     return result
 
 
-__all__ = ["TerminalDisplay", "default_run_name", "run_train_command", "write_plots"]
+__all__ = ["TerminalDisplay", "default_run_name", "run_train_command", "speed_summary",
+           "write_plots"]

@@ -96,6 +96,14 @@ def test_training_child_runs_the_fixed_steps_and_times_each(
     table = driver.markdown({"machine": driver.machine(), "command": "c", "load_start": [1.0],
                             "load_end": [2.0], "seconds": 3.0, "train": [row]})
     assert "| tiny.toml | 4 |" in table and f"{row['peak_rss_mb']:,}" in table
+    # the compute figures: FLOPs per token times the steady speed, over the CPU's peak
+    assert row["flops_per_token"] > 0
+    cells = training.compute_cells({**row, "cpu_peak_flops": 1e9}, 1000.0)
+    per_token = row["flops_per_token"]
+    assert cells.startswith(f"{per_token / 1e6:.2f} | ")
+    assert float(cells.split(" | ")[2].rstrip("%")) == pytest.approx(100 * per_token * 1e3 / 1e9,
+                                                                     rel=0.01)
+    assert training.compute_cells({}, 1000.0) == "- | - | -"
 
 
 def test_d2l_comparison_alternates_and_keeps_each_sides_best(

@@ -12,11 +12,15 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from nmt.config import load_config
 from nmt.cost import (
+    CpuPeak,
     activation_bytes,
     bf16_peak_flops,
+    compute_summary,
     count_config_parameters,
+    cpu_fp32_peak,
     forward_flops,
     mfu,
+    significant,
     training_flops_per_target_token,
     training_memory,
 )
@@ -153,3 +157,45 @@ def test_gpu_configs_fit_a_80_gb_gpu(name: str) -> None:
     huge = training_memory(cfg, vocab, vocab, joint_vocab=cfg.data.joint_vocab,
                            batch_tokens=64 * cfg.train.batch_size)
     assert huge.total > budget
+
+
+AVX2_CPUINFO = """processor\t: 0
+model name\t: AMD EPYC 7B13
+cpu MHz\t\t: 2450.000
+flags\t\t: fpu sse2 avx fma avx2
+processor\t: 1
+cpu MHz\t\t: 3000.000
+flags\t\t: fpu sse2 avx fma avx2 avx512f
+"""
+
+
+def test_cpu_fp32_peak_from_vector_width_fma_units_and_clock() -> None:
+    # the first core decides: AVX2, 8 fp32 lanes, its cpu MHz
+    peak = cpu_fp32_peak(2, AVX2_CPUINFO)
+    assert peak is not None and (peak.lanes, peak.isa, peak.fma_units) == (8, "AVX2", 2)
+    assert peak.flops == pytest.approx(2 * 8 * 2 * 2 * 2450e6)  # 156.8 GFLOP/s
+    assert "cpu MHz" in peak.clock_source and "157 GFLOP/s" in peak.describe()
+    # cpufreq's maximum (what lscpu shows as CPU max MHz) wins when there is one
+    boosted = cpu_fp32_peak(1, AVX2_CPUINFO, max_khz="3500000\n")
+    assert boosted is not None and boosted.mhz == 3500 and "max MHz" in boosted.clock_source
+    assert cpu_fp32_peak(1, AVX2_CPUINFO, max_khz="unknown") == peak.__class__(
+        1, 8, "AVX2", 2, 2450.0, "cpu MHz (/proc/cpuinfo)")
+    avx512 = cpu_fp32_peak(4, AVX2_CPUINFO.replace("fma avx2\n", "fma avx2 avx512f\n", 1))
+    assert avx512 is not None and avx512.lanes == 16
+    assert avx512.flops == pytest.approx(4 * 16 * 2 * 2 * 2450e6)
+    # what it cannot say it does not guess: no FMA, no AVX2, no clock, not x86
+    assert cpu_fp32_peak(1, AVX2_CPUINFO.replace(" fma", "")) is None
+    assert cpu_fp32_peak(1, "flags\t: fpu sse2 avx fma\ncpu MHz\t: 2000\n") is None
+    assert cpu_fp32_peak(1, "flags\t: fma avx2\n") is None
+    assert cpu_fp32_peak(1, "processor\t: 0\nFeatures\t: fp asimd\nBogoMIPS\t: 50.00\n") is None
+    with pytest.raises(ValueError, match="cores=0"):
+        cpu_fp32_peak(0, AVX2_CPUINFO)
+
+
+def test_compute_summary_gives_flops_and_share_of_peak() -> None:
+    peak = CpuPeak(1, 8, "AVX2", 2, 1000.0, "test")  # 32 GFLOP/s
+    assert compute_summary(7400, 8.5e6, peak) == "62.9 GFLOP/s (197% of this CPU's fp32 peak)"
+    assert compute_summary(100, 1e4, peak) == "0.00100 GFLOP/s (0.00313% of this CPU's fp32 peak)"
+    assert compute_summary(7400, 8.5e6, None) == "62.9 GFLOP/s"
+    assert significant(7412.3) == "7,412" and significant(63.24) == "63.2"
+    assert significant(0.0) == "0"

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 from nmt.config import Config, load_config
+from nmt.cost import training_flops_per_target_token
 from nmt.data.tokenizers import PAD_ID
 from nmt.errors import NmtError
 from nmt.loading import load_run
@@ -352,3 +353,33 @@ def test_settings_refused_before_anything_is_written(setting: str, tiny_data_dir
         train(tiny_config("gru", override), tmp_path / "t", data_dir=tiny_data_dir,
               log=lambda s: None)
     assert not (tmp_path / "t").exists()
+
+
+def test_final_line_gives_flops_and_share_of_the_cpu_peak(
+        tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    import nmt.cost
+    from nmt.data.prepare import prepare
+
+    peak = nmt.cost.CpuPeak(1, 8, "AVX2", 2, 1000.0, "test")  # 32 GFLOP/s
+    monkeypatch.setattr(nmt.cost, "this_cpu_fp32_peak", lambda threads: peak)
+    sets = [x for s in [*TINY, "train.max_steps=3"] for x in ("--set", s)]
+    out = CliRunner().invoke(app, ["train", "--runs-dir", str(tmp_path), "--data-dir",
+                                   str(tiny_data_dir), "--config", "configs/demo.toml", *sets])
+    assert out.exit_code == 0, out.output
+    line = next(x for x in out.output.splitlines() if x.startswith("train loss "))
+    found = re.fullmatch(r"train loss [0-9.]+ \(per-token CE\) and ([0-9,]+) tokens/sec on cpu, "
+                         r"([0-9.,]+) GFLOP/s \(([0-9.,]+)% of this CPU's fp32 peak\), over "
+                         r"steps 1-3 \(this invocation\)", line)
+    assert found, line
+    tokens_per_sec, gflops, share = (float(g.replace(",", "")) for g in found.groups())
+    # the FLOPs are the model's count at the training split's mean lengths (with <eos>)
+    cfg = load_config(Path("configs/demo.toml"), TINY)
+    split = prepare(cfg.data, tiny_data_dir, log=lambda s: None)
+    per_token = training_flops_per_target_token(
+        cfg.model, split.tokenizer.tgt_vocab_size,
+        float(split.splits["train"].src_lengths().mean()) + 1,
+        float(split.splits["train"].tgt_lengths().mean()) + 1)
+    assert gflops == pytest.approx(tokens_per_sec * per_token / 1e9, rel=0.01)
+    assert share == pytest.approx(100 * gflops / 32, rel=0.01)

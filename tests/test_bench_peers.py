@@ -1,0 +1,71 @@
+"""bench/peers.py without OpenNMT-py: the config it is given, the table and the ratio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import bench.peers as peers
+from nmt.config import load_config
+from nmt.errors import NmtError
+
+DEMO = Path(__file__).resolve().parents[1] / "configs" / "demo.toml"
+
+
+def options(*overrides: str) -> dict[str, Any]:
+    cfg = load_config(DEMO, list(overrides))
+    return peers.peer_options(cfg, Path("/d/train.src"), Path("/d/train.tgt"),
+                              Path("/d/vocab.txt"), 4000, Path("/d/run"), 170)
+
+
+def test_demo_config_becomes_the_same_model_and_batches_in_opennmt() -> None:
+    o = options()
+    assert (o["enc_layers"], o["dec_layers"], o["hidden_size"], o["word_vec_size"],
+            o["transformer_ff"], o["heads"]) == (2, 2, 128, 128, 512, 4)
+    assert o["share_vocab"] and o["share_embeddings"] and o["share_decoder_embeddings"]
+    assert o["label_smoothing"] == 0.1 and o["dropout"] == [0.1] == o["attention_dropout"]
+    assert (o["batch_type"], o["batch_size"], o["accum_count"]) == ("tokens", 3000, [1])
+    assert o["max_grad_norm"] == 1.0 and (o["adam_beta1"], o["adam_beta2"]) == (0.9, 0.98)
+    assert o["train_steps"] == 170 and o["valid_steps"] > 170 and o["gpu_ranks"] == []
+    assert o["data"] == {"corpus_1": {"path_src": "/d/train.src", "path_tgt": "/d/train.tgt"}}
+    # noam, lr x d^-0.5 x min(step^-0.5, step x warmup^-1.5), peaks at the warm-up's end at
+    # nmt's lr, as inverse_sqrt does
+    assert o["decay_method"] == "noam" and o["warmup_steps"] == 200
+
+    def noam(step: int) -> float:
+        return float(o["learning_rate"] * 128 ** -0.5
+                     * min(step ** -0.5, step * o["warmup_steps"] ** -1.5))
+
+    assert noam(200) == pytest.approx(0.003) and noam(800) == pytest.approx(0.0015)
+    assert options("train.schedule=constant")["decay_method"] == "none"
+
+
+def test_a_config_opennmt_cannot_match_is_refused_naming_what() -> None:
+    with pytest.raises(NmtError, match=r"model.arch = transformer.*train.ema_decay = 0"):
+        options("model.arch=gru", "model.hidden=128", "train.ema_decay=0.999")
+    with pytest.raises(NmtError, match=r"^--config: .*model.norm_first = true \(OpenNMT"):
+        options("model.norm_first=false")
+
+
+def run(tokens_per_sec: float, steps: int = 5, tokens: int = 15000) -> dict[str, Any]:
+    return {"steady_tokens_per_sec": tokens_per_sec, "steps": steps, "tokens": tokens,
+            "peak_rss_mb": 700, "onmt": "3.5.1"}
+
+
+def test_table_gives_both_speeds_the_ratio_and_what_differs() -> None:
+    result = {"config": "demo.toml", "steps": 150, "warmup": 20, "repeats": 2, "cpu": 0,
+              "runs": {"nmt": [run(4700), run(4800)], "onmt": [run(4500), run(4000)]},
+              "flops_per_token": 8.5e6, "cpu_peak_flops": 78.4e9, "cpu_peak": "78 GFLOP/s = x",
+              "differences": list(peers.DIFFERENCES)}
+    assert peers.best(result["runs"]["nmt"]) == 4800
+    assert peers.ratio(result) == pytest.approx(4800 / 4500)
+    table = peers.markdown(result)
+    assert "| nmt | 4,700, 4,800 | 4,800 | 3,000 | 8.50 | 40.8 | 52.0% | 700 |" in table
+    assert "| OpenNMT-py 3.5.1 | 4,500, 4,000 | 4,500 |" in table
+    assert "nmt / OpenNMT-py: **1.07x**" in table and "pinned to CPU 0" in table
+    assert all(f"- {d}" in table for d in peers.DIFFERENCES)
+    # a side with no figure gives no ratio rather than a division by zero
+    result["runs"]["onmt"] = [run(0.0)]
+    assert peers.ratio(result) is None and "nmt / OpenNMT-py: -" in peers.markdown(result)
