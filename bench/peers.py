@@ -79,7 +79,8 @@ def peer_options(cfg: Config, src: Path, tgt: Path, vocab: Path, vocab_size: int
     m, t = cfg.model, cfg.train
     unmatched = [what for what, ok in (
         ("model.arch = transformer", m.arch == "transformer"),
-        ("model.norm_first = true (OpenNMT-py's layers are pre-norm)", m.norm_first),
+        ("model.norm_first = true (OpenNMT-py's layers are pre-norm)",
+         getattr(m, "norm_first", False)),  # a Transformer setting
         ("model.tie_embeddings = true with data.joint_vocab = true",
          m.tie_embeddings and cfg.data.joint_vocab),
         ("data.tokenizer = sentencepiece", cfg.data.tokenizer == "sentencepiece"),

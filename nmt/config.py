@@ -19,6 +19,7 @@ from typing import Any
 from nmt.data.normalize import POLICIES, is_natural_text
 from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SPECIALS
 from nmt.errors import ConfigError
+from nmt.families import ARCHITECTURES, Family
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -78,16 +79,16 @@ class DataConfig:
         return is_natural_text(self.lowercase, self.normalization)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ModelConfig:
     """The network. Names follow the papers: d_model, n_heads, d_ff.
 
-    ``arch`` picks the family (``nmt.models.ARCHITECTURES``); a field of the other family is
-    accepted and ignored.
+    ``arch`` picks the family (``nmt.families.ARCHITECTURES``); the settings below are shared by
+    all families, and ``family`` holds the chosen family's own (its ``settings`` dataclass), read
+    as ``cfg.model.NAME`` like these. ``ModelConfig(arch=..., **settings)`` takes both kinds.
     """
 
-    arch: str = field(default="transformer", metadata=_choice("transformer", "gru"))
-    # Both families
+    arch: str = "transformer"  # the family: transformer or gru (nmt/families/)
     d_model: int = 256  # embedding size (and Transformer width)
     n_layers: int = 2  # layers in the encoder and in the decoder
     dropout: float = 0.1  # dropout on embeddings, attention weights and sublayer outputs (GRU:
@@ -95,15 +96,72 @@ class ModelConfig:
     tie_embeddings: bool = False  # share target embedding and output projection (and source,
     # when the vocabulary is joint); the GRU needs hidden == d_model
     init: str = field(default="xavier", metadata=_choice("xavier", "default"))  # weight init
-    # GRU only
-    hidden: int = 256  # GRU hidden size
-    bidirectional: bool = False  # GRU encoder reads both directions (outputs are summed)
-    # Transformer only
-    n_heads: int = 4  # Transformer attention heads (a divisor of d_model)
-    d_ff: int = 1024  # Transformer feed-forward inner size
-    norm_first: bool = False  # Transformer pre-norm; the recipe (and the paper) is post-norm
-    attn_bias: bool = False  # biases in attention projections (the recipe has none)
-    max_positions: int = 1024  # longest sequence the sinusoidal table covers
+    family: Any = field(default=None, compare=True)  # the family's own settings
+
+    def __init__(self, arch: str = "transformer", **settings: Any) -> None:
+        given: Any = settings.pop("family", None)  # dataclasses.replace passes it
+        if isinstance(given, family_of(arch, "ModelConfig").settings):
+            settings = {**dataclasses.asdict(given), **settings}
+        shared, own = _split_model_settings(arch, settings, "ModelConfig")
+        for f in fields(ModelConfig)[1:-1]:
+            object.__setattr__(self, f.name, shared.get(f.name, f.default))
+        object.__setattr__(self, "arch", arch)
+        object.__setattr__(self, "family", family_of(arch).settings(**own))
+
+    def __getattr__(self, name: str) -> Any:
+        # called only for names that are not shared settings: the family's own
+        own = self.__dict__.get("family")
+        if own is None or name.startswith("__") or name not in _names(type(own)):
+            raise AttributeError(f"model.{name}: not a setting of model.arch = "
+                                 f"{self.__dict__.get('arch')!r}")
+        return getattr(own, name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``[model]`` table: ``arch``, the shared settings, then the family's own."""
+        table = {f.name: getattr(self, f.name) for f in fields(ModelConfig)[:-1]}
+        return {**table, **dataclasses.asdict(self.family)}
+
+
+def _names(settings: type) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in fields(settings)}
+
+
+SHARED_MODEL_KEYS = tuple(f.name for f in fields(ModelConfig)[1:-1])
+
+
+def family_of(arch: str, where: str = "config") -> Family:
+    """The registered family ``model.arch = arch`` names."""
+    family = ARCHITECTURES.get(arch)
+    if family is None:
+        raise ConfigError(f"{where}: model.arch: expected one of {', '.join(ARCHITECTURES)}, "
+                          f"got {arch!r:.60}")
+    return family
+
+
+def _split_model_settings(
+    arch: str, table: dict[str, Any], where: str, saved: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A flat ``[model]`` table (without ``arch``) -> (shared settings, the family's own).
+
+    Runs made before families had sections of their own hold every family's settings: another
+    family's setting at its default is dropped; at another value it is an error naming it
+    (unless ``saved``: a run's checkpoint, trained while such settings were ignored)."""
+    own_fields = _names(family_of(arch, where).settings)
+    shared: dict[str, Any] = {}
+    own: dict[str, Any] = {}
+    for key, value in table.items():
+        if key in SHARED_MODEL_KEYS:
+            shared[key] = value
+        elif key in own_fields:
+            own[key] = value
+        else:
+            other = next((f for f in ARCHITECTURES.values() if key in _names(f.settings)), None)
+            if other is None or key == "family":
+                raise ConfigError(f"{where}: unknown key model.{_q(key)}")
+            if not saved and value != _names(other.settings)[key].default:
+                raise ConfigError(f"{where}: model.{key}: a setting of model.arch = "
+                                  f"{other.name!r}, not of {arch!r}")
+    return shared, own
 
 
 @dataclass(frozen=True)
@@ -164,7 +222,8 @@ class Config:
     decode: DecodeConfig = field(default_factory=DecodeConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        return dataclasses.asdict(self)
+        return {"data": dataclasses.asdict(self.data), "model": self.model.to_dict(),
+                "train": dataclasses.asdict(self.train), "decode": dataclasses.asdict(self.decode)}
 
     def to_toml(self) -> str:
         return dump_toml(self.to_dict())
@@ -238,8 +297,11 @@ def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
     return value
 
 
-def from_dict(raw: dict[str, Any], where: str = "config") -> Config:
-    """Build a :class:`Config` from nested dicts, rejecting unknown keys and wrong types."""
+def from_dict(raw: dict[str, Any], where: str = "config", *, saved: bool = False) -> Config:
+    """Build a :class:`Config` from nested dicts, rejecting unknown keys and wrong types.
+
+    ``saved``: the config stored in a checkpoint; another model family's settings in its
+    ``[model]`` (runs made before each family had its own) are dropped whatever their value."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a table of sections")
     sections: dict[str, Any] = {}
@@ -250,6 +312,9 @@ def from_dict(raw: dict[str, Any], where: str = "config") -> Config:
             )
         if not isinstance(table, dict):
             raise ConfigError(f"{where}: {name}: expected a table [{name}], got {table!r:.60}")
+        if name == "model":
+            sections[name] = _model_from_table(table, where, saved)
+            continue
         cls = SECTIONS[name]
         known = {f.name: f for f in fields(cls)}
         values = {}
@@ -263,19 +328,23 @@ def from_dict(raw: dict[str, Any], where: str = "config") -> Config:
     return cfg
 
 
+def _model_from_table(table: dict[str, Any], where: str, saved: bool) -> ModelConfig:
+    """``[model]``: ``arch``, the shared settings and that family's own, each type-checked."""
+    arch_field = _names(ModelConfig)["arch"]
+    arch = _check_value(where, "model.arch", arch_field, table.get("arch", arch_field.default))
+    rest = {k: v for k, v in table.items() if k != "arch"}
+    shared, own = _split_model_settings(arch, rest, where, saved)
+    known = {**_names(ModelConfig), **_names(family_of(arch).settings)}
+    checked = {key: _check_value(where, f"model.{key}", known[key], value)
+               for key, value in {**shared, **own}.items()}
+    return ModelConfig(arch, **checked)
+
+
 def _check_consistency(cfg: Config, where: str) -> None:
     d, m, t = cfg.data, cfg.model, cfg.train
     if d.valid_frac + d.test_frac >= 0.5:
         raise ConfigError(f"{where}: data.valid_frac + data.test_frac: expected < 0.5")
-    # The families' own checks (check_config in nmt.models), repeated here so that a config is
-    # rejected when it is read, without importing torch; tests/test_models.py keeps them in step.
-    if m.arch == "transformer" and m.d_model % max(m.n_heads, 1) != 0:
-        raise ConfigError(f"{where}: model.n_heads: expected a divisor of d_model={m.d_model}")
-    if m.arch == "gru" and m.tie_embeddings and m.hidden != m.d_model:
-        raise ConfigError(f"{where}: model.tie_embeddings: the GRU needs hidden == d_model to "
-                          f"tie, got hidden={m.hidden}, d_model={m.d_model}")
-    for key, value in (("model.d_model", m.d_model), ("model.hidden", m.hidden),
-                       ("model.n_layers", m.n_layers), ("model.n_heads", m.n_heads),
+    for key, value in (("model.d_model", m.d_model), ("model.n_layers", m.n_layers),
                        ("train.batch_size", t.batch_size), ("train.accum_steps", t.accum_steps),
                        ("train.log_every", t.log_every),
                        ("data.vocab_size", d.vocab_size), ("decode.beam", cfg.decode.beam),
@@ -289,6 +358,10 @@ def _check_consistency(cfg: Config, where: str) -> None:
                           f"character), got {d.vocab_size}")
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"{where}: model.dropout: expected 0 <= dropout < 1, got {m.dropout}")
+    try:
+        family_of(m.arch).check(m)  # the family's own checks (nmt/families/)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
     if not 0.0 <= d.case_augment <= 1.0:
         raise ConfigError(f"{where}: data.case_augment: expected 0 <= value <= 1, "
                           f"got {d.case_augment}")
@@ -366,8 +439,12 @@ def parse_override(text: str) -> tuple[str, str, Any]:
     return section, name, value
 
 
-def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Load a TOML config (or the defaults when ``path`` is None) and apply ``--set`` overrides."""
+def load_config(
+    path: str | Path | None, overrides: list[str] | tuple[str, ...] = (), *, saved: bool = False
+) -> Config:
+    """Load a TOML config (or the defaults when ``path`` is None) and apply ``--set`` overrides.
+
+    ``saved``: a run's own ``config.toml``, read as :func:`from_dict` reads a checkpoint's."""
     raw: dict[str, Any] = {}
     where = "defaults"
     if path is not None:
@@ -386,14 +463,14 @@ def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] 
             raise ConfigError(f"{where}: not valid TOML: nested too deeply") from None
         except OSError as e:
             raise ConfigError(f"{where}: cannot read ({e.strerror or e})") from None
-    from_dict(raw, where)  # report file errors before override errors
+    from_dict(raw, where, saved=saved)  # report file errors before override errors
     for text in overrides:
         section, name, value = parse_override(text)
         table = raw.setdefault(section, {})
         if not isinstance(table, dict):
             raise ConfigError(f"--set {text}: [{section}] is not a table")
         table[name] = value
-    return from_dict(raw, where if not overrides else f"{where} (with --set)")
+    return from_dict(raw, where if not overrides else f"{where} (with --set)", saved=saved)
 
 
 def _toml_value(value: Any) -> str:

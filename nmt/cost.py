@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import torch
 
 from nmt.config import Config, ModelConfig
+from nmt.families import ARCHITECTURES
 
 # --- FLOPs -------------------------------------------------------------------------------------
 
@@ -75,6 +76,9 @@ def forward_flops(cfg: ModelConfig, tgt_vocab: int, src_len: float, tgt_len: flo
         decoder = gru(t, h + e, h)
         attention = 2 * s * h * h + 2 * t * h * h + 4 * t * s * h
         return encoder + decoder + attention + 2 * t * h * tgt_vocab
+    family = ARCHITECTURES.get(cfg.arch)
+    if family is not None and family.forward_flops is not None:
+        return family.forward_flops(cfg, tgt_vocab, src_len, tgt_len)
     raise ValueError(f"model.arch={cfg.arch!r}: no FLOP count for this family")
 
 

@@ -64,7 +64,7 @@ def load_run(
     dev = device if isinstance(device, torch.device) else resolve_device(device)
     payload = load_checkpoint(path)
     try:
-        cfg = from_dict(payload["config"], where=str(path))
+        cfg = from_dict(payload["config"], where=str(path), saved=True)
         vocab = payload["vocab"]
     except (KeyError, TypeError, ConfigError) as e:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None

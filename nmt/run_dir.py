@@ -197,7 +197,7 @@ def config_for_resume(run_dir: Path, overrides: list[str],
     overrides. Only ``[train]`` and ``[decode]`` may differ from what the checkpoint was
     trained with (its own config, not ``config.toml``, which may have been edited).
     """
-    cfg = load_config(config_path or run_dir / "config.toml", overrides)
+    cfg = load_config(config_path or run_dir / "config.toml", overrides, saved=not config_path)
     trained = checkpoint_config(checkpoint_path(run_dir))
     change = frozen_change(cfg, trained)
     if change is not None:
@@ -218,7 +218,7 @@ def run_config(run_dir: Path, trained: Config) -> Config:
     or ``[decode]`` takes effect (as on ``--resume``); its ``[data]`` and ``[model]`` must be
     those the checkpoint was trained with."""
     path = run_dir / "config.toml"
-    cfg = load_config(path)
+    cfg = load_config(path, saved=True)
     change = frozen_change(cfg, trained, when="after training")
     if change is not None:
         raise ConfigError(f"{path}: {change[1]}")
@@ -231,7 +231,7 @@ def checkpoint_config(path: Path) -> Config:
 
     payload = load_checkpoint(path)
     try:
-        return from_dict(payload["config"], where=f"{path} config")
+        return from_dict(payload["config"], where=f"{path} config", saved=True)
     except ConfigError as e:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
 

@@ -50,7 +50,7 @@ class RunInfo:
 def describe_model(model: dict[str, Any]) -> str:
     """A [model] table -> its family's one line, "transformer 2x256 h4" / "gru 2x512 bi";
     an architecture this version does not know: "NAME LAYERSxD_MODEL"."""
-    from nmt.models import ARCHITECTURES  # imports torch, as reading a checkpoint does
+    from nmt.families import ARCHITECTURES
 
     arch = model.get("arch", "?")
     family = ARCHITECTURES.get(arch)
@@ -169,7 +169,7 @@ def run_info(run_dir: Path) -> RunInfo:
             from nmt.config import load_config
 
             try:
-                config = load_config(run_dir / "config.toml").to_dict()
+                config = load_config(run_dir / "config.toml", saved=True).to_dict()
             except NmtError:
                 notes.append("config.toml invalid")
         if isinstance(config, dict) and isinstance(config.get("model"), dict):

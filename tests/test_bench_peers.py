@@ -44,7 +44,9 @@ def test_demo_config_becomes_the_same_model_and_batches_in_opennmt() -> None:
 
 def test_a_config_opennmt_cannot_match_is_refused_naming_what() -> None:
     with pytest.raises(NmtError, match=r"model.arch = transformer.*train.ema_decay = 0"):
-        options("model.arch=gru", "model.hidden=128", "train.ema_decay=0.999")
+        peers.peer_options(load_config(None, ["model.arch=gru", "train.ema_decay=0.999"]),
+                           Path("/d/train.src"), Path("/d/train.tgt"), Path("/d/vocab.txt"),
+                           4000, Path("/d/run"), 170)
     with pytest.raises(NmtError, match=r"^--config: .*model.norm_first = true \(OpenNMT"):
         options("model.norm_first=false")
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmt.config import SECTIONS, Config, from_dict, load_config, parse_override
+from nmt.config import SECTIONS, Config, dump_toml, from_dict, load_config, parse_override
 from nmt.errors import ConfigError
 
 CONFIGS = sorted(Path(__file__).resolve().parent.parent.joinpath("configs").glob("*.toml"))
@@ -130,3 +130,22 @@ def test_random_configs_are_valid_or_one_line_errors(raw: dict) -> None:
         assert msg.startswith("random.toml: ") and "\n" not in msg
     else:
         assert isinstance(cfg, Config)
+
+
+def test_old_flat_model_tables_still_load(tmp_path: Path) -> None:
+    """Runs made before each family had its own settings hold both families' keys: another
+    family's key at its default is dropped, at another value an error naming it, except in a
+    checkpoint's or run's saved config (trained while such keys were ignored)."""
+    flat = {"arch": "transformer", "d_model": 16, "n_heads": 2, "d_ff": 32, "hidden": 256,
+            "bidirectional": False, "n_layers": 1, "dropout": 0.1, "tie_embeddings": False,
+            "init": "xavier", "norm_first": False, "attn_bias": False, "max_positions": 1024}
+    cfg = from_dict({"model": flat})
+    assert (cfg.model.n_heads, cfg.model.d_ff) == (2, 32) and "hidden" not in cfg.to_dict()["model"]
+    with pytest.raises(ConfigError, match="^old: model.hidden: a setting of model.arch = 'gru', "
+                                          "not of 'transformer'$"):
+        from_dict({"model": {**flat, "hidden": 16}}, "old")
+    assert from_dict({"model": {**flat, "hidden": 16}}, saved=True) == cfg
+    path = tmp_path / "config.toml"
+    path.write_text(dump_toml({"model": {**flat, "hidden": 16}}), encoding="utf-8")
+    assert load_config(path, saved=True) == cfg
+    assert load_config(path, ["model.arch=transformer"], saved=True) == cfg

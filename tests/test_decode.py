@@ -51,8 +51,8 @@ def toy_pairs(n: int, seed: int) -> list[tuple[str, str]]:
 
 
 def tiny_config(arch: str) -> ModelConfig:
-    return ModelConfig(arch=arch, d_model=16, hidden=16, n_heads=2, d_ff=32, n_layers=2,
-                       dropout=0.0, max_positions=64)
+    own = dict(hidden=16) if arch == "gru" else dict(n_heads=2, d_ff=32, max_positions=64)
+    return ModelConfig(arch, d_model=16, n_layers=2, dropout=0.0, **own)
 
 
 def src_ids(text: str) -> list[int]:

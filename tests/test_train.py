@@ -20,16 +20,18 @@ from nmt.loading import load_run
 from nmt.optim import lr_lambda
 from nmt.train import StopFlag, masked_cross_entropy, train
 
-TINY = [
+SHARED = [
     "data.tokenizer=word", "data.min_freq=1", "data.valid_frac=0.1", "data.test_frac=0.1",
-    "model.d_model=16", "model.hidden=16", "model.d_ff=32", "model.n_heads=2", "model.n_layers=1",
+    "model.d_model=16", "model.n_layers=1",
     "train.batch_size=32", "train.epochs=1", "train.eval_every=10", "train.eval_sentences=20",
     "train.log_every=3", "train.device=cpu", "train.lr=0.003",
 ]
+FAMILY = {"transformer": ["model.d_ff=32", "model.n_heads=2"], "gru": ["model.hidden=16"]}
+TINY = [*SHARED, *FAMILY["transformer"]]  # a tiny Transformer (the default arch)
 
 
 def tiny_config(arch: str = "transformer", *extra: str) -> Config:
-    return load_config(None, [*TINY, f"model.arch={arch}", *extra])
+    return load_config(None, [*SHARED, *FAMILY[arch], f"model.arch={arch}", *extra])
 
 
 

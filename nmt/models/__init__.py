@@ -1,4 +1,6 @@
-"""Model families behind one encoder-decoder contract (:mod:`nmt.models.base`) and the factory."""
+"""Model families behind one encoder-decoder contract (:mod:`nmt.models.base`) and the factory.
+
+The families themselves (names, settings, checks) are registered in :mod:`nmt.families`."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from torch import nn
 
 from nmt.config import ModelConfig
 from nmt.errors import ConfigError
+from nmt.families import ARCHITECTURES
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, select_rows
 from nmt.models.gru import GRUSeq2Seq
 from nmt.models.transformer import Transformer
@@ -22,14 +25,6 @@ __all__ = [
     "count_parameters",
     "select_rows",
 ]
-
-# model.arch -> the family that builds it (nmt.config's choices of model.arch are these keys;
-# tests/test_models.py keeps the two in step)
-ARCHITECTURES: dict[str, type[EncoderDecoder]] = {
-    "transformer": Transformer,
-    "gru": GRUSeq2Seq,
-}
-
 
 def build_model(
     cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *, joint_vocab: bool = False
@@ -53,8 +48,9 @@ def build_model(
         raise ConfigError(
             f"model.arch: expected one of {', '.join(ARCHITECTURES)}, got {cfg.arch!r}"
         )
-    family.check_config(cfg)
-    model = family(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=joint_vocab)
+    family.check(cfg)
+    network = family.network_class()
+    model = network(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=joint_vocab)
     model.init_weights(cfg.init)
     return model
 

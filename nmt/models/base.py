@@ -1,11 +1,10 @@
 """The one encoder-decoder contract every model family implements.
 
-A family (a subclass of :class:`EncoderDecoder`, listed in ``nmt.models.ARCHITECTURES``) owns:
+A family's network (a subclass of :class:`EncoderDecoder`, named by its entry in
+``nmt.families.ARCHITECTURES``, which also holds its settings, checks and ``nmt runs`` line) owns:
 
-- ``check_config(cfg)``: the config checks only it needs (raises :class:`ConfigError`);
 - ``__init__(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=...)``: its modules;
 - ``init_weights(scheme)``: its initialisation for ``model.init`` (``"xavier"``: the recipe's);
-- ``describe(model_table)``: one line for ``nmt runs`` ("transformer 2x256 h4");
 - ``max_positions``: the longest sequence it takes (None: no limit), which bounds search;
 - and the three calls below.
 
@@ -30,12 +29,10 @@ Bahdanau weights as ``"cross"`` with one layer and one head.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
-
-from nmt.config import ModelConfig
 
 Memory = dict[str, Tensor]
 State = dict[str, Tensor]
@@ -48,27 +45,15 @@ class DecodeOutput(NamedTuple):
 
 
 class EncoderDecoder(nn.Module):
-    """Base class: a family implements every method that raises ``NotImplementedError`` here
-    (see the module docstring), so a new one cannot silently keep PyTorch's initialisation or
-    skip its config checks.
+    """Base class: a family's network implements every method that raises
+    ``NotImplementedError`` here (see the module docstring), so a new one cannot silently keep
+    PyTorch's initialisation.
 
     Token ids are not stored here: ``<pad>``, ``<bos>`` and ``<eos>`` are the project-wide ids of
     :mod:`nmt.data.tokenizers` (every tokenizer is built with them), which search reads directly.
     """
 
     max_positions: int | None = None  # longest sequence the model takes; None: no limit
-
-    @classmethod
-    def check_config(cls, cfg: ModelConfig) -> None:
-        """Raise :class:`~nmt.errors.ConfigError` for a ``[model]`` table this family cannot
-        build (the checks common to all families are in :mod:`nmt.config`)."""
-        raise NotImplementedError
-
-    @classmethod
-    def describe(cls, model: dict[str, Any]) -> str:
-        """A ``[model]`` table (as stored in a run, keys may be missing) -> one short line, e.g.
-        ``"transformer 2x256 h4"``."""
-        raise NotImplementedError
 
     def init_weights(self, scheme: str) -> None:
         """Initialise the weights as ``model.init`` says: ``"default"`` keeps PyTorch's,

@@ -18,14 +18,11 @@ Memory: ``enc_out`` ``(B, S, H)``, ``enc_hidden`` ``(B, L, H)``, ``src_mask`` ``
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmt.config import ModelConfig
-from nmt.errors import ConfigError
 from nmt.models.attention import AdditiveAttention
 from nmt.models.base import (
     DecodeOutput,
@@ -39,20 +36,6 @@ from nmt.models.base import (
 
 class GRUSeq2Seq(EncoderDecoder):
     """GRU encoder and Bahdanau-attention GRU decoder implementing :class:`EncoderDecoder`."""
-
-    @classmethod
-    def check_config(cls, cfg: ModelConfig) -> None:
-        if cfg.tie_embeddings and cfg.d_model != cfg.hidden:
-            raise ConfigError(
-                f"model.tie_embeddings: the GRU needs hidden == d_model to tie, got "
-                f"hidden={cfg.hidden}, d_model={cfg.d_model}"
-            )
-
-    @classmethod
-    def describe(cls, model: dict[str, Any]) -> str:
-        """``"gru 2x512 bi"``: layers x hidden size, and whether the encoder is bidirectional."""
-        bi = " bi" if model.get("bidirectional") else ""
-        return f"gru {model.get('n_layers', '?')}x{model.get('hidden', '?')}{bi}"
 
     def __init__(
         self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *,

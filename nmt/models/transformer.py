@@ -18,7 +18,7 @@ State (all batch-first, heads head-major as :class:`MultiHeadAttention` splits t
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -156,19 +156,6 @@ class Transformer(EncoderDecoder):
 
     pos: Tensor  # (max_positions, d_model) sinusoidal table, a non-persistent buffer
     max_positions: int  # the rows of that table: the longest sequence either stack takes
-
-    @classmethod
-    def check_config(cls, cfg: ModelConfig) -> None:
-        if cfg.n_heads < 1 or cfg.d_model % cfg.n_heads != 0:
-            raise ConfigError(
-                f"model.n_heads: expected a divisor of d_model={cfg.d_model}, got {cfg.n_heads}"
-            )
-
-    @classmethod
-    def describe(cls, model: dict[str, Any]) -> str:
-        """``"transformer 2x256 h4"``: layers x d_model, heads."""
-        return (f"transformer {model.get('n_layers', '?')}x{model.get('d_model', '?')} "
-                f"h{model.get('n_heads', '?')}")
 
     def __init__(
         self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *,
