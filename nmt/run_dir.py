@@ -17,7 +17,6 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -241,13 +240,13 @@ def frozen_change(cfg: Config, trained: Config,
     """The first key (``section.name``) of a section that cannot change on resume whose value in
     ``cfg`` differs from ``trained``'s, and a message saying so; None when none differs."""
     for section in FROZEN_ON_RESUME:
-        new, old = getattr(cfg, section), getattr(trained, section)
-        if new != old:
-            key = next(f.name for f in fields(new) if getattr(new, f.name) != getattr(old, f.name))
+        new, old = cfg.to_dict()[section], trained.to_dict()[section]  # as config.toml has them
+        key = next((k for k in {**new, **old} if new.get(k) != old.get(k)), None)
+        if key is not None:
             return f"{section}.{key}", (
                 f"[{section}] cannot change {when} ({section}.{key} is "
-                f"{getattr(new, key)!r:.40}, but the checkpoint was trained with "
-                f"{getattr(old, key)!r:.40}); start a new run instead")
+                f"{new.get(key)!r:.40}, but the checkpoint was trained with "
+                f"{old.get(key)!r:.40}); start a new run instead")
     return None
 
 

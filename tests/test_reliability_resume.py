@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 from conftest import invoke, run_metrics
-from test_train import TINY, tiny_config
+from test_train import FAMILY, SHARED, TINY, tiny_config
 
 from nmt.checkpoint import load_checkpoint
 from nmt.errors import NmtError
@@ -203,8 +203,9 @@ def test_a_failed_resume_leaves_the_run_config_as_it_was(
     first line) leaves config.toml as it was, so it still describes last.pt (before: rewritten
     with the new settings first). A resume that saves records its settings."""
     runs = tmp_path / "runs"
-    code, out, err = invoke(*_cli_args(runs, tiny_data_dir), "--config", "configs/demo.toml",
-                            *_sets("model.arch=gru", "train.max_steps=2", "train.threads=1"))
+    gru = [x for s in [*SHARED, *FAMILY["gru"], "train.max_steps=2", "train.threads=1"]
+           for x in ("--set", s)]
+    code, out, err = invoke(*_cli_args(runs, tiny_data_dir), "--config", "configs/gru.toml", *gru)
     assert code == 0 and "over steps 1-2 (this invocation)" in out, out + err
     config = (runs / "r" / "config.toml").read_bytes()
     change = ["train.max_steps=9"]
