@@ -1,5 +1,7 @@
 """The checkpoint format: self-describing, written atomically, loaded with ``weights_only=True``.
 
+Long for a reason: the format and every check a file from elsewhere must pass are one contract.
+
 A checkpoint is one dict of plain values and tensors (never a pickled module)::
 
     {"format": FORMAT, "config": Config.to_dict(),

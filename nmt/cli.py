@@ -1,4 +1,7 @@
-"""The ``nmt`` command line: parse, call the library, print. Errors are one line, no traceback."""
+"""The ``nmt`` command line: parse, call the library, print. Errors are one line, no traceback.
+
+Long for a reason: one function per command, each its options beside it and one library call.
+"""
 
 from __future__ import annotations
 
