@@ -477,8 +477,9 @@ def attention(
     last); decoder self-attention keys are what the decoder was fed (<bos>, then the outputs).
     One colour bar, colormap Reds.
     """
+    from nmt.attention_plot import ATTENTION_FILE, plot_attention
     from nmt.loading import load_run
-    from nmt.plot import ATTENTION_FILE, image_format, plot_attention
+    from nmt.plot import image_format
     from nmt.translate import Translator
 
     if output is not None:
@@ -496,7 +497,7 @@ def _translate_attention(translator: Any, sentences: list[str] | None, output: P
     """``nmt translate --attention FILE``: the translation of its one sentence argument (a
     :class:`~nmt.translate.Translator`: engine nmt), then its picture."""
     from nmt.api import translate_lines
-    from nmt.plot import check_attention_size, plot_attention
+    from nmt.attention_plot import check_attention_size, plot_attention
 
     sentence = (sentences or [""])[0]
     check_attention_size(translator, sentence, path, "--attention")  # before translating
