@@ -99,7 +99,8 @@ def _say(message: str) -> None:
 
 
 def translate_lines(
-    translator: StreamTranslator, sentences: Iterable[str] | None = None, *,
+    translator: StreamTranslator | Callable[[], StreamTranslator],
+    sentences: Iterable[str] | None = None, *,
     input: Path | str | None = None, output: Path | str | None = None,  # noqa: A002
     stream: TextIO | None = None, warn: Callable[[str], None] = _say,
 ) -> list[str] | None:
@@ -109,10 +110,20 @@ def translate_lines(
     The translations go to ``output`` (a file, renamed into place once complete: a failure
     leaves an earlier file intact; never the input itself), else to the text ``stream`` (as
     they come); with neither they are returned as a list. ``warn`` gets one line per source
-    that was read in part or cut to the length limit."""
+    that was read in part or cut to the length limit.
+
+    ``translator`` may be a function that opens it (say :func:`open_translator` with its
+    options): it is called only once the inputs are checked and opened, so that a missing
+    ``input``, a closed or terminal stdin or an ``output`` that is the input fails at once,
+    before a model is loaded."""
     from nmt.errors import write_errors
     from nmt.files import atomic_text_output
-    from nmt.translate import check_output_is_not_input, open_input, read_lines
+    from nmt.translate import (
+        StreamTranslator,
+        check_output_is_not_input,
+        open_input,
+        read_lines,
+    )
 
     if sentences is not None and input is not None:
         raise DataError("--input: give sentences as arguments or --input FILE, not both")
@@ -143,6 +154,8 @@ def translate_lines(
                                 "text in")
             name = "stdin"
             lines = read_lines(sys.stdin.buffer, name, on_long=warn_long(name))
+        if not isinstance(translator, StreamTranslator):  # the inputs are good: load the model
+            translator = translator()
         collected: list[str] = []
         out = stream
         target = "standard output"

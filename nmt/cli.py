@@ -1,4 +1,7 @@
-"""The ``nmt`` command line: parse, call the library, print. Errors are one line, no traceback."""
+"""The ``nmt`` command line: parse, call the library, print. Errors are one line, no traceback.
+
+Long for a reason: one function per command, each its options beside it and one library call.
+"""
 
 from __future__ import annotations
 
@@ -294,19 +297,16 @@ def translate(
         _check_translate_attention(sentences, attention)
     if sentences and input_ is not None:  # before loading the model
         raise DataError("--input: give sentences as arguments or --input FILE, not both")
-    translator = open_translator(run, checkpoint, engine=engine, model=model, device=device,
-                                 averaged=not no_ema, compute_type=compute_type, beam=beam,
-                                 batch_size=batch_size, max_tokens=max_tokens,
-                                 max_src_tokens=max_src_tokens)
-    if attention is not None:  # before translating: a sentence too long to draw
-        from nmt.plot import check_attention_size
-
-        check_attention_size(translator, (sentences or [""])[0], attention,  # type: ignore[arg-type]
-                             "--attention")  # --attention: engine nmt, a Translator
-    translate_lines(translator, sentences or None, input=input_, output=output,
-                    stream=sys.stdout, warn=_warn)
-    if attention is not None:
-        _translate_attention(translator, sentences, attention)
+    open_ = functools.partial(open_translator, run, checkpoint, engine=engine, model=model,
+                              device=device, averaged=not no_ema, compute_type=compute_type,
+                              beam=beam, batch_size=batch_size, max_tokens=max_tokens,
+                              max_src_tokens=max_src_tokens)
+    if attention is not None:  # one sentence argument (checked above), then its picture
+        _translate_attention(open_(), sentences, output, attention)
+        return
+    # the inputs are checked (and opened) before open_ loads the model
+    translate_lines(open_, sentences or None, input=input_, output=output, stream=sys.stdout,
+                    warn=_warn)
 
 
 def _warn(message: str) -> None:
@@ -477,8 +477,9 @@ def attention(
     last); decoder self-attention keys are what the decoder was fed (<bos>, then the outputs).
     One colour bar, colormap Reds.
     """
+    from nmt.attention_plot import ATTENTION_FILE, plot_attention
     from nmt.loading import load_run
-    from nmt.plot import ATTENTION_FILE, image_format, plot_attention
+    from nmt.plot import image_format
     from nmt.translate import Translator
 
     if output is not None:
@@ -491,11 +492,17 @@ def attention(
     console.print(f"attention: {picture.path}", highlight=False, markup=False)
 
 
-def _translate_attention(translator: Any, sentences: list[str] | None, path: Path) -> None:
-    """``nmt translate --attention FILE``: the picture of its one sentence argument."""
-    from nmt.plot import plot_attention
+def _translate_attention(translator: Any, sentences: list[str] | None, output: Path | None,
+                         path: Path) -> None:
+    """``nmt translate --attention FILE``: the translation of its one sentence argument (a
+    :class:`~nmt.translate.Translator`: engine nmt), then its picture."""
+    from nmt.api import translate_lines
+    from nmt.attention_plot import check_attention_size, plot_attention
 
-    picture = plot_attention(translator, (sentences or [""])[0], path, option="--attention")
+    sentence = (sentences or [""])[0]
+    check_attention_size(translator, sentence, path, "--attention")  # before translating
+    translate_lines(translator, [sentence], output=output, stream=sys.stdout, warn=_warn)
+    picture = plot_attention(translator, sentence, path, option="--attention")
     console.print(f"attention: {picture.path}", highlight=False, markup=False)
 
 

@@ -1,5 +1,7 @@
 """Search: greedy (cached and uncached) and beam search, written once against the model contract.
 
+Long for a reason: the searches share the contract's calls, the length limits and the pruning.
+
 Every function takes token ids and returns token ids; text in and out lives in
 :mod:`nmt.translate`. The model contract is in :mod:`nmt.models.base`:
 

@@ -39,7 +39,7 @@ FROZEN_ON_RESUME = ("data", "model")
 
 # What nmt writes directly in a run directory (glob patterns): `nmt train` (config, tokenizer,
 # checkpoints, logs, the data record corpus.json), `nmt plot` and `nmt attention`
-# (nmt.plot.CURVES_FILE, ATTENTION_FILE),
+# (nmt.plot.CURVES_FILE, nmt.attention_plot.ATTENTION_FILE),
 # `nmt bleu` (hypotheses and scores), --engine ctranslate2
 # (nmt.export.ct2_directory.RUN_EXPORTS), and
 # the temporary file of a write killed before its rename. `--overwrite` deletes nothing else.

@@ -6,7 +6,13 @@ optimizer step after another: batch -> loss -> backward -> step -> maybe validat
 saves) -> maybe stop. :func:`stop_reason` holds every rule that ends a run; a run that ends
 other than by a signal is validated and saved a last time. A signal saves ``last.pt`` at once;
 a validation due at that step is done by the resume before its first step
-(:func:`validation_owed`), so an interrupted and resumed run is the uninterrupted one.
+(:func:`~nmt.train_validation.validation_owed`), so an interrupted and resumed run is the
+uninterrupted one.
+
+Its parts: :mod:`nmt.train_state` (the state a step changes, its checkpoints, the exact
+resume), :mod:`nmt.train_data` (the cache and the order of the batches), :mod:`nmt.train_step`
+(one optimizer step and its loss), :mod:`nmt.train_validation` (validation, the best weights,
+the end of a run).
 
 It runs on the CPU, one GPU (bf16 autocast) or several GPUs under ``torchrun``
 (DistributedDataParallel; only rank 0 writes files, and only decisions all ranks share end
@@ -28,75 +34,44 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
-from torch.optim.lr_scheduler import LambdaLR
 
-from nmt.checkpoint import (
-    check_optimizer_state,
-    check_tokenizer,
-    load_checkpoint,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-    vocab_entry,
-)
-from nmt.config import Config, TrainConfig, from_dict
+from nmt.config import Config, TrainConfig
 from nmt.cost import training_flops_per_target_token
-from nmt.data.batching import Batch, Collator, collate, make_batches
+from nmt.data.batching import Collator
 from nmt.data.corpora.record import write_record
-from nmt.data.prepare import Prepared, prepare
-from nmt.data.tokenizers import PAD_ID
-from nmt.device import autocast, resolve_device, set_threads
+from nmt.data.prepare import Prepared
+from nmt.device import resolve_device, set_threads
 from nmt.distributed import (
     Dist,
     all_reduce_sum,
     any_rank,
-    barrier,
     end_distributed,
-    from_main,
     init_distributed,
 )
 from nmt.ema import ExponentialMovingAverage
-from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
-from nmt.files import atomic_write_text
-from nmt.loading import check_weights, run_tokenizer
+from nmt.errors import ConfigError
 from nmt.models import build_model, count_parameters
-from nmt.models.base import EncoderDecoder
-from nmt.optim import build_optimizer, use_config_hyperparameters
-from nmt.run_dir import (
-    MetricsLog,
-    adopt_newer_best,
-    frozen_change,
-    last_valid_step,
-    no_empty_run_dir_left,
-    run_lock,
-    start_run_dir,
-    valid_loss_at,
+from nmt.optim import build_optimizer
+from nmt.run_dir import MetricsLog, no_empty_run_dir_left, run_lock
+from nmt.train_data import batch_groups, prepare_data, valid_batches
+from nmt.train_state import (
+    Progress,
+    Run,
+    TrainingState,
+    open_run_dir,
+    restore,
+    save,
+    save_config,
 )
-
-
-@dataclass
-class Progress:
-    """Where training stands; saved in every checkpoint so --resume continues exactly."""
-
-    step: int = 0  # optimizer steps taken
-    epoch: int = 0  # current epoch (0-based)
-    batch_in_epoch: int = 0  # batches of the current epoch already consumed
-    tokens: int = 0  # target tokens trained on
-    elapsed: float = 0.0  # training seconds (wall clock, across resumes)
-    best_score: float = -math.inf  # best validation score (BLEU, or -loss when BLEU is off)
-    best_loss: float = math.inf  # validation loss at best_step: breaks ties of best_score
-    best_step: int = 0
-    evals_since_best: int = 0
-    last_eval_step: int = -1  # step of the latest validation (-1: none yet)
-    window_loss: float = 0.0  # loss sum and tokens since the last log line
-    window_tokens: int = 0
-    finished: bool = False
-    stop_reason: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+from nmt.train_step import (
+    account,
+    masked_cross_entropy,
+    non_finite_loss,
+    train_step,
+    training_loss,
+)
+from nmt.train_validation import finish, validate, validation_due, validation_owed
 
 
 @dataclass
@@ -293,47 +268,6 @@ def split_flops_per_token(cfg: Config, prepared: Prepared) -> float:
                                            float(split.tgt_lengths().mean()) + 1)
 
 
-# --- what the loop works on --------------------------------------------------------------------
-
-
-@dataclass
-class TrainingState:
-    """Everything a step changes: what a checkpoint saves, besides the RNG states."""
-
-    model: EncoderDecoder
-    optimizer: torch.optim.Optimizer
-    scheduler: LambdaLR
-    ema: ExponentialMovingAverage[EncoderDecoder] | None
-    progress: Progress
-
-    @property
-    def scored(self) -> EncoderDecoder:
-        """The weights validation scores: their moving average when there is one."""
-        return self.ema.model if self.ema is not None else self.model
-
-
-@dataclass
-class Run:
-    """What the loop reads but does not change (apart from the time of the latest save)."""
-
-    cfg: Config
-    run_dir: Path
-    dist: Dist
-    device: torch.device
-    prepared: Prepared
-    mlog: MetricsLog
-    valid_batches: list[Batch]
-    display: Display
-    elapsed0: float  # training seconds before this invocation (from the checkpoint)
-    started: float = field(default_factory=time.perf_counter)
-    last_save: float = field(default_factory=time.perf_counter)
-    config_saved: bool = False  # config.toml holds cfg
-
-    def clock(self) -> float:
-        """Training seconds so far, across resumes."""
-        return self.elapsed0 + time.perf_counter() - self.started
-
-
 # --- set-up ------------------------------------------------------------------------------------
 
 
@@ -353,81 +287,6 @@ def training_device(t: TrainConfig, dist: Dist) -> torch.device:
     return device
 
 
-def open_run_dir(run_dir: Path, cfg: Config, dist: Dist, resume: bool,
-                 overwrite: bool) -> dict[str, Any] | None:
-    """Create (or, resuming, check) the run directory; returns ``last.pt`` when resuming.
-
-    Read before the data is prepared: its config must be the checkpoint's.
-    """
-    if dist.main:
-        start_run_dir(run_dir, resume, overwrite)
-        if resume:
-            adopt_newer_best(run_dir)
-    barrier(dist)
-    if not resume:
-        return None
-    path = run_dir / "checkpoints" / "last.pt"
-    saved = load_checkpoint(path, map_location="cpu")
-    trained = from_dict(saved["config"], where=f"{run_dir} checkpoint", saved=True)
-    change = frozen_change(cfg, trained)
-    if change is not None:
-        raise ConfigError(f"{path}: {change[1]}")
-    check_weights(path, trained, saved["vocab"], saved["model"])  # before building the model
-    return saved
-
-
-def prepare_data(cfg: Config, data_dir: Path, dist: Dist, log: Callable[[str], None]) -> Prepared:
-    """The cached, encoded splits: rank 0 builds the cache, the others load it afterwards."""
-    if dist.main:
-        prepared = prepare(cfg.data, data_dir, log=log)
-    barrier(dist)
-    if not dist.main:
-        prepared = prepare(cfg.data, data_dir, log=lambda s: None)
-    if len(prepared.splits["train"]) == 0:
-        raise NmtError("data: the training split is empty (check data.max_pairs and the fractions)")
-    return prepared
-
-
-def restore(run: Run, state: TrainingState, saved: dict[str, Any]) -> None:
-    """Continue from ``last.pt``: weights, optimizer, schedule, average, progress, RNGs.
-
-    Only with the tokenizer the weights were trained with: the data cache's (whose ids training
-    goes on with) and the run's own (whose ids translation will decode) must both be it."""
-    t, where = run.cfg.train, f"{run.run_dir}/checkpoints/last.pt"
-    check_tokenizer(Path(where), saved["vocab"], run_tokenizer(run.run_dir),
-                    f"{run.run_dir}/tokenizer")
-    check_tokenizer(Path(where), saved["vocab"], run.prepared.tokenizer,
-                    f"the data cache {run.prepared.cache_dir}")
-    try:
-        state.model.load_state_dict(saved["model"])
-        state.optimizer.load_state_dict(saved["optimizer"])
-        check_optimizer_state(Path(where), state.optimizer)
-        state.scheduler.load_state_dict(saved["scheduler"])
-        use_config_hyperparameters(state.optimizer, state.scheduler, t)
-        if state.ema is not None:
-            if "ema" in saved:
-                state.ema.load_state_dict(saved["ema"])
-            else:  # a run started without an average starts one from its weights now
-                state.ema = ExponentialMovingAverage(state.model, t.ema_decay)
-        prog = state.progress = Progress(**saved["progress"])
-        # fields a checkpoint written before they existed leaves out, from metrics.jsonl
-        if "last_eval_step" not in saved["progress"]:
-            prog.last_eval_step = last_valid_step(run.run_dir, prog.step)
-        if "best_loss" not in saved["progress"] and prog.best_step:
-            prog.best_loss = valid_loss_at(run.run_dir, prog.best_step)
-        rng = saved["rng"]
-        set_rng_state(rng[run.dist.rank] if isinstance(rng, list) else rng)
-    except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as e:
-        raise CheckpointError(f"{where}: cannot resume ({type(e).__name__}: {first_line(e)})"
-                              ) from None
-    if prog.batch_in_epoch and prog.batch_in_epoch >= len(epoch_batches(run.prepared, t,
-                                                                        run.dist, prog.epoch)):
-        prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0  # saved at an epoch's end (older)
-    prog.finished, prog.stop_reason = False, ""  # new limits (--set) may allow more steps
-    run.elapsed0 = prog.elapsed
-    run.mlog.truncate_after(prog.step, prog.last_eval_step)
-
-
 def training_forward(model: nn.Module, t: TrainConfig, dist: Dist,
                      device: torch.device) -> nn.Module:
     """The module a training step calls: the model, wrapped for several processes
@@ -441,158 +300,9 @@ def training_forward(model: nn.Module, t: TrainConfig, dist: Dist,
     return torch.compile(wrapped) if t.compile else wrapped  # type: ignore[return-value]
 
 
-def epoch_batches(prepared: Prepared, t: TrainConfig, dist: Dist,
-                  epoch: int) -> list[np.ndarray]:
-    """This rank's batches (arrays of sentence indices) of ``epoch``, in training order. The
-    order depends only on the seed and the epoch, so a resumed run sees the same batches."""
-    split = prepared.splits["train"]
-    return make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=t.batch_size,
-                        by=t.batch_by, shuffle=True, seed=t.seed, epoch=epoch,
-                        rank=dist.rank, world_size=dist.world_size)
-
-
-def batch_groups(prepared: Prepared, t: TrainConfig, dist: Dist, epoch: int,
-                 start: int) -> Iterator[tuple[int, int, int, list[np.ndarray]]]:
-    """The batches of one optimizer step after another, from batch ``start`` of ``epoch`` on:
-    ``(epoch, batches of the epoch done after this step, batches in the epoch, the step's
-    batches)``. ``accum_steps`` batches a step; an epoch's last step takes what is left."""
-    while True:
-        batches = epoch_batches(prepared, t, dist, epoch)
-        if not batches:
-            raise NmtError(
-                f"train.batch_size={t.batch_size}: the training split makes no batch for "
-                f"each of {dist.world_size} processes; use fewer processes or smaller batches")
-        for i in range(start, len(batches), t.accum_steps):
-            group = batches[i: i + t.accum_steps]
-            yield epoch, i + len(group), len(batches), group
-        epoch, start = epoch + 1, 0
-
-
-def valid_batches(prepared: Prepared, cfg: Config) -> list[Batch]:
-    split = prepared.splits.get("valid")
-    if split is None or len(split) == 0:
-        return []
-    idx = make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=cfg.decode.batch_size,
-                       by="sentences", shuffle=False, seed=0, epoch=0)
-    return [collate(split, i, truncate=cfg.data.truncate) for i in idx]
-
-
-# --- one step ----------------------------------------------------------------------------------
-
-
-def masked_cross_entropy(
-    logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0
-) -> torch.Tensor:
-    """Summed per-token cross-entropy over non-pad targets. logits (B,T,V), tgt_out (B,T)."""
-    return F.cross_entropy(
-        logits.reshape(-1, logits.size(-1)).float(),
-        tgt_out.reshape(-1),
-        ignore_index=PAD_ID,
-        reduction="sum",
-        label_smoothing=label_smoothing,
-    )
-
-
-def training_loss(
-    logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(objective, nll)``, both summed over non-pad targets: the objective is what training
-    minimises (label-smoothed when asked), ``nll`` the plain cross-entropy (detached) that is
-    reported, so train and valid loss are the same measure. With smoothing e the objective is
-    ``(1 - e) nll + e mean_v(-log p_v)``, as ``F.cross_entropy(label_smoothing=e)``."""
-    if label_smoothing == 0.0:
-        loss = masked_cross_entropy(logits, tgt_out)
-        return loss, loss.detach()
-    tgt = tgt_out.reshape(-1)
-    logp = torch.log_softmax(logits.reshape(-1, logits.size(-1)).float(), dim=-1)
-    nll = F.nll_loss(logp, tgt, ignore_index=PAD_ID, reduction="sum")
-    uniform = -(logp.mean(dim=-1) * (tgt != PAD_ID)).sum()
-    return (1.0 - label_smoothing) * nll + label_smoothing * uniform, nll.detach()
-
-
-def train_step(forward: nn.Module, state: TrainingState, group: list[np.ndarray],
-               collator: Collator, run: Run) -> tuple[float, float, int]:
-    """One optimizer step over the ``len(group)`` batches of ``group``: forward, loss, backward
-    for each, then clip the gradients' global norm and update. Returns this rank's sums of the
-    objective and of the cross-entropy, and its target tokens."""
-    t, dist, device = run.cfg.train, run.dist, run.device
-    batches = [collator(indices) for indices in group]
-    n_tokens = sum(b.n_tokens for b in batches)
-    # Normalise by the tokens of the whole step (all ranks), so accumulation and DDP's gradient
-    # averaging give exactly the per-token mean.
-    step_tokens = all_reduce_sum(float(n_tokens), dist, device) / dist.world_size
-    sums = torch.zeros(2, device=device)  # objective, cross-entropy
-    state.optimizer.zero_grad()
-    for j, batch in enumerate(batches):
-        batch = batch.to(device)
-        last = j == len(batches) - 1  # DDP averages the gradients after the last batch only
-        no_sync = forward.no_sync if dist.world_size > 1 and not last else nullcontext
-        with no_sync():  # type: ignore[operator]
-            with autocast(device, t.precision):
-                logits = forward(batch.src, batch.src_lengths, batch.tgt_in)
-            objective, nll = training_loss(logits, batch.tgt_out, t.label_smoothing)
-            (objective / step_tokens).backward()
-        sums += torch.stack([objective.detach(), nll])
-    if t.clip_norm > 0:
-        nn.utils.clip_grad_norm_(state.model.parameters(), t.clip_norm)
-    state.optimizer.step()
-    state.scheduler.step()
-    objective_sum, nll_sum = sums.tolist()
-    return objective_sum, nll_sum, n_tokens
-
-
-def account(run: Run, state: TrainingState, loss: float, n_tokens: int,
-            invocation_tokens: int) -> dict[str, Any] | None:
-    """Count a step's tokens and loss; every ``log_every`` steps write (and return) a metric
-    line of the mean train loss since the previous one."""
-    prog, t = state.progress, run.cfg.train
-    prog.tokens += n_tokens
-    prog.window_loss += loss
-    prog.window_tokens += n_tokens
-    if prog.step % t.log_every:
-        return None
-    record = {"step": prog.step, "epoch": epoch_label(prog),
-              "train_loss": prog.window_loss / max(prog.window_tokens, 1),
-              "lr": state.scheduler.get_last_lr()[0],
-              "tokens_per_sec": invocation_tokens * run.dist.world_size
-              / max(time.perf_counter() - run.started, 1e-9)}
-    run.mlog.metric(record)
-    prog.window_loss, prog.window_tokens = 0.0, 0
-    return record
-
-
-def epoch_label(prog: Progress) -> int:
-    """The 1-based epoch a record belongs to: the current one mid-epoch, the one just completed
-    at an epoch boundary."""
-    return prog.epoch + (1 if prog.batch_in_epoch else 0)
-
-
-def non_finite_loss(run: Run, step: int) -> NmtError:
-    kept = (f"the last good checkpoint is kept in {run.run_dir}/checkpoints"
-            if (run.run_dir / "checkpoints" / "last.pt").is_file() else
-            "no checkpoint had been saved yet")
-    return NmtError(f"non-finite loss at step {step}: training stopped; {kept} (try a lower "
-                    "train.lr or train.precision=fp32)")
-
-
-# --- stopping, validation, checkpoints ---------------------------------------------------------
+# --- stopping ----------------------------------------------------------------------------------
 
 INTERRUPTED = "interrupted"
-
-
-def validation_due(t: TrainConfig, prog: Progress) -> bool:
-    """Whether the step just taken (``prog.step``) is one to validate: every ``eval_every``
-    steps, or at the end of each epoch when it is 0."""
-    return prog.step % t.eval_every == 0 if t.eval_every else prog.batch_in_epoch == 0
-
-
-def validation_owed(run: Run, prog: Progress) -> bool:
-    """Whether ``last.pt`` was saved at a step due for validation without it: an interruption
-    saves at once and leaves that validation to the resume, which does it before its first
-    step, so the validations, the early-stopping count and ``best.pt`` are those of a run that
-    was never interrupted."""
-    return (bool(run.valid_batches) and 0 < prog.step != prog.last_eval_step
-            and validation_due(run.cfg.train, prog))
 
 
 def stop_reason(t: TrainConfig, prog: Progress, out_of_time: bool, interrupted: bool) -> str:
@@ -615,153 +325,6 @@ def stop_reason(t: TrainConfig, prog: Progress, out_of_time: bool, interrupted: 
     return ""
 
 
-@torch.no_grad()
-def validation_loss(model: EncoderDecoder, batches: list[Batch], device: torch.device,
-                    precision: str) -> float:
-    model.eval()
-    total, tokens = 0.0, 0
-    for b in batches:
-        b = b.to(device)
-        with autocast(device, precision):
-            logits = model(b.src, b.src_lengths, b.tgt_in)
-        total += float(masked_cross_entropy(logits, b.tgt_out))
-        tokens += b.n_tokens
-    return total / max(tokens, 1)
-
-
-def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
-                    device: torch.device) -> float | None:
-    """Greedy corpus BLEU (multi-reference) on a fixed sample of validation sources."""
-    n = cfg.train.eval_sentences
-    if n < 0 or "valid" not in prepared.splits or len(prepared.splits["valid"]) == 0:
-        return None
-    from nmt.evaluate import corpus_scores
-    from nmt.translate import translate_normalized
-
-    sources, refs = prepared.splits["valid"].grouped()
-    if n > 0:
-        sources, refs = sources[:n], refs[:n]
-    hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1,
-                                truncate=cfg.data.truncate)
-    return corpus_scores(hyps, refs, tokenized=not cfg.data.natural_text,
-                         lang=cfg.data.target).bleu
-
-
-def validate(run: Run, state: TrainingState) -> None:
-    """Score the weights on the valid split (valid loss, and greedy BLEU unless switched off),
-    then save ``last.pt``, and ``best.pt`` first when the score is the best so far."""
-    prog, t = state.progress, run.cfg.train
-    vloss = None
-    if run.valid_batches:
-        vloss = validation_loss(state.scored, run.valid_batches, run.device, t.precision)
-    bleu = validation_bleu(state.scored, run.prepared, run.cfg, run.device)
-    state.model.train()
-    vloss, bleu = from_main([vloss, bleu], run.dist, run.device)  # one verdict on every rank
-    prog.last_eval_step = prog.step
-    if vloss is None and bleu is None:
-        # Nothing held out: keep last.pt reasonably fresh without paying for a write (and
-        # fsync) every epoch of a tiny model.
-        if any_rank([time.perf_counter() - run.last_save > 60], run.dist, run.device)[0]:
-            save(run, state, "last")
-        return
-    score = bleu if bleu is not None else -(vloss or 0.0)
-    loss = vloss if vloss is not None and math.isfinite(vloss) else math.inf
-    run.mlog.metric({"step": prog.step, "epoch": epoch_label(prog), "valid_loss": vloss,
-                     "valid_bleu": bleu})
-    # an equal score (BLEU is 0.00 for a while early on) is better when its loss is lower
-    improved = score > prog.best_score or (score == prog.best_score and loss < prog.best_loss)
-    if improved:
-        prog.best_score, prog.best_loss, prog.best_step = score, loss, prog.step
-        prog.evals_since_best = 0
-    else:
-        prog.evals_since_best += 1
-    line = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"
-    run.mlog.text(line + (" (best)" if improved else ""))
-    run.display.validation(line)
-    # best first: a kill between the two writes leaves best.pt one save ahead, which a resume
-    # adopts as last.pt (run_dir.adopt_newer_best); the other order would lose it
-    save(run, state, *(("best", "last") if improved else ("last",)))
-
-
-def finish(run: Run, state: TrainingState, log: Callable[[str], None]) -> None:
-    """The end of a run not stopped by a signal: the final weights are always validated, then
-    saved as ``last.pt`` (and ``best.pt`` when better, or when nothing could score them)."""
-    prog, t = state.progress, run.cfg.train
-    prog.finished = True
-    # Every rank takes the same branches here: each holds the same progress.
-    validated = bool(run.valid_batches) and prog.last_eval_step != prog.step
-    if validated:
-        validate(run, state)
-    if prog.best_score == -math.inf:
-        save(run, state, "best", "last")  # nothing scored: the final weights are the best
-    elif not validated:
-        save(run, state, "last")  # records the run as finished
-    run.mlog.text(f"done: {prog.stop_reason}")
-    if t.max_steps and prog.step < t.max_steps and prog.stop_reason.startswith("time"):
-        log(f"warning: the time budget ended training at step {prog.step} of "
-            f"max_steps={t.max_steps}: this machine is slower than train.max_minutes="
-            f"{t.max_minutes} allows, so the model is less trained than the config intends")
-
-
-def save(run: Run, state: TrainingState, *names: str) -> None:
-    """Write ``checkpoints/NAME.pt`` for each name (rank 0). Every rank must call it together:
-    it gathers the ranks' RNG states."""
-    run.last_save = time.perf_counter()
-    state.progress.elapsed = run.clock()
-    rng = gathered_rng_states(run.dist)
-    if not run.dist.main:
-        return
-    payload = {
-        "config": run.cfg.to_dict(),
-        "vocab": vocab_entry(run.prepared.tokenizer),
-        "model": state.model.state_dict(),
-        "optimizer": state.optimizer.state_dict(),
-        "scheduler": state.scheduler.state_dict(),
-        "rng": rng,
-        "progress": state.progress.as_dict(),
-    }
-    if state.ema is not None:
-        payload["ema"] = state.ema.state_dict()
-    for name in names:
-        save_checkpoint(run.run_dir / "checkpoints" / f"{name}.pt", payload)
-    save_config(run)
-
-
-def save_config(run: Run) -> None:
-    """Write ``config.toml`` (rank 0), once an invocation: a new run at its start, a resume
-    right after its first checkpoint, so a resume that fails before it saves anything leaves
-    the run's config as it was (and the config always describes ``last.pt``)."""
-    if run.dist.main and not run.config_saved:
-        atomic_write_text(run.run_dir / "config.toml", run.cfg.to_toml())
-    run.config_saved = True
-
-
-def gathered_rng_states(dist: Dist) -> Any:
-    """This process's RNG states; under several processes, the list of every rank's."""
-    if dist.world_size == 1:
-        return rng_state()
-    import torch.distributed as tdist
-
-    # Tensors inside all_gather_object do not round-trip: send numpy arrays instead.
-    states: list[Any] = [None] * dist.world_size
-    tdist.all_gather_object(states, _map_tensors(rng_state(), lambda x: x.numpy()))
-    return [_map_tensors(s, torch.from_numpy, np.ndarray) for s in states]
-
-
-def _map_tensors(x: Any, fn: Callable[[Any], Any], kind: type = torch.Tensor) -> Any:
-    """Apply ``fn`` to every ``kind`` leaf of nested dicts/lists/tuples."""
-    if isinstance(x, kind):
-        return fn(x)
-    if isinstance(x, dict):
-        return {k: _map_tensors(v, fn, kind) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return type(x)(_map_tensors(v, fn, kind) for v in x)
-    return x
-
-
-def _fmt(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-__all__ = ["train", "Display", "Progress", "StopFlag", "TrainResult", "masked_cross_entropy",
-           "stop_reason", "training_loss"]
+__all__ = ["train", "Display", "Progress", "Run", "StopFlag", "TrainResult", "TrainingState",
+           "masked_cross_entropy", "stop_reason", "train_step", "training_forward",
+           "training_loss"]

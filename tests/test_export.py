@@ -866,3 +866,15 @@ def test_ctranslate2_path_imports_no_torch(runs: dict[str, Path], tmp_path: Path
                            "a b c"], capture_output=True, text=True, timeout=120, env=env,
                           cwd=tmp_path)
     assert "torch imported" in done.stderr
+
+
+def test_both_engines_default_to_the_configs_text_form() -> None:
+    """A translator made without a run's [data] normalises input as a config's defaults do
+    (natural text), whichever engine decodes."""
+    from dataclasses import fields
+
+    default = DataConfig()
+    for translator in (CT2Translator, Translator):
+        given = {f.name: f.default for f in fields(translator)}
+        assert (given["lowercase"], given["normalization"]) == (default.lowercase,
+                                                                default.normalization)

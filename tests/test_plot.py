@@ -15,12 +15,10 @@ import torch
 from conftest import invoke
 from test_decode import make_run
 
+from nmt.attention_plot import MAX_FIGURE, attention_figure, plot_attention
 from nmt.errors import CheckpointError, ConfigError
 from nmt.loading import load_run
 from nmt.plot import (
-    MAX_FIGURE,
-    attention_figure,
-    plot_attention,
     plot_training_curves,
     read_metrics,
     training_curves_figure,

@@ -106,33 +106,33 @@ def test_a_kill_during_the_owed_validation_does_not_record_it_twice(
     """The resume that does an owed validation is killed after writing its metric line but
     before saving: last.pt still owes it, so the next resume does it again, and the line the
     killed one wrote is dropped with the others last.pt does not account for."""
-    import nmt.train as train_module
+    import nmt.train_state as train_state
 
     cfg = tiny_config("gru", "train.max_steps=3", "train.eval_every=1")
     train(cfg, tmp_path / "straight", data_dir=tiny_data_dir, log=lambda s: None)
     run = tmp_path / "r"
     train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None, stop=StopAfterOneStep())
-    real_save = train_module.save_checkpoint
+    real_save = train_state.save_checkpoint
 
     def die(path: Path, payload: dict[str, Any]) -> None:
         raise _Killed
 
-    monkeypatch.setattr(train_module, "save_checkpoint", die)
+    monkeypatch.setattr(train_state, "save_checkpoint", die)
     with pytest.raises(_Killed):
         train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     assert [r["step"] for r in run_metrics(run) if "valid_loss" in r] == [1]  # written, unsaved
-    monkeypatch.setattr(train_module, "save_checkpoint", real_save)
+    monkeypatch.setattr(train_state, "save_checkpoint", real_save)
     train(cfg, run, data_dir=tiny_data_dir, resume=True, log=lambda s: None)
     _same_records(run_metrics(tmp_path / "straight"), run_metrics(run))
 
 
 def _scripted_validation(monkeypatch: pytest.MonkeyPatch, losses: list[float]) -> None:
     """Every validation scores BLEU 0.0 (a young model's) and the next of ``losses``."""
-    import nmt.train as train_module
+    import nmt.train_validation as train_validation
 
     left = iter(losses)
-    monkeypatch.setattr(train_module, "validation_bleu", lambda *a, **k: 0.0)
-    monkeypatch.setattr(train_module, "validation_loss", lambda *a, **k: next(left))
+    monkeypatch.setattr(train_validation, "validation_bleu", lambda *a, **k: 0.0)
+    monkeypatch.setattr(train_validation, "validation_loss", lambda *a, **k: next(left))
 
 
 TIES = [5.0, 4.0, 4.5, 3.0, 3.5, 3.6]  # one score (BLEU 0.0) for all; the loss is best at step 4

@@ -17,7 +17,7 @@ from conftest import invoke
 from test_train import TINY, tiny_config
 
 import nmt.files as files
-import nmt.train as train_module
+import nmt.train_state as train_state
 from nmt.checkpoint import load_checkpoint
 from nmt.errors import NmtError
 from nmt.train import train
@@ -95,7 +95,7 @@ def test_a_kill_between_the_best_and_last_writes_loses_no_best(
     with its score (before: last.pt named a best that best.pt did not hold)."""
     run = tmp_path / "r"
     cfg = tiny_config("gru", "train.epochs=3", "train.eval_every=5", "train.eval_sentences=-1")
-    real_save = train_module.save_checkpoint
+    real_save = train_state.save_checkpoint
     improved: list[int] = []
 
     def save_then_die(path: Path, payload: dict[str, Any]) -> None:
@@ -106,10 +106,10 @@ def test_a_kill_between_the_best_and_last_writes_loses_no_best(
             if len(improved) == 3:  # the first write of the third improving validation
                 raise _Killed
 
-    monkeypatch.setattr(train_module, "save_checkpoint", save_then_die)
+    monkeypatch.setattr(train_state, "save_checkpoint", save_then_die)
     with pytest.raises(_Killed):
         train(cfg, run, data_dir=tiny_data_dir, log=lambda s: None)
-    monkeypatch.setattr(train_module, "save_checkpoint", real_save)
+    monkeypatch.setattr(train_state, "save_checkpoint", real_save)
     died_at = improved[-1]
     best = load_checkpoint(run / "checkpoints" / "best.pt")["progress"]
     assert best["step"] == died_at  # the save that improved is kept

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from nmt.translate import (
     translate_with_attention,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 TEXTBOOK = {"lowercase": True, "policy": "full"}  # the toy tokenizer's lower-cased, spaced text
 
 @pytest.fixture(scope="module")
@@ -251,6 +253,44 @@ def test_cli_errors_are_one_line(run_dir: Path, args: list[str], message: str) -
     code, _, err = invoke("translate", *args, *([] if "--input" in args else ["a"]))
     assert code != 0
     assert message in err and err.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("case", ["missing input", "output is the input", "stdin closed",
+                                  "stdin a terminal"])
+def test_cli_input_errors_come_before_the_model_loads(tmp_path: Path, case: str) -> None:
+    """The run does not exist, so loading it would fail: the error is the input's all the same
+    (checked before anything heavy is loaded)."""
+    source = tmp_path / "in.txt"
+    source.write_text("a b\n")
+    args = [sys.executable, "-m", "nmt", "translate", "--run", str(tmp_path / "no-such-run")]
+    stdin: int | None = subprocess.DEVNULL
+    terminal = None
+    if case == "missing input":
+        args += ["--input", str(tmp_path / "nope.txt")]
+        message = f"--input {tmp_path / 'nope.txt'}: file not found"
+    elif case == "output is the input":
+        args += ["--input", str(source), "--output", str(source)]
+        message = f"--output {source}: is the same file as --input {source}"
+    elif case == "stdin closed":
+        args = ["bash", "-c", shlex.join(args) + " <&-"]
+        message = "stdin: closed"
+    else:
+        import pty
+
+        stdin, terminal = pty.openpty()[::-1]  # the child reads from the terminal's end
+        message = "nothing to translate"
+    env = dict(os.environ, OMP_NUM_THREADS="1", COLUMNS="500",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        proc = subprocess.run(args, stdin=stdin, capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=120)
+    finally:
+        for fd in (stdin, terminal):
+            if isinstance(fd, int) and fd >= 0:
+                os.close(fd)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert message in proc.stderr and "run directory" not in proc.stderr
+    assert source.read_text() == "a b\n"
 
 
 def test_cli_missing_and_incompatible_checkpoints(tmp_path: Path) -> None:

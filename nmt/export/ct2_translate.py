@@ -23,7 +23,7 @@ from typing import Any
 
 import ctranslate2
 
-from nmt.config import DecodeConfig, from_dict
+from nmt.config import DataConfig, DecodeConfig, from_dict
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import EOS_ID, Tokenizer, load_tokenizer
 from nmt.errors import CheckpointError, ConfigError, first_line
@@ -70,8 +70,8 @@ class CT2Translator(StreamTranslator):
     translator: Any  # ctranslate2.Translator
     tokenizer: Tokenizer
     cfg: DecodeConfig
-    lowercase: bool = True
-    normalization: str = "full"
+    lowercase: bool = DataConfig.lowercase  # the run's data.lowercase (the export's meta)
+    normalization: str = DataConfig.normalization  # the run's data.normalization policy
     truncate: int = 0
     max_positions: int | None = None
     max_src_tokens: int | None = None
