@@ -514,9 +514,22 @@ def _check_translate_attention(sentences: list[str] | None, path: Path) -> None:
         raise NmtError("--attention: expected exactly one sentence argument to draw")
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is (as Ctrl-C raises ``KeyboardInterrupt``), so that a
+    write in progress removes its temporary file and leaves the old file as it was, instead of
+    the process vanishing with the temporary file left behind. ``nmt train`` takes SIGTERM
+    over with its own handler while it trains (stop after the step, save ``last.pt``)."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main() -> None:
     """Console-script entry: run the app, turning :class:`NmtError` into a one-line message."""
     _hold_closed_standard_streams()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         _main()
     finally:
@@ -572,6 +585,9 @@ def _main() -> None:
     except KeyboardInterrupt:
         console.print("interrupted")
         sys.exit(130)
+    except Terminated:
+        console.print("terminated")
+        sys.exit(128 + signal.SIGTERM)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:

@@ -8,8 +8,10 @@ import io
 import os
 import random
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -306,3 +308,29 @@ def test_the_attention_bound_is_on_the_source_the_model_takes(
     code, _, err = invoke("attention", LONG, "--run", str(run), "--device", "cpu",
                           "-o", str(tmp_path / "a.png"), "--checkpoint", "best")
     assert code == 0, err
+
+
+def test_sigterm_while_translating_to_a_file_leaves_no_temporary_file(run_dir: Path,
+                                                                       tmp_path: Path) -> None:
+    """SIGTERM during `nmt translate --input big.txt --output out/fr.txt`: exit status 143,
+    `out/fr.txt` as it was (absent here) and no `.fr.txt.XXXX.tmp` left beside it (before: the
+    process died with the temporary file in place)."""
+    big = tmp_path / "big.txt"
+    big.write_text((LONG + "\n") * 200_000, encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "nmt", "translate", "--run", str(run_dir),
+                             "--input", str(big), "--output", str(out / "fr.txt")],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while not list(out.glob(".fr.txt.*.tmp")):  # the translation is being written
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "terminated" and "Traceback" not in err, err
+    assert list(out.iterdir()) == []
