@@ -234,7 +234,7 @@ def plot_attention(translator: Translator, sentence: str, output: Path,
     greedy = replace(translator, cfg=replace(translator.cfg, beam=1))
     tokens, src_tokens, weights = translate_with_attention(
         greedy.model, greedy.tokenizer, sentence, lowercase=greedy.lowercase, cfg=greedy.cfg,
-        policy=greedy.normalization, truncate=greedy.truncate)
+        policy=greedy.normalization, truncate=greedy.truncate, lang=greedy.source_lang)
     # The text of the same greedy output (the pieces alone do not detokenize in general).
     translation = greedy.translate([sentence])[0]
     title = _shorten(f"{' '.join(sentence.split())}  →  {translation}", 110)
@@ -247,10 +247,9 @@ def check_attention_size(translator: Translator, sentence: str, output: Path,
                          option: str = "--output") -> None:
     """Refuse, in one line, a sentence whose source as the model takes it (cut to the run's
     limit) has more than :data:`MAX_ATTENTION_TOKENS` tokens: its picture could not be read."""
-    from nmt.data.normalize import normalize
     from nmt.translate import source_cut, source_ids
 
-    normalized = normalize(sentence, translator.lowercase, translator.normalization)
+    normalized = translator.normalize_source(sentence)
     ids, n = source_ids(translator.tokenizer, normalized,
                         *source_cut(translator.model, None, translator.truncate))
     if len(ids) > MAX_ATTENTION_TOKENS:

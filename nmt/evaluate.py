@@ -209,11 +209,12 @@ def read_text_lines(path: Path, option: str) -> list[str]:
 
 
 def file_references(
-    src: Path, refs: Sequence[Path], lowercase: bool, policy: str
+    src: Path, refs: Sequence[Path], lowercase: bool, policy: str, lang: str | None = None
 ) -> tuple[list[str], list[list[str]]]:
     """``--src`` lines and, per line, its references from each ``--ref`` file: as written for a
     natural-text run (``policy="natural"``, not ``lowercase``), else normalised like the training
-    data, so a model trained on lower-cased text is not scored on case.
+    data's targets (``lang``: the target language), so a model trained on lower-cased text is
+    not scored on case.
 
     Every ``--ref`` must have as many lines as ``--src``; empty reference lines are skipped
     when the sentence has another reference.
@@ -231,7 +232,7 @@ def file_references(
         if is_natural_text(lowercase, policy):
             r = [s[i].strip() for s in streams]
         else:
-            r = [normalize(s[i], lowercase, policy) for s in streams]
+            r = [normalize(s[i], lowercase, policy, lang) for s in streams]
         per_sentence.append([x for x in r if x] or r[:1])
     return sources, per_sentence
 
@@ -317,8 +318,9 @@ def evaluate_run(
     if src is not None:
         if not refs:
             raise DataError("--src: expected at least one --ref file with the references")
+        data_cfg = run.config.data
         sources, references = file_references(
-            src, refs, run.config.data.lowercase, run.config.data.normalization)
+            src, refs, data_cfg.lowercase, data_cfg.normalization, data_cfg.target)
         # "file-" keeps the scores of a user's file (even one named "test") apart from those of
         # the run's splits (hyp.test.txt, scores.test*.json), which `nmt runs` reports
         name, data = f"{FILE_PREFIX}{Path(src).name}", f"--src {src}"

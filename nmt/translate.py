@@ -135,6 +135,11 @@ class StreamTranslator:
     cfg: DecodeConfig  # the search settings (beam, batch size, length limits)
     lowercase: bool  # the run's data.lowercase and data.normalization: how input is normalised
     normalization: str
+    source_lang: str | None  # the run's data.source: language rules apply as in training
+
+    def normalize_source(self, text: str) -> str:
+        """A raw sentence as training normalised the run's sources."""
+        return normalize(text, self.lowercase, self.normalization, self.source_lang)
 
     @property
     def natural_text(self) -> bool:
@@ -184,6 +189,7 @@ class Translator(StreamTranslator):
     max_src_tokens: int | None = None
     normalization: str = DataConfig.normalization  # the run's data.normalization policy
     truncate: int = 0  # the run's data.truncate: sources cut to this many tokens, as in training
+    source_lang: str | None = None  # the run's data.source (None: every language's rules)
 
     @classmethod
     def from_run(
@@ -195,11 +201,11 @@ class Translator(StreamTranslator):
         cfg = decode_settings(run.config.decode, beam, batch_size, max_tokens)
         data = run.config.data
         return cls(run.model, run.tokenizer, cfg, data.lowercase, run.device, max_src_tokens,
-                   data.normalization, data.truncate)
+                   data.normalization, data.truncate, data.source)
 
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order."""
-        sources = [normalize(t, self.lowercase, self.normalization) for t in texts]
+        sources = [self.normalize_source(t) for t in texts]
         return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
                                     max_src_tokens=self.max_src_tokens, on_truncate=on_truncate,
                                     truncate=self.truncate)
@@ -298,8 +304,10 @@ def translate_with_attention(
     cfg: DecodeConfig | None = None,
     policy: str = DataConfig.normalization,
     truncate: int = 0,
+    lang: str | None = None,
 ) -> tuple[list[str], list[str], dict[str, torch.Tensor]]:
-    """Greedy translation of one raw sentence with its attention weights, for pictures.
+    """Greedy translation of one raw sentence with its attention weights, for pictures
+    (``lang``: the source language, whose rules normalisation applies).
 
     Returns ``(tokens, src_tokens, weights)``: the output pieces (``<eos>`` last when produced),
     the source pieces (``<eos>`` last unless cut off by ``truncate``), and weights
@@ -312,7 +320,7 @@ def translate_with_attention(
     from nmt.decode import greedy_with_weights
 
     cfg = cfg if cfg is not None else DecodeConfig()
-    normalized = normalize(text, lowercase, policy)
+    normalized = normalize(text, lowercase, policy, lang)
     if not normalized:
         raise DataError("translate_with_attention: the sentence is empty after normalisation")
     ids, _ = source_ids(tokenizer, normalized, *source_cut(model, None, truncate))

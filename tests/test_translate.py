@@ -354,3 +354,19 @@ def test_loading_a_run_stays_off_the_compiler_stack(tmp_path: Path, arch: str) -
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).parent.parent, timeout=120)
     assert proc.returncode == 0, proc.stderr[-500:]
+
+
+def test_translators_normalise_sources_by_the_runs_source_language() -> None:
+    """The French rule of the `full` policy (guillemets stand apart from the quoted words) is
+    applied to a source as training applied it: to French sources, not to a German run's."""
+    from nmt.data.normalize import normalize
+
+    text = "Er sagte «ja»."
+    for lang in ("de", "fr"):
+        translator = Translator(None, TOKENIZER, DecodeConfig(), lowercase=False,  # type: ignore[arg-type]
+                                normalization="full", source_lang=lang)
+        assert translator.normalize_source(text) == normalize(text, False, "full", lang)
+    assert Translator(None, TOKENIZER, DecodeConfig(), normalization="full",  # type: ignore[arg-type]
+                      source_lang="de").normalize_source(text) == "Er sagte «ja» ."
+    assert Translator(None, TOKENIZER, DecodeConfig(), normalization="full",  # type: ignore[arg-type]
+                      source_lang="fr").normalize_source(text) == "Er sagte « ja » ."

@@ -192,7 +192,8 @@ def _readme(meta: dict[str, Any]) -> str:
     """The exported directory's README: what is in it and the Python lines that use it."""
     tok = meta["tokenizer"]
     data = meta["data"]
-    norm = (f"normalize(s, lowercase={data['lowercase']}, policy={data['normalization']!r})")
+    norm = (f"normalize(s, lowercase={data['lowercase']}, policy={data['normalization']!r}, "
+            f"lang={meta['source_language']!r})")
     if tok["kind"] == "sentencepiece":
         src_model, tgt_model = ("spm.model", "spm.model") if tok["joint"] else (
             "src.model", "tgt.model")

@@ -24,7 +24,6 @@ from typing import Any
 import ctranslate2
 
 from nmt.config import DataConfig, DecodeConfig, from_dict
-from nmt.data.normalize import normalize
 from nmt.data.tokenizers import EOS_ID, Tokenizer, load_tokenizer
 from nmt.errors import CheckpointError, ConfigError, first_line
 from nmt.export.ct2_directory import META_FILE, read_export, vocabulary
@@ -78,6 +77,7 @@ class CT2Translator(StreamTranslator):
     compute_type: str = "default"
     directory: Path | None = None
     add_source_eos: bool = True  # the model appends <eos> (else the input carries it)
+    source_lang: str | None = None  # the run's data.source (None: every language's rules)
 
     def __post_init__(self) -> None:
         self._src_tokens = vocabulary(self.tokenizer, "src")
@@ -120,7 +120,9 @@ class CT2Translator(StreamTranslator):
         return cls(translator, tokenizer, cfg, bool(data["lowercase"]),
                    str(data["normalization"]), int(data["truncate"]),
                    meta.get("max_positions"), max_src_tokens, compute_type, directory,
-                   bool(meta.get("add_source_eos", True)))
+                   bool(meta.get("add_source_eos", True)),
+                   meta.get("source_language") if isinstance(meta.get("source_language"), str)
+                   else None)
 
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order."""
@@ -128,8 +130,7 @@ class CT2Translator(StreamTranslator):
         limit = source_limit_for(self.max_positions, self.max_src_tokens, self.truncate)
         batch: list[list[int]] = []
         for i, text in enumerate(texts):
-            ids, n = source_ids(self.tokenizer, normalize(text, self.lowercase,
-                                                          self.normalization), limit, keep_eos)
+            ids, n = source_ids(self.tokenizer, self.normalize_source(text), limit, keep_eos)
             if n > limit and on_truncate is not None:
                 on_truncate(i, n, limit)
             batch.append(ids)
