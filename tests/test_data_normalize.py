@@ -69,3 +69,16 @@ def test_full_policy_output_is_clean(text: str) -> None:
     assert not any(c.isspace() and c != " " for c in out)  # no newline: one sentence per line
     assert not any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in out)
     assert "’" not in out and "…" not in out
+
+
+@pytest.mark.parametrize("policy", ["natural", "full"])
+def test_joiners_are_kept_where_they_are_spelling(policy: str) -> None:
+    """U+200C/U+200D decide how Persian or Hindi letters join: kept for those languages (and
+    stable), deleted as invisible junk elsewhere, as U+200B always is."""
+    persian = "mi\u200cravam\u200b"
+    assert normalize(persian, False, policy, "fa") == "mi\u200cravam"
+    assert normalize("\u0915\u094d\u200d\u0937", False, policy, "hi") == "\u0915\u094d\u200d\u0937"
+    for lang in ("en", "fr", None):
+        assert normalize(persian, False, policy, lang) == "miravam"
+    once = normalize(persian, False, policy, "fa")
+    assert normalize(once, False, policy, "fa") == once

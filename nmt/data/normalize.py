@@ -22,7 +22,8 @@ UTF-8 text without newlines (the cache stores one sentence per line). See docs/D
 - Unicode NFC, so composed and decomposed accents are the same token.
 - Every whitespace character (tab, newline, U+2009 thin space, U+202F, U+00A0, ...) is a space;
   runs of spaces collapse to one and the ends are stripped.
-- Invisible characters are deleted: format characters (U+200B zero-width space, U+200C/U+200D,
+- Invisible characters are deleted: format characters (U+200B zero-width space, U+200C/U+200D
+  outside the languages whose spelling needs them (``lang``),
   U+2060, U+FEFF, U+00AD soft hyphen, bidi marks), control characters and lone surrogates. The
   corpus has ``sur \u200b\u200bla`` and ``sink\u00ad.``, which become ``sur la`` and ``sink .``.
 - Curly apostrophes ``’`` and ``‘`` become ``'``: the corpus writes ``j'ai`` 95k times and
@@ -65,6 +66,11 @@ class _CharMap(dict[int, "str | int | None"]):
 
 
 _TABLE = _CharMap()
+# Zero-width non-joiner and joiner (U+200C, U+200D) are spelling in Persian and the scripts of
+# India and Sri Lanka (they decide how letters join); elsewhere they are invisible junk.
+_JOINER_LANGS = frozenset({"fa", "ur", "ps", "ckb", "hi", "mr", "ne", "sa", "bn", "as", "pa",
+                           "gu", "or", "ta", "te", "kn", "ml", "si"})
+_TABLE_KEEPING_JOINERS = _CharMap({0x200C: 0x200C, 0x200D: 0x200D})
 _PUNCT = re.compile(r"(?<=[^ ])([,.!?])")  # the recipe: only when the previous char is not a space
 _OPEN_QUOTE = re.compile(r"«(?=[^ ])")
 _CLOSE_QUOTE = re.compile(r"(?<=[^ ])»")
@@ -87,14 +93,17 @@ def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None) 
 
     ``lang``: the text's language; the rule that holds for French only (guillemets stand apart
     from the quoted words) applies to French text, or to any when the language is not given
-    (translation input of runs made before the pair was configurable).
+    (translation input of runs made before the pair was configurable); the zero-width
+    (non-)joiners U+200C/U+200D are kept in the languages whose spelling uses them
+    (Persian, Urdu, Hindi, Bengali, Tamil, ...) and deleted elsewhere.
     """
     if policy == "recipe":
         text = text.replace("\u202f", " ").replace("\xa0", " ")
         return _PUNCT.sub(r" \1", text.lower() if lowercase else text)
     if policy not in POLICIES:
         raise ValueError(f"policy={policy!r}: expected one of {', '.join(POLICIES)}")
-    text = unicodedata.normalize("NFC", text.translate(_TABLE))
+    table = _TABLE_KEEPING_JOINERS if lang in _JOINER_LANGS else _TABLE
+    text = unicodedata.normalize("NFC", text.translate(table))
     if lowercase:
         # lower() can decompose (``İ`` -> ``i̇``), so compose again
         text = unicodedata.normalize("NFC", text.lower())
