@@ -4,6 +4,9 @@ Every field has a default and a one-line reason. Unknown sections or keys, wrong
 outside their allowed choices are rejected at load time with a :class:`ConfigError` naming the
 file, the key and what was expected. ``--set section.key=value`` overrides are parsed as TOML
 values (``--set train.lr=3e-4``, ``--set model.arch=gru``), falling back to a plain string.
+
+Long for a reason: every setting is declared here once, with its default, its reason and its
+check, so that a config file is validated in one place.
 """
 
 from __future__ import annotations

@@ -38,6 +38,9 @@ fp32 lanes of its widest vector unit x FMA units per core x 2 FLOPs per fused mu
 clock (see that function for where each figure comes from).
 
 **Memory** (:func:`training_memory`): see its docstring.
+
+Long for a reason: the FLOP count, the peaks it is compared with and the memory model share one
+count of the model's matrices.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ writes them, which is how published figures are computed; a
 case-insensitive BLEU is reported beside it. Runs trained on the textbook's lower-cased, spaced
 text are scored against references normalised the same way (``tokenized=True``). The recipe's
 BLEU (d2l) is a per-sentence teaching metric, kept only for ``nmt bleu --examples``.
+
+Long for a reason: what a score is (tokenizer, references, signatures) and how a run is scored
+on a split or on files are one rule, kept beside each other.
 """
 
 from __future__ import annotations
