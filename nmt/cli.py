@@ -285,7 +285,8 @@ def translate(
     model: ModelDirOpt = None,
     compute_type: ComputeTypeOpt = "default",
 ) -> None:
-    """Translate English sentences to French, one output line per input line."""
+    """Translate sentences from the run's source language into its target, one output line per
+    input line."""
     from nmt.api import engine_of, open_translator, translate_lines
 
     if output is None and sys.stdout is None:
@@ -462,7 +463,7 @@ def runs(
 @app.command()
 @friendly
 def attention(
-    sentence: Annotated[str, typer.Argument(help="One English sentence.")],
+    sentence: Annotated[str, typer.Argument(help="One sentence in the run's source language.")],
     run: RunOpt = None,
     checkpoint: CheckpointOpt = "best",
     output: ImageOpt = None,
