@@ -285,8 +285,7 @@ def translate(
     model: ModelDirOpt = None,
     compute_type: ComputeTypeOpt = "default",
 ) -> None:
-    """Translate sentences from the run's source language into its target, one output line per
-    input line."""
+    """Translate from the run's source language into its target, a line out per line in."""
     from nmt.api import engine_of, open_translator, translate_lines
 
     if output is None and sys.stdout is None:
