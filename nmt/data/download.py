@@ -25,7 +25,8 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -240,25 +241,40 @@ def _entries(by_name: dict[str, zipfile.ZipInfo], archive: Archive,
                     f"(nor {archive.text_name}) in the archive")
 
 
+@contextmanager
+def checked_zip(path: Path, label: str, expected: str = ""
+                ) -> Iterator[tuple[zipfile.ZipFile, list[zipfile.ZipInfo]]]:
+    """``path`` opened as a zip archive, with its entries, once every entry has passed
+    :func:`_check_entry`: a missing, unreadable, non-zip or damaged archive (anywhere in the
+    block, reads included) is a one-line :class:`DataError` after ``label`` (``expected`` is
+    added to the "not a zip archive" message)."""
+    if not path.is_file():
+        raise DataError(f"{label}: file not found")
+    try:  # is_zipfile says False for a file it cannot open
+        path.open("rb").close()
+    except OSError as e:
+        raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
+    if not zipfile.is_zipfile(path):
+        raise DataError(f"{label}: not a zip archive{expected}")
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+            for info in infos:
+                _check_entry(info, label)
+            yield z, infos
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
+            zlib.error, RuntimeError) as e:  # RuntimeError: an encrypted entry
+        raise DataError(f"{label}: damaged zip archive ({e})") from None
+
+
 def extract_corpus(archive_path: Path, data_dir: Path, digest: str | None,
                    label: str | None = None, archive: Archive = FRA_ENG) -> Path:
     """Check every entry of ``archive_path``, then write the text file (``fra-eng/fra.txt``)
     and ``_about.txt`` under ``data_dir/NAME/`` atomically, the text only when its SHA-256 is
     ``digest`` (any, when None)."""
     label = label or str(archive_path)
-    if not archive_path.is_file():
-        raise DataError(f"{label}: file not found")
-    try:  # is_zipfile says False for a file it cannot open
-        archive_path.open("rb").close()
-    except OSError as e:
-        raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
-    if not zipfile.is_zipfile(archive_path):
-        raise DataError(f"{label}: not a zip archive (expected {archive.zip_name})")
     try:
-        with zipfile.ZipFile(archive_path) as z:
-            infos = z.infolist()
-            for info in infos:
-                _check_entry(info, label)
+        with checked_zip(archive_path, label, f" (expected {archive.zip_name})") as (z, infos):
             by_name = {i.filename: i for i in infos}
             text_entry, about_entry = _entries(by_name, archive, label)
             out_dir = Path(data_dir) / archive.name
@@ -283,9 +299,6 @@ def extract_corpus(archive_path: Path, data_dir: Path, digest: str | None,
             finally:
                 for tmp, _ in staged:
                     tmp.unlink(missing_ok=True)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
-            zlib.error, RuntimeError) as e:  # RuntimeError: an encrypted entry
-        raise DataError(f"{label}: damaged zip archive ({e})") from None
     except OSError as e:
         raise DataError(f"{label}: cannot extract into {data_dir} ({e.strerror or e})") from None
     return corpus_path(data_dir, archive)
@@ -295,13 +308,8 @@ def read_archive(path: Path, label: str) -> tuple[bytes, bytes | None, str]:
     """The one ``*.txt`` text entry of a user's zip (ManyThings.org's ``deu.txt`` or the d2l
     copy's ``deu-eng/deu.txt``) and its ``_about.txt``, read with the same checks as an
     extraction, without writing anything: ``(text, about or None, entry name)``."""
-    if not zipfile.is_zipfile(path):
-        raise DataError(f"{label}: not a zip archive")
     try:
-        with zipfile.ZipFile(path) as z:
-            infos = z.infolist()
-            for info in infos:
-                _check_entry(info, label)
+        with checked_zip(path, label) as (z, infos):
             texts = [i for i in infos if i.filename.endswith(".txt") and not i.is_dir()
                      and Path(i.filename).name != "_about.txt"]
             if len(texts) != 1:
@@ -317,8 +325,5 @@ def read_archive(path: Path, label: str) -> tuple[bytes, bytes | None, str]:
                 return out.getvalue()
 
             return read(texts[0]), read(abouts[0]) if abouts else None, texts[0].filename
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
-            zlib.error, RuntimeError) as e:
-        raise DataError(f"{label}: damaged zip archive ({e})") from None
     except OSError as e:
         raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
