@@ -239,8 +239,9 @@ def frozen_change(cfg: Config, trained: Config,
                   when: str = "on --resume") -> tuple[str, str] | None:
     """The first key (``section.name``) of a section that cannot change on resume whose value in
     ``cfg`` differs from ``trained``'s, and a message saying so; None when none differs."""
+    tables, trained_tables = cfg.to_dict(), trained.to_dict()  # as config.toml has them
     for section in FROZEN_ON_RESUME:
-        new, old = cfg.to_dict()[section], trained.to_dict()[section]  # as config.toml has them
+        new, old = tables[section], trained_tables[section]
         key = next((k for k in {**new, **old} if new.get(k) != old.get(k)), None)
         if key is not None:
             return f"{section}.{key}", (
