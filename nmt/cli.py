@@ -29,9 +29,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help is plain text: "[decode]" is a config section, not a style
 )
 data_app = typer.Typer(help="Get and prepare the corpus the config declares ([data] corpus, "
-                       "source, target; the built-in fra-eng by default).", no_args_is_help=True)
+                       "source, target; the built-in fra-eng by default).", no_args_is_help=True,
+                       rich_markup_mode=None)
 app.add_typer(data_app, name="data")
 
 console = Console(stderr=True)
