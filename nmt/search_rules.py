@@ -8,10 +8,14 @@ alike.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, TypeVar
 
 from nmt.config import DecodeConfig
+
+if TYPE_CHECKING:  # numpy is not imported here: the CTranslate2 command starts without it
+    import numpy as np
+
+Order = TypeVar("Order", list[int], "np.ndarray")  # sentence indices, cut into batches by slicing
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -27,22 +31,20 @@ def decode_batches(lengths: Sequence[int], cfg: DecodeConfig) -> list[list[int]]
     holds in memory is then bounded by the batch, not by the longest line or the beam. The
     CTranslate2 engine batches with it too."""
     order = sorted((i for i in range(len(lengths)) if lengths[i]), key=lambda i: -lengths[i])
-    costs = np.array([lengths[i] * cfg.beam for i in order], dtype=np.int64)
-    batches = token_batches(np.array(order, dtype=np.int64), costs, cfg.max_tokens,
-                            cfg.batch_size)
-    return [batch.tolist() for batch in batches]
+    costs = [lengths[i] * cfg.beam for i in order]
+    return token_batches(order, costs, cfg.max_tokens, cfg.batch_size)
 
 
 def token_batches(
-    order: np.ndarray, lengths: np.ndarray, budget: int, max_size: int = 0
-) -> list[np.ndarray]:
+    order: Order, lengths: Sequence[int], budget: int, max_size: int = 0
+) -> list[Order]:
     """Cut ``order`` (sorted by ``lengths``, ascending or descending) greedily into batches that
     grow while ``size * longest <= budget`` and, with ``max_size``, ``size <= max_size``; a
     sentence longer than the budget goes alone. One pass over sentences, not tokens. Training
     batches by target tokens with it, decoding (:func:`decode_batches`) by source
     tokens times the beam."""
     out, start, longest = [], 0, 0
-    for i, length in enumerate(lengths.tolist()):
+    for i, length in enumerate(lengths):
         grown = max(longest, length)
         if i > start and ((i - start + 1) * grown > budget or 0 < max_size <= i - start):
             out.append(order[start:i])

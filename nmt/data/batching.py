@@ -173,7 +173,7 @@ def make_batches(
         if by == "sentences":
             batches.extend(np.array_split(part, range(batch_size, len(part), batch_size)))
         else:
-            batches.extend(token_batches(part, tgt_lengths[part] + 1, batch_size))
+            batches.extend(token_batches(part, (tgt_lengths[part] + 1).tolist(), batch_size))
     if shuffle:
         batches = [batches[i] for i in rng.permutation(len(batches))]
     if world_size > 1:
