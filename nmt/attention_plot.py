@@ -12,18 +12,22 @@ and encoder-decoder attention (output x source).
 Rows of the decoder maps are the tokens the step *produced* (``<eos>`` last when produced);
 the keys of decoder self-attention are what the decoder was fed: ``<bos>`` and the outputs
 before the last.
+
+Tokens and the sentence are drawn through :mod:`nmt.plot_text` (right-to-left scripts in their
+visual order, fonts that have every script's characters).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.errors import DataError
 from nmt.plot import image_format, save_figure
+from nmt.plot_text import display, display_parts, warn_stderr, width_in_chars
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -39,6 +43,7 @@ MAX_FIGURE = (30.0, 44.0)  # inches: a 6-layer, 8-head model still fits (4500 x 
 # a 4.5-inch panel holds about 110 tokens; beyond that labels thin out and the file grows with
 # no picture to read (a 1024-token source drew 2.4 MB). Longer sentences are refused.
 MAX_ATTENTION_TOKENS = 100
+ARROW = "  →  "  # between the sentence and its translation in the title
 
 # The three Transformer groups: weights key, group title, query role, key role.
 GROUPS = (
@@ -93,7 +98,7 @@ def _cell_size(groups: list[_Group]) -> float:
     if shortest * cell < 1.1:
         cell = max(cell, min(1.1 / shortest, 0.45, 4.5 / longest))
     # Whatever the grids need beyond the cells (same margins as attention_figure's size).
-    label = 8.5 * 0.62 / 72 * max(len(t) for g in groups for t in g.queries + g.keys)
+    label = 8.5 * 0.62 / 72 * max(width_in_chars(t) for g in groups for t in g.queries + g.keys)
     fit_w = min((MAX_FIGURE[0] - 1.8 - label - g.weights.shape[1] * 0.15)
                 / (g.weights.shape[1] * len(g.keys)) for g in groups)
     fit_h = ((MAX_FIGURE[1] - sum(g.weights.shape[0] * 0.35 + label + 0.8 for g in groups))
@@ -111,7 +116,7 @@ def _set_token_ticks(ax: Axes, labels: list[str], axis: str, fontsize: float, ce
     # Every k-th label when even the smallest font would overlap its neighbours.
     step = max(1, math.ceil(fontsize * 1.15 / 72 / cell))
     positions = list(range(0, len(labels), step))
-    shown = [labels[i] for i in positions]
+    shown = [display(labels[i]) for i in positions]
     if axis == "x":
         ax.set_xticks(positions, shown, rotation=90, fontsize=fontsize)
     else:
@@ -132,7 +137,8 @@ def attention_figure(
         weights: ``{"enc": (L, h, S, S), "self": (L, h, T, T), "cross": (L, h, T, S)}`` as
             :func:`nmt.translate.translate_with_attention` returns them; the GRU has only
             ``"cross"`` ``(1, 1, T, S)``.
-        title: the figure title (e.g. the sentence and its translation).
+        title: the figure title, drawn as given: text made with :func:`nmt.plot_text.display`
+            (or :func:`~nmt.plot_text.display_parts`, as the sentence and its translation).
 
     Returns a Figure with one subfigure per group present (rows = layers, columns = heads):
     axes titled "Head 1"... on each group's first row (when there are several heads), key
@@ -150,9 +156,9 @@ def attention_figure(
     for g in groups:
         layers, heads = g.weights.shape[:2]
         heights.append(layers * (len(g.queries) * cell + 0.35)
-                       + max(len(k) for k in g.keys) * char + 0.8)
+                       + max(width_in_chars(k) for k in g.keys) * char + 0.8)
         widths.append(heads * (len(g.keys) * cell + 0.15)
-                      + max(len(q) for q in g.queries) * char + 0.9)
+                      + max(width_in_chars(q) for q in g.queries) * char + 0.9)
     bar_w = 0.9
     fig_w = max(widths) + bar_w
     fig_h = sum(heights) + (0.4 if title else 0.0)
@@ -222,9 +228,11 @@ class AttentionPicture:
 
 
 def plot_attention(translator: Translator, sentence: str, output: Path,
-                   option: str = "--output") -> AttentionPicture:
+                   option: str = "--output",
+                   warn: Callable[[str], None] = warn_stderr) -> AttentionPicture:
     """Translate ``sentence`` greedily (whatever the translator's beam) and draw its attention to
-    ``output`` (format from the extension: ``.png``, ``.svg`` or ``.pdf``)."""
+    ``output`` (format from the extension: ``.png``, ``.svg`` or ``.pdf``); ``warn`` gets a line
+    naming characters no installed font has."""
     from dataclasses import replace
 
     from nmt.translate import translate_with_attention
@@ -237,9 +245,11 @@ def plot_attention(translator: Translator, sentence: str, output: Path,
         policy=greedy.normalization, truncate=greedy.truncate, lang=greedy.source_lang)
     # The text of the same greedy output (the pieces alone do not detokenize in general).
     translation = greedy.translate([sentence])[0]
-    title = _shorten(f"{' '.join(sentence.split())}  →  {translation}", 110)
+    # The sentence has no two spaces in a row: the first ARROW is the one put there.
+    text = _shorten(f"{' '.join(sentence.split())}{ARROW}{translation}", 110)
+    title = display_parts(text.split(ARROW, 1), ARROW)
     fig = attention_figure(tokens, src_tokens, weights, title=title)
-    save_figure(fig, output, option)
+    save_figure(fig, output, option, warn)
     return AttentionPicture(Path(output), tokens, src_tokens, translation, fig)
 
 

@@ -4,17 +4,21 @@ matplotlib is imported inside the functions (the CLI starts without it) and only
 :class:`matplotlib.figure.Figure`, never ``pyplot``: figures are drawn on the Agg canvas and
 written with ``savefig``, so nothing needs a display and no global figure state leaks (the
 backend chosen by ``MPLBACKEND`` is never used). Attention pictures are
-:mod:`nmt.attention_plot`'s.
+:mod:`nmt.attention_plot`'s. Text from the corpus or the user (sentences, tokens, run names) is
+drawn through :mod:`nmt.plot_text`: any script, right to left included, with a font that has
+its characters.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.errors import CheckpointError, ConfigError, DataError, NmtError
+from nmt.plot_text import display, warn_stderr
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -34,20 +38,34 @@ def image_format(path: Path, option: str = "--output") -> str:
     return fmt
 
 
-def save_figure(fig: Figure, path: Path, option: str = "--output") -> Path:
+def save_figure(fig: Figure, path: Path, option: str = "--output",
+                warn: Callable[[str], None] = warn_stderr) -> Path:
     """Write ``fig`` to ``path`` in the format its extension names (parent folders created).
+
+    Its texts get fonts that have their characters first (:func:`nmt.plot_text.fit_fonts`):
+    characters no installed font has are named in one ``warn`` line, and matplotlib's own
+    warning per missing glyph is silenced while this figure is written.
 
     Written to a temporary file renamed over ``path`` (:func:`atomic_write_bytes`): a full disk
     leaves the previous picture (or none), never an empty or half file, and a symbolic link at
     ``path`` is replaced, never written through.
     """
+    import warnings
+
     from nmt.files import atomic_write_bytes
+    from nmt.plot_text import GLYPH_WARNING, fit_fonts
 
     path = Path(path)
     fmt = image_format(path, option)
+    fit_fonts(fig, warn, where=str(path))
+
+    def write(f: Any) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", GLYPH_WARNING, UserWarning)
+            fig.savefig(f, format=fmt, dpi=DPI, metadata=_metadata(fmt))
+
     try:
-        atomic_write_bytes(path, lambda f: fig.savefig(f, format=fmt, dpi=DPI,
-                                                       metadata=_metadata(fmt)))
+        atomic_write_bytes(path, write)
     except NmtError as e:
         raise DataError(f"{option} {e}" if option else str(e)) from None
     return path
@@ -99,7 +117,10 @@ def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[fl
 
 def training_curves_figure(records: list[dict[str, Any]], title: str = "") -> Figure:
     """Train and valid loss against step (left) and valid BLEU against step (right, only when
-    some validation computed BLEU), the best BLEU marked. Loss is per-token cross-entropy."""
+    some validation computed BLEU), the best BLEU marked. Loss is per-token cross-entropy.
+
+    No corpus text is drawn; the title (the run's name, which may be in any script) is the only
+    text that is not nmt's own."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
@@ -112,7 +133,7 @@ def training_curves_figure(records: list[dict[str, Any]], title: str = "") -> Fi
     fig = Figure(figsize=(5.2 * panels, 3.8), layout="constrained")
     axes = fig.subplots(1, panels, squeeze=False, sharex=True)[0]  # steps line up
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(display(title), fontsize=11)
     ax = axes[0]
     if train[0]:
         ax.plot(*train, color="tab:blue", lw=1.4, label="train loss",
@@ -154,9 +175,11 @@ def _mantissa(v: float) -> int:
     return round(m) if abs(m - round(m)) < 1e-6 else 0
 
 
-def plot_training_curves(run_dir: Path, output: Path | None = None) -> Path:
+def plot_training_curves(run_dir: Path, output: Path | None = None,
+                         warn: Callable[[str], None] = warn_stderr) -> Path:
     """Draw ``run_dir/metrics.jsonl`` into ``run_dir/curves.png`` (or ``output``); returns the
-    path. A run without metrics is a :class:`CheckpointError`."""
+    path. A run without metrics is a :class:`CheckpointError`; ``warn`` gets a line naming
+    characters of the title no installed font has."""
     run_dir = Path(run_dir)
     records = read_metrics(run_dir)
     try:
@@ -166,8 +189,8 @@ def plot_training_curves(run_dir: Path, output: Path | None = None) -> Path:
             f"{run_dir / 'metrics.jsonl'}: no loss or BLEU values yet; nothing to plot"
         ) from None
     if output is None:  # the default picture: no option to name in a message
-        return save_figure(fig, run_dir / CURVES_FILE, option="")
-    return save_figure(fig, output)
+        return save_figure(fig, run_dir / CURVES_FILE, option="", warn=warn)
+    return save_figure(fig, output, warn=warn)
 
 
 def _run_title(run_dir: Path, records: list[dict[str, Any]]) -> str:
