@@ -17,7 +17,7 @@ RUN ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install data train translate bleu quality test test-isa test-all test-argos lint bench \
-	bench-peers demo clean gpu-bundle gpu-check
+	bench-peers bench-startup demo clean gpu-bundle gpu-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -87,6 +87,11 @@ bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints t
 	$(BIN)/python -m bench --out bench/out $(if $(BASELINE),--baseline $(BASELINE)) \
 		$(if $(wildcard $(NMT_DATA_MIRROR)),--corpus $(NMT_DATA_MIRROR)) \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)
+
+# Seconds from launching `nmt` to its exit (--help, one sentence through CTranslate2 and PyTorch),
+# median of 5 fresh processes each (bench/startup.py); RUN: a trained Transformer run.
+bench-startup: install ## cold-start seconds of nmt --help and one-sentence translations; bench/out/startup.md
+	$(BIN)/python -m bench.startup --run $(or $(RUN),runs/demo)
 
 # OpenNMT-py 3.5.1 in its own environment (build/onmt-venv, made on first use) trains the demo's
 # model on the demo's pieces beside nmt, one thread each, alternated (bench/peers.py).

@@ -882,3 +882,19 @@ def test_both_engines_default_to_the_configs_text_form() -> None:
         given = {f.name: f.default for f in fields(translator)}
         assert (given["lowercase"], given["normalization"]) == (default.lowercase,
                                                                 default.normalization)
+
+
+def test_startup_benchmark_times_each_command_and_checks_the_engines_agree(
+        runs: dict[str, Path], tmp_path: Path) -> None:
+    """`python -m bench.startup`: every command ran (it stops at a failing one), the figures
+    and the table are written, and both CTranslate2 commands give the same translation."""
+    from bench.startup import AIMS, bench_startup, markdown
+
+    result = bench_startup(runs["word-postnorm"], tmp_path, repeat=1, sentence="a b c")
+    rows = {r["what"]: r for r in result["rows"]}
+    assert set(AIMS) <= set(rows) and all(r["median_s"] > 0 for r in rows.values())
+    ct2 = [rows[w]["output"] for w in rows if "CTranslate2" in w]
+    assert len(ct2) == 2 and ct2[0] == ct2[1]
+    assert (tmp_path / "startup.json").is_file()
+    assert "| nmt --help |" in (tmp_path / "startup.md").read_text(encoding="utf-8")
+    assert markdown(result).count("\n| ") == len(rows) + 1  # header and one line a command
