@@ -348,7 +348,7 @@ def evaluate_run(
     if textbook_input:
         from nmt.data.normalize import textbook_form
 
-        sources = [textbook_form(s) for s in sources]
+        sources = [textbook_form(s, run.config.data.source) for s in sources]
         name, data = f"{name}.textbook", f"{data}, sources lower-cased and spaced"
     target = run.config.data.target
     note = bleu_tokenizer(target)[1]
@@ -384,7 +384,7 @@ def run_examples(translator: StreamTranslator, source: str = "en",
     hyps = translator.translate([src for src, _ in examples])
     rows = []
     for (src, ref), hyp in zip(examples, hyps, strict=True):
-        bleu = recipe_bleu(textbook_form(hyp), textbook_form(ref)) if natural else recipe_bleu(
-            hyp, ref)
+        bleu = (recipe_bleu(textbook_form(hyp, target), textbook_form(ref, target)) if natural
+                else recipe_bleu(hyp, ref))
         rows.append({"src": src, "hyp": hyp, "ref": ref, "bleu": round(bleu, 3)})
     return rows

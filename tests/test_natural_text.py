@@ -243,3 +243,36 @@ def test_tiny_natural_model_translates_cased_punctuated_text(
     assert scores["test.textbook"]["data"].endswith("lower-cased and spaced")
     hyps = {name: (runs / "nat" / f"hyp.{name}.txt").read_text() for name in scores}
     assert hyps["test"] != hyps["test.raw"]  # 25 epochs at decay 0.9: not the same weights
+
+
+def test_turkish_and_azerbaijani_capitals_keep_the_dot_on_the_i() -> None:
+    """Case rules that hold for one language apply to it only: Turkish capitals of ``i`` and
+    ``ı`` are ``İ`` and ``I`` (Python's defaults, English's, give ``I`` for both)."""
+    from nmt.data.languages import lower, upper
+
+    assert upper("istanbul ılık", "tr") == "İSTANBUL ILIK"
+    assert upper("istanbul ılık", "en") == "ISTANBUL ILIK"
+    assert lower("İSTANBUL ILIK", "az") == "istanbul ılık"
+    assert lower("ILIK", "en") == "ilik"
+    assert normalize("IŞIK İÇİN", True, "natural", lang="tr") == "ışık için"
+    assert normalize("IŞIK", True, "natural", lang="en") == "işik"
+    assert textbook_form("Işık var.", "tr") == "ışık var ."
+    assert title_case("istanbul ılık", "tr") == "İstanbul Ilık"
+    assert title_case("istanbul", "en") == "Istanbul"
+    src = ["istanbul ılık.", "bir iki."]
+    added = case_augmented(src, ["a", "b"], ["a", "b"], 1.0, 0, ("upper",), lang="tr")[0]
+    assert sorted(added) == ["BİR İKİ.", "İSTANBUL ILIK."]
+
+
+def test_a_turkish_pairs_cache_is_not_one_built_with_englishs_capitals(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The capitals rule changed what a Turkish (or Azerbaijani) pair's data holds, so its cache
+    key says so; other pairs keep their keys."""
+    import nmt.data.cache as cache
+
+    tr = DataConfig(source="tr", target="en", case_augment=0.1)
+    fr = DataConfig(source="fr", target="en", case_augment=0.1)
+    keys = cache.cache_key(tr, "d"), cache.cache_key(fr, "d")
+    monkeypatch.setattr(cache, "special_casing", lambda lang: False)
+    assert cache.cache_key(tr, "d") != keys[0]
+    assert cache.cache_key(fr, "d") == keys[1]

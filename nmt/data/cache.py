@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from nmt.config import DataConfig
+from nmt.data.languages import special_casing
 from nmt.data.tokenizers import SPECIALS, UNK_ID, Tokenizer, load_tokenizer
 from nmt.errors import DataError, write_errors
 from nmt.files import make_dirs, umask_mode
@@ -96,6 +97,8 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
     skip |= {k for k in _ADDED if getattr(cfg, k) == getattr(_DEFAULTS, k)}
     fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in skip}
     content: dict[str, Any] = {"v": CACHE_VERSION, "corpus": digest, "data": fields}
+    if special_casing(cfg.source) or special_casing(cfg.target):
+        content["casing"] = "dotted-i"  # Turkish/Azerbaijani capitals, added after version 2
     if held_out:
         content["held_out"] = held_out
     blob = json.dumps(content, sort_keys=True)

@@ -39,6 +39,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from nmt.data.languages import lower
+
 # Characters with a fixed replacement; everything else is decided by its Unicode category.
 _FIXED = {
     "\u2019": "'",  # right single quotation mark, used as an apostrophe
@@ -106,7 +108,7 @@ def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None) 
     text = unicodedata.normalize("NFC", text.translate(table))
     if lowercase:
         # lower() can decompose (``İ`` -> ``i̇``), so compose again
-        text = unicodedata.normalize("NFC", text.lower())
+        text = unicodedata.normalize("NFC", lower(text, lang))
     text = " ".join(text.split())  # only " " is whitespace by now
     if policy == "natural":
         return text
@@ -124,8 +126,8 @@ def is_natural_text(lowercase: bool, policy: str) -> bool:
     return policy == "natural" and not lowercase
 
 
-def textbook_form(text: str) -> str:
+def textbook_form(text: str, lang: str | None = None) -> str:
     """A natural sentence as the textbook writes its input: lower-cased, a space before
     ``, . ! ?`` (``"I'm home."`` -> ``"i'm home ."``). Case augmentation trains on it so that a
     cased model also translates input typed that way."""
-    return normalize(text, lowercase=True, policy="full")
+    return normalize(text, lowercase=True, policy="full", lang=lang)

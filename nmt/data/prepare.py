@@ -44,7 +44,7 @@ from nmt.data.cache import (
     write_cache,
 )
 from nmt.data.corpora import Corpus, Data, open_data
-from nmt.data.languages import Language, language
+from nmt.data.languages import Language, language, upper
 from nmt.data.normalize import normalize, textbook_form
 from nmt.data.split import grouped_split
 from nmt.data.tokenizers import (
@@ -144,31 +144,32 @@ def read_pairs(
     return src, tgt, counts, ref
 
 
-def title_case(text: str) -> str:
+def title_case(text: str, lang: str | None = None) -> str:
     """Each space-separated word with a capital first letter (``"I'm Home."``; ``str.title``
-    would write ``"I'M Home."``)."""
-    return " ".join(w[:1].upper() + w[1:] for w in text.split(" "))
+    would write ``"I'M Home."``), in ``lang``'s capitals (Turkish ``istanbul`` -> ``İstanbul``)."""
+    return " ".join(upper(w[:1], lang) + w[1:] for w in text.split(" "))
 
 
-# The forms case augmentation can write a source in (data.case_forms names them, in turn)
-CASE_FORMS: dict[str, Callable[[str], str]] = dict(
-    zip(CASE_FORM_NAMES, (textbook_form, str.upper, title_case), strict=True))
+# The forms case augmentation can write a source in (data.case_forms names them, in turn):
+# each takes the sentence and its language
+CASE_FORMS: dict[str, Callable[[str, str | None], str]] = dict(
+    zip(CASE_FORM_NAMES, (textbook_form, upper, title_case), strict=True))
 
 
 def case_augmented(
     src: list[str], tgt: list[str], ref: list[str], share: float, seed: int,
-    forms: Sequence[str] = ("textbook",),
+    forms: Sequence[str] = ("textbook",), lang: str | None = None,
 ) -> tuple[list[str], list[str], list[str]]:
     """Pairs to add to the train split: a random ``share`` of them (seeded), the source in each
     of ``forms`` (names of :data:`CASE_FORMS`) in turn, the target as it is. A source already in
-    its form is not repeated."""
+    its form is not repeated. ``lang``: the source's language (its capitals)."""
     if share <= 0 or not src:
         return [], [], []
     rng = np.random.default_rng(seed)
     picked = np.sort(rng.choice(len(src), size=round(share * len(src)), replace=False))
     out: tuple[list[str], list[str], list[str]] = ([], [], [])
     for k, i in enumerate(picked.tolist()):
-        noisy = CASE_FORMS[forms[k % len(forms)]](src[i])
+        noisy = CASE_FORMS[forms[k % len(forms)]](src[i], lang)
         if noisy != src[i]:
             out[0].append(noisy)
             out[1].append(tgt[i])
@@ -227,7 +228,7 @@ def build_cache(
                 f"({getattr(cfg, name)}) are also in the training data (data.corpus)")
     tok = train_tokenizer(cfg, *texts["train"][:2])  # on the text as written, not the copies
     extra = case_augmented(*texts["train"], cfg.case_augment, cfg.split_seed,
-                           cfg.case_forms.split(","))
+                           cfg.case_forms.split(","), cfg.source)
     if cfg.case_augment and not language(cfg.source).has_case:
         log(f"case augmentation: none, {language(cfg.source).name} is written without letter "
             "case")
