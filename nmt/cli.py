@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from nmt import fast_exit
 from nmt.config import INT_MAX, int_limit
 from nmt.errors import DataError, NmtError, os_reason
 from nmt.export import targets_help
@@ -288,6 +289,7 @@ def translate(
     compute_type: ComputeTypeOpt = "default",
 ) -> None:
     """Translate from the run's source language into its target, a line out per line in."""
+    fast_exit.allow()  # reads a model, writes text: no teardown needed
     from nmt.api import engine_of, open_translator, translate_lines
 
     if output is None and sys.stdout is None:
@@ -355,6 +357,7 @@ def bleu(
     compute_type: ComputeTypeOpt = "default",
 ) -> None:
     """Corpus BLEU and chrF (sacrebleu) of a run on its test split or on --src/--ref files."""
+    fast_exit.allow()  # reads a model, writes text: no teardown needed
     import json
 
     from nmt.api import score, score_examples
@@ -479,6 +482,7 @@ def attention(
     last); decoder self-attention keys are what the decoder was fed (<bos>, then the outputs).
     One colour bar, colormap Reds.
     """
+    fast_exit.allow()
     from nmt.attention_plot import ATTENTION_FILE, plot_attention
     from nmt.loading import load_run
     from nmt.plot import image_format
@@ -534,6 +538,12 @@ def main() -> None:
         signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         _main()
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            fast_exit.end(e.code or 0)
+        raise
+    else:
+        fast_exit.end(0)
     finally:
         _drop_unwritable_stdout()
         _quiet_interrupt_at_exit()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -370,3 +371,44 @@ def test_translators_normalise_sources_by_the_runs_source_language() -> None:
                       source_lang="de").normalize_source(text) == "Er sagte «ja» ."
     assert Translator(None, TOKENIZER, DecodeConfig(), normalization="full",  # type: ignore[arg-type]
                       source_lang="fr").normalize_source(text) == "Er sagte « ja » ."
+
+
+# what `nmt` runs, with the end of the interpreter's teardown switched on or off
+ENTRY = """
+import sys
+import nmt.fast_exit
+if sys.argv.pop(1) == "teardown":
+    nmt.fast_exit.allow = lambda: None
+from nmt.cli import main
+sys.argv[0] = "nmt"
+main()
+"""
+
+
+def test_ending_without_teardown_gives_what_the_ordinary_exit_gives(
+        run_dir: Path, tmp_path: Path) -> None:
+    """nmt.fast_exit: a translating command that skips the interpreter's teardown writes the
+    same stdout, stderr, files and exit status as one that does not (a success, a file of
+    translations, a long piped stdout, a failure)."""
+    (tmp_path / "in.txt").write_text("a b\n" * 3000, encoding="utf-8")
+    cases = [["translate", "--run", str(run_dir), "--device", "cpu", "a b", "b a"],
+             ["translate", "--run", str(run_dir), "--device", "cpu", "-i", "in.txt",
+              "-o", "OUT"],
+             ["translate", "--run", str(run_dir), "--device", "cpu", "-i", "in.txt"],
+             ["translate", "--run", str(tmp_path / "no-such-run"), "a b"],
+             ["bleu", "--run", str(run_dir), "--src", "in.txt", "--ref", "in.txt"]]
+    env = dict(os.environ, OMP_NUM_THREADS="1", COLUMNS="500",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for args in cases:
+        seen = []
+        for mode in ("teardown", "fast"):
+            argv = [a.replace("OUT", f"out-{mode}.txt") for a in args]
+            proc = subprocess.run([sys.executable, "-c", ENTRY, mode, *argv], env=env,
+                                  capture_output=True, text=True, cwd=tmp_path, timeout=300)
+            out = tmp_path / f"out-{mode}.txt"
+            written = out.read_text(encoding="utf-8") if out.exists() else None
+            out.unlink(missing_ok=True)
+            speed = re.compile(r"[\d.,]+ sentences/s")  # the one figure that differs run to run
+            seen.append((proc.returncode, speed.sub("", proc.stdout), proc.stderr, written))
+        assert seen[0] == seen[1], args
+    assert seen[0][0] == 0 and "BLEU" in seen[0][1] + seen[0][2]
