@@ -13,7 +13,6 @@ worker processes, compiled kernels and process groups are torn down the ordinary
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
@@ -31,7 +30,9 @@ def end(code: int) -> None:
     return (the caller exits the ordinary way)."""
     if not _allowed:
         return
-    logging.shutdown()
+    logging = sys.modules.get("logging")  # imported by someone: its handlers may hold lines
+    if logging is not None:
+        logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:
             try:
