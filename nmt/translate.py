@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from nmt.config import DataConfig, DecodeConfig
-from nmt.data.normalize import is_natural_text, normalize
+from nmt.data.normalize import is_natural_text, normalize, upper
 from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
+from nmt.input_case import in_capitals, sentence_case
 from nmt.limits import output_limit
 
 if TYPE_CHECKING:
@@ -147,8 +148,23 @@ class StreamTranslator:
         text (:func:`nmt.data.normalize.is_natural_text`)."""
         return is_natural_text(self.lowercase, self.normalization)
 
+    target_lang: str | None  # the run's data.target: the capitals of a translation (input_case)
+
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
-        """Raw sentences -> translations, in input order."""
+        """Raw sentences -> translations, in input order. A natural-text run reads a sentence
+        typed in capitals in sentence case and gives it back in capitals (:mod:`nmt.input_case`)."""
+        if not self.natural_text:
+            return self.translate_as_written(texts, on_truncate)
+        shouted = [in_capitals(t) for t in texts]
+        sources = [sentence_case(t, self.source_lang) if loud else t
+                   for t, loud in zip(texts, shouted, strict=True)]
+        outputs = self.translate_as_written(sources, on_truncate)
+        return [upper(out, self.target_lang) if loud else out
+                for out, loud in zip(outputs, shouted, strict=True)]
+
+    def translate_as_written(self, texts: Sequence[str],
+                             on_truncate: TruncateHook | None = None) -> list[str]:
+        """Raw sentences -> translations, in input order, each engine's own."""
         raise NotImplementedError
 
     def translate_stream(
@@ -190,6 +206,7 @@ class Translator(StreamTranslator):
     normalization: str = DataConfig.normalization  # the run's data.normalization policy
     truncate: int = 0  # the run's data.truncate: sources cut to this many tokens, as in training
     source_lang: str | None = None  # the run's data.source (None: every language's rules)
+    target_lang: str | None = None  # the run's data.target
 
     @classmethod
     def from_run(
@@ -201,10 +218,10 @@ class Translator(StreamTranslator):
         cfg = decode_settings(run.config.decode, beam, batch_size, max_tokens)
         data = run.config.data
         return cls(run.model, run.tokenizer, cfg, data.lowercase, run.device, max_src_tokens,
-                   data.normalization, data.truncate, data.source)
+                   data.normalization, data.truncate, data.source, data.target)
 
-    def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
-        """Raw sentences -> translations, in input order."""
+    def translate_as_written(self, texts: Sequence[str],
+                             on_truncate: TruncateHook | None = None) -> list[str]:
         sources = [self.normalize_source(t) for t in texts]
         return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
                                     max_src_tokens=self.max_src_tokens, on_truncate=on_truncate,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from nmt.data.prepare import case_augmented, prepare, title_case
 from nmt.ema import ExponentialMovingAverage
 from nmt.errors import ConfigError
 from nmt.evaluate import corpus_scores
+from nmt.translate import StreamTranslator, TruncateHook
 
 NATURAL = DataConfig(vocab_size=80, valid_frac=0.1, test_frac=0.1)
 
@@ -248,7 +250,7 @@ def test_tiny_natural_model_translates_cased_punctuated_text(
 def test_turkish_and_azerbaijani_capitals_keep_the_dot_on_the_i() -> None:
     """Case rules that hold for one language apply to it only: Turkish capitals of ``i`` and
     ``ı`` are ``İ`` and ``I`` (Python's defaults, English's, give ``I`` for both)."""
-    from nmt.data.languages import lower, upper
+    from nmt.data.normalize import lower, upper
 
     assert upper("istanbul ılık", "tr") == "İSTANBUL ILIK"
     assert upper("istanbul ılık", "en") == "ISTANBUL ILIK"
@@ -276,3 +278,46 @@ def test_a_turkish_pairs_cache_is_not_one_built_with_englishs_capitals(
     monkeypatch.setattr(cache, "special_casing", lambda lang: False)
     assert cache.cache_key(tr, "d") != keys[0]
     assert cache.cache_key(fr, "d") == keys[1]
+
+
+def test_a_sentence_in_capitals_has_two_words_or_more_all_in_capitals() -> None:
+    from nmt.input_case import in_capitals, sentence_case
+
+    assert in_capitals("THE CAT IS BLACK.") and in_capitals("I'M HOME!")
+    assert in_capitals("ПРИВЕТ, МИР!") and in_capitals("ΚΑΛΗΜΕΡΑ ΚΟΣΜΕ")
+    for natural in ("OK.", "NATO", "I.", "I'm Tom.", "The Cat Is Black.", "Happy New Year!",
+                    "THE CAT is black.", "日本語です。", "", "42 !", "FBI"):
+        assert not in_capitals(natural), natural
+    assert sentence_case("THE CAT IS BLACK.", "en") == "The cat is black."
+    assert sentence_case("« IL FAIT BEAU »", "fr") == "« Il fait beau »"
+    assert sentence_case("ISTANBUL'DA IŞIK", "tr") == "Istanbul'da ışık"
+    assert sentence_case("İSTANBUL'DA", "tr") == "İstanbul'da"
+
+
+class _Echo(StreamTranslator):
+    """An engine that shows what it was given: its translation is its input, marked."""
+
+    def __init__(self, lowercase: bool = False, normalization: str = "natural") -> None:
+        self.lowercase, self.normalization = lowercase, normalization
+        self.source_lang, self.target_lang = "en", "fr"
+        self.seen: list[str] = []
+
+    def translate_as_written(self, texts: Sequence[str],
+                             on_truncate: TruncateHook | None = None) -> list[str]:
+        self.seen += texts
+        return [f"<{t.lower()}>" for t in texts]
+
+
+def test_translators_read_a_sentence_in_capitals_in_sentence_case() -> None:
+    """Every engine's translate(): a sentence typed in capitals reaches the model in sentence
+    case and comes back in capitals (the target language's); other sentences, and every
+    sentence of a run that lower-cases its input, as written."""
+    echo = _Echo()
+    out = echo.translate(["THE CAT IS BLACK.", "The Cat Is Black.", "I'm Tom.", "OK."])
+    assert echo.seen == ["The cat is black.", "The Cat Is Black.", "I'm Tom.", "OK."]
+    assert out == ["<THE CAT IS BLACK.>", "<the cat is black.>", "<i'm tom.>", "<ok.>"]
+    echo.target_lang = "tr"
+    assert echo.translate(["I SEE IT"]) == ["<İ SEE İT>"]
+    textbook = _Echo(lowercase=True, normalization="full")
+    textbook.translate(["THE CAT IS BLACK."])
+    assert textbook.seen == ["THE CAT IS BLACK."]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from nmt.config import DataConfig
-from nmt.data.languages import special_casing
+from nmt.data.normalize import special_casing
 from nmt.data.tokenizers import SPECIALS, UNK_ID, Tokenizer, load_tokenizer
 from nmt.errors import DataError, write_errors
 from nmt.files import make_dirs, umask_mode

@@ -34,28 +34,7 @@ class Language:
 
 
 _CASED = {"Latin", "Cyrillic", "Greek", "Armenian"}
-# Turkish and Azerbaijani write the capital of ``i`` as ``İ`` and the small of ``I`` as ``ı``
-# (Unicode's SpecialCasing); str.lower / str.upper follow English: ``I`` -> ``i``, ``i`` -> ``I``.
-_DOTTED_I = frozenset({"tr", "az"})
 
-
-def special_casing(lang: str | None) -> bool:
-    """Whether ``lang``'s capitals differ from Unicode's default mapping (Turkish, Azerbaijani)."""
-    return lang in _DOTTED_I
-
-
-def lower(text: str, lang: str | None) -> str:
-    """``text`` in small letters, as ``lang`` spells them (None: Unicode's default rules)."""
-    if lang in _DOTTED_I:
-        text = text.replace("I", "ı").replace("İ", "i")
-    return text.lower()
-
-
-def upper(text: str, lang: str | None) -> str:
-    """``text`` in capitals, as ``lang`` spells them (None: Unicode's default rules)."""
-    if lang in _DOTTED_I:
-        text = text.replace("i", "İ")
-    return text.upper()
 _UNSPACED = {"Han", "Japanese", "Thai", "Lao", "Khmer", "Myanmar", "Tibetan"}
 
 # code, name, script, Tatoeba's 3-letter code

@@ -39,8 +39,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from nmt.data.languages import lower
-
 # Characters with a fixed replacement; everything else is decided by its Unicode category.
 _FIXED = {
     "\u2019": "'",  # right single quotation mark, used as an apostrophe
@@ -76,6 +74,30 @@ _TABLE_KEEPING_JOINERS = _CharMap({0x200C: 0x200C, 0x200D: 0x200D})
 _PUNCT = re.compile(r"(?<=[^ ])([,.!?])")  # the recipe: only when the previous char is not a space
 _OPEN_QUOTE = re.compile(r"«(?=[^ ])")
 _CLOSE_QUOTE = re.compile(r"(?<=[^ ])»")
+
+
+# Turkish and Azerbaijani write the capital of ``i`` as ``İ`` and the small of ``I`` as ``ı``
+# (Unicode's SpecialCasing); str.lower / str.upper follow English: ``I`` -> ``i``, ``i`` -> ``I``.
+_DOTTED_I = frozenset({"tr", "az"})
+
+
+def special_casing(lang: str | None) -> bool:
+    """Whether ``lang``'s capitals differ from Unicode's default mapping (Turkish, Azerbaijani)."""
+    return lang in _DOTTED_I
+
+
+def lower(text: str, lang: str | None) -> str:
+    """``text`` in small letters, as ``lang`` spells them (None: Unicode's default rules)."""
+    if lang in _DOTTED_I:
+        text = text.replace("I", "ı").replace("İ", "i")
+    return text.lower()
+
+
+def upper(text: str, lang: str | None) -> str:
+    """``text`` in capitals, as ``lang`` spells them (None: Unicode's default rules)."""
+    if lang in _DOTTED_I:
+        text = text.replace("i", "İ")
+    return text.upper()
 
 
 POLICIES = ("natural", "full", "recipe")

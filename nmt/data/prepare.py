@@ -44,8 +44,8 @@ from nmt.data.cache import (
     write_cache,
 )
 from nmt.data.corpora import Corpus, Data, open_data
-from nmt.data.languages import Language, language, upper
-from nmt.data.normalize import normalize, textbook_form
+from nmt.data.languages import Language, language
+from nmt.data.normalize import normalize, textbook_form, upper
 from nmt.data.split import grouped_split
 from nmt.data.tokenizers import (
     SentencePieceTokenizer,

@@ -45,6 +45,12 @@ BEAM_PATIENCE = 2.0
 SEARCH_PENALTY = 1e-6
 
 
+def _language(meta: dict[str, Any], key: str) -> str | None:
+    """The export's source or target language (exports older than the pair have none)."""
+    value = meta.get(key)
+    return value if isinstance(value, str) else None
+
+
 def _ct2_device(device: str) -> tuple[str, int]:
     """``nmt``'s ``--device`` -> CTranslate2's device and index."""
     if device == "auto":
@@ -78,6 +84,7 @@ class CT2Translator(StreamTranslator):
     directory: Path | None = None
     add_source_eos: bool = True  # the model appends <eos> (else the input carries it)
     source_lang: str | None = None  # the run's data.source (None: every language's rules)
+    target_lang: str | None = None  # the run's data.target
 
     def __post_init__(self) -> None:
         self._src_tokens = vocabulary(self.tokenizer, "src")
@@ -121,11 +128,10 @@ class CT2Translator(StreamTranslator):
                    str(data["normalization"]), int(data["truncate"]),
                    meta.get("max_positions"), max_src_tokens, compute_type, directory,
                    bool(meta.get("add_source_eos", True)),
-                   meta.get("source_language") if isinstance(meta.get("source_language"), str)
-                   else None)
+                   _language(meta, "source_language"), _language(meta, "target_language"))
 
-    def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
-        """Raw sentences -> translations, in input order."""
+    def translate_as_written(self, texts: Sequence[str],
+                             on_truncate: TruncateHook | None = None) -> list[str]:
         keep_eos = self.max_src_tokens is not None or self.truncate <= 0
         limit = source_limit_for(self.max_positions, self.max_src_tokens, self.truncate)
         batch: list[list[int]] = []
