@@ -240,8 +240,9 @@ def plot_attention(translator: Translator, sentence: str, output: Path,
     image_format(output, option)  # before the translation: a bad name fails fast
     check_attention_size(translator, sentence, output, option)
     greedy = replace(translator, cfg=replace(translator.cfg, beam=1))
+    read, _ = greedy.as_read(sentence)  # a sentence typed in capitals: in sentence case
     tokens, src_tokens, weights = translate_with_attention(
-        greedy.model, greedy.tokenizer, sentence, lowercase=greedy.lowercase, cfg=greedy.cfg,
+        greedy.model, greedy.tokenizer, read, lowercase=greedy.lowercase, cfg=greedy.cfg,
         policy=greedy.normalization, truncate=greedy.truncate, lang=greedy.source_lang)
     # The text of the same greedy output (the pieces alone do not detokenize in general).
     translation = greedy.translate([sentence])[0]
@@ -259,7 +260,7 @@ def check_attention_size(translator: Translator, sentence: str, output: Path,
     limit) has more than :data:`MAX_ATTENTION_TOKENS` tokens: its picture could not be read."""
     from nmt.translate import source_cut, source_ids
 
-    normalized = translator.normalize_source(sentence)
+    normalized = translator.normalize_source(translator.as_read(sentence)[0])
     ids, n = source_ids(translator.tokenizer, normalized,
                         *source_cut(translator.model, None, translator.truncate))
     if len(ids) > MAX_ATTENTION_TOKENS:

@@ -153,14 +153,18 @@ class StreamTranslator:
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order. A natural-text run reads a sentence
         typed in capitals in sentence case and gives it back in capitals (:mod:`nmt.input_case`)."""
-        if not self.natural_text:
-            return self.translate_as_written(texts, on_truncate)
-        shouted = [in_capitals(t) for t in texts]
-        sources = [sentence_case(t, self.source_lang) if loud else t
-                   for t, loud in zip(texts, shouted, strict=True)]
-        outputs = self.translate_as_written(sources, on_truncate)
-        return [upper(out, self.target_lang) if loud else out
-                for out, loud in zip(outputs, shouted, strict=True)]
+        read = [self.as_read(t) for t in texts]
+        outputs = self.translate_as_written([source for source, _ in read], on_truncate)
+        return [upper(out, self.target_lang) if shouted else out
+                for out, (_, shouted) in zip(outputs, read, strict=True)]
+
+    def as_read(self, text: str) -> tuple[str, bool]:
+        """The sentence the model is given for ``text``, and whether its translation is given
+        back in capitals: a natural-text run reads a sentence typed in capitals in sentence case
+        (:mod:`nmt.input_case`); every other sentence is read as written."""
+        if self.natural_text and in_capitals(text):
+            return sentence_case(text, self.source_lang), True
+        return text, False
 
     def translate_as_written(self, texts: Sequence[str],
                              on_truncate: TruncateHook | None = None) -> list[str]:

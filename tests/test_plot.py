@@ -264,3 +264,18 @@ def test_pictures_need_no_display(tmp_path: Path) -> None:
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (run / "curves.png").is_file()
+
+
+def test_attention_of_a_sentence_in_capitals_shows_what_the_model_read(
+        runs: dict[str, Path], tmp_path: Path) -> None:
+    """A natural-text run reads a sentence typed in capitals in sentence case (nmt.input_case):
+    its picture draws that reading, under the translation `nmt translate` prints."""
+    from dataclasses import replace
+
+    natural = replace(translator_of(runs["gru"]), lowercase=False, normalization="natural")
+    picture = plot_attention(natural, "A B C", tmp_path / "caps.png")
+    tokens, src_tokens, _ = translate_with_attention(
+        natural.model, natural.tokenizer, "A b c", lowercase=False, policy="natural")
+    assert (picture.src_tokens, picture.tokens) == (src_tokens, tokens)
+    assert picture.translation == natural.translate(["A B C"])[0]
+    assert picture.translation == natural.translate(["A b c"])[0].upper()
