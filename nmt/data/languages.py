@@ -34,7 +34,6 @@ class Language:
 
 
 _CASED = {"Latin", "Cyrillic", "Greek", "Armenian"}
-
 _UNSPACED = {"Han", "Japanese", "Thai", "Lao", "Khmer", "Myanmar", "Tibetan"}
 
 # code, name, script, Tatoeba's 3-letter code
