@@ -17,7 +17,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -100,13 +99,10 @@ def fixed_length_step_times(
 def cli_wall_time(run_dir: Path | None, repeat: int = 3) -> dict[str, float]:
     """Median seconds of ``nmt translate "i'm home ."`` from process start to exit, and of
     importing the CLI alone (what ``nmt --help`` pays)."""
+    from bench.startup import time_once
+
     def median_of(cmd: list[str]) -> float:
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True, timeout=300, cwd=ROOT)
-            times.append(time.perf_counter() - start)
-        return round(statistics.median(times), 2)
+        return round(statistics.median(time_once(cmd)[0] for _ in range(repeat)), 2)
 
     translate = [sys.executable, "-m", "nmt", "translate", "--device", "cpu", "i'm home ."]
     if run_dir is not None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -123,8 +122,6 @@ def main(argv: list[str] | None = None) -> None:
     if not (args.run / "checkpoints").is_dir():
         raise SystemExit(f"--run {args.run}: no checkpoints/ (train it first)")
     sentence = args.sentence or default_sentence(args.run)
-    if shutil.which(nmt_command()[0]) is None:
-        raise SystemExit(f"{nmt_command()[0]}: not found")
     print(markdown(bench_startup(args.run, args.out, args.repeat, sentence)))
 
 
