@@ -117,6 +117,20 @@ def direction(columns: Sequence[str], cfg: DataConfig, where: str) -> tuple[int,
     return columns.index(cfg.source), columns.index(cfg.target)
 
 
+def tab_pairs(load: Callable[[], bytes], where: str, columns: Sequence[str],
+              cfg: DataConfig) -> Callable[[], Iterator[tuple[str, str]]]:
+    """The reader of a tab-separated file whose columns hold the languages ``columns``: its
+    (source, target) pairs in the config's direction (:func:`direction`, checked now; ``load``
+    gives the file's bytes when the reader is called)."""
+    src_col, tgt_col = direction(columns, cfg, where)
+
+    def read() -> Iterator[tuple[str, str]]:
+        for row in tab_rows(decode_lines(load(), where), where, columns):
+            yield row[src_col], row[tgt_col]
+
+    return read
+
+
 def decode_lines(data: bytes, where: str) -> list[str]:
     """The lines of UTF-8 ``data``: a leading byte-order mark and a ``\\r`` before each ``\\n``
     are dropped; lines end at ``\\n`` only (``str.splitlines`` also splits at U+2028 and U+0085,

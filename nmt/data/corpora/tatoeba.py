@@ -11,7 +11,7 @@ path of such a zip or ``.txt`` file. The other language comes from the file name
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from nmt.data.corpora.base import (
@@ -20,12 +20,10 @@ from nmt.data.corpora.base import (
     Corpus,
     Identity,
     Lazy,
-    decode_lines,
-    direction,
     read_bytes,
     resolve,
     sha256,
-    tab_rows,
+    tab_pairs,
 )
 from nmt.data.download import ensure_corpus, tatoeba_archive
 from nmt.data.languages import from_tatoeba
@@ -50,15 +48,8 @@ def other_language(file_name: str, ctx: Context, where: str) -> str:
 def tatoeba_corpus(load: Callable[[], bytes], where: str, other: str, ctx: Context, *,
                    form: str, spec: str, digest: str, files: list[str]) -> Corpus:
     """The pairs of a Tatoeba text file, whose bytes ``load`` returns when they are read."""
-    columns = ("en", other)
-    src_col, tgt_col = direction(columns, ctx.cfg, where)
-
-    def read() -> Iterator[tuple[str, str]]:
-        for row in tab_rows(decode_lines(load(), where), where, columns):
-            yield row[src_col], row[tgt_col]
-
     return Lazy(Identity(form, spec, digest, ctx.cfg.source, ctx.cfg.target, TATOEBA_LICENCE,
-                         files), read)
+                         files), tab_pairs(load, where, ("en", other), ctx.cfg))
 
 
 class Tatoeba:

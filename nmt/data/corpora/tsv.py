@@ -4,19 +4,16 @@ ignored unless ``data.source`` or ``data.target`` names them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from nmt.data.corpora.base import (
     Context,
     Corpus,
     Identity,
     Lazy,
-    decode_lines,
     direction,
     read_bytes,
     resolve,
     sha256,
-    tab_rows,
+    tab_pairs,
 )
 from nmt.errors import ConfigError
 
@@ -33,16 +30,11 @@ class Tsv:
             raise ConfigError(f"data.columns: expected the language of each column of {path}, "
                               'e.g. columns = ["en", "fr"]')
         columns = ctx.cfg.columns.split(",")
-        src_col, tgt_col = direction(columns, ctx.cfg, str(path))
+        direction(columns, ctx.cfg, str(path))  # a language the file lacks, before reading it
         data = read_bytes(path, str(path))
-
-        def read() -> Iterator[tuple[str, str]]:
-            for row in tab_rows(decode_lines(data, str(path)), str(path), columns):
-                yield row[src_col], row[tgt_col]
-
         identity = Identity(self.name, spec, sha256(data), ctx.cfg.source, ctx.cfg.target,
                             files=[str(path)])
-        return Lazy(identity, read)
+        return Lazy(identity, tab_pairs(lambda: data, str(path), columns, ctx.cfg))
 
 
 FORM = Tsv()
