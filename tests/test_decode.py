@@ -139,7 +139,19 @@ def rescore(model: EncoderDecoder, text: str, hyp: Hypothesis) -> float:
 
 
 def test_trained_toy_model_reverses_sentences(trained: EncoderDecoder) -> None:
+    """Judged with a margin over what CPUs differ by: the held-out loss (0.29 GRU, 0.55-0.74
+    Transformer on AVX-512, AVX2 and plain CPUs; chance is ln 12 = 2.5) and exact reversals
+    (76 GRU, 39-47 Transformer of 100 on the same three)."""
     pairs = toy_pairs(100, seed=7)
+    src, lengths = batch_of([s for s, _ in pairs])
+    tgt = [TOKENIZER.encode_tgt(t) for _, t in pairs]
+    tgt_in, _ = pad_batch([[BOS_ID] + t for t in tgt], CPU)
+    tgt_out, _ = pad_batch([t + [EOS_ID] for t in tgt], CPU)
+    with torch.no_grad():
+        logits = trained(src, lengths, tgt_in)
+    loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tgt_out,
+                                             ignore_index=PAD_ID)
+    assert float(loss) < 1.2, float(loss)
     hyps = search_ids(trained, [src_ids(s) for s, _ in pairs], DecodeConfig())
     outputs = [TOKENIZER.decode_tgt(h.tokens) for h in hyps]
     correct = sum(out == tgt for out, (_, tgt) in zip(outputs, pairs, strict=True))

@@ -60,9 +60,18 @@ def assert_same_text(translator: Translator, texts: list[str], expected: list[st
 
 
 def test_toy_run_translates_like_the_model(translator: Translator) -> None:
-    """The pipeline adds <eos> to the source as training does: the trained toy reverses."""
-    out = translator.translate(["a b c", "d e", "h"])
-    assert sum(o == t for o, t in zip(out, ["c b a", "e d", "h"], strict=True)) >= 2
+    """The pipeline gives the model what training gave it (the source's ids and <eos>) and
+    gives back the text of the model's own search: asserted on the pipeline, not on what the
+    tiny model happened to learn, which differs between CPUs (test_decode.py checks that)."""
+    from nmt.data.tokenizers import EOS_ID
+    from nmt.decode import search_ids
+
+    texts = ["a b c", "D e", "  h ", "g f e d c b a"]
+    out = translator.translate(texts)
+    ids = [TOKENIZER.encode_src(" ".join(t.lower().split())) + [EOS_ID] for t in texts]
+    assert [len(i) for i in ids] == [4, 3, 2, 8] and EOS_ID not in ids[0][:-1]
+    hyps = search_ids(translator.model, ids, translator.cfg)  # the same batch, so the same sums
+    assert out == [TOKENIZER.decode_tgt(h.tokens) for h in hyps]
 
 
 def test_input_is_normalised_like_training(translator: Translator) -> None:
