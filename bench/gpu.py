@@ -13,7 +13,7 @@ step or all (``all``: in the order below), each within :data:`STEP_SECONDS`, and
 ``DIR/STEP.json``, ``DIR/STEP.md`` and the children's output to ``DIR/logs/STEP.log``:
 
 - ``tests``: the fast test suite with CUDA visible, the ``gpu``-marked tests included.
-- ``speed``: target tokens/s, model-FLOPs utilisation (:mod:`nmt.cost`) and peak memory of
+- ``speed``: target tokens/s, model-FLOPs utilisation (:mod:`nmt.training.cost`) and peak memory of
   real training steps of ``configs/transformer.toml`` and ``configs/gru.toml``, at the
   config's batch and at the largest batch that fits (doubled until the GPU runs out of
   memory), with and without ``train.compile``; each beside the memory model's estimate.
@@ -311,9 +311,9 @@ SPEED_PLAN = (("transformer", False, 100), ("transformer", True, 170),
 def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings: int,
                 data_dir: Path | None, device_name: str = "cuda",
                 overrides: Sequence[str] = ()) -> None:
-    """Inside the child: real training steps (:func:`nmt.train.train_step`, the moving average
-    too) at the config's batch, then at doubled batches until one runs out of memory, then at
-    the largest that fitted. Prints one JSON line per measurement as it is made. (On the CPU,
+    """Inside the child: real training steps (:func:`nmt.training.loop.train_step`, the moving
+    average too) at the config's batch, then at doubled batches until one runs out of memory, then
+    at the largest that fitted. Prints one JSON line per measurement as it is made. (On the CPU,
     ``device_name="cpu"``, the same runs without memory figures: what the tests try.)"""
     import gc
     import statistics
@@ -322,16 +322,23 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
     import torch
 
     from nmt.config import load_config
-    from nmt.cost import mfu, training_flops_per_target_token, training_memory
     from nmt.data.batching import Collator, make_batches
     from nmt.data.download import default_data_dir
     from nmt.data.prepare import prepare
-    from nmt.distributed import Dist
-    from nmt.ema import ExponentialMovingAverage
     from nmt.models import build_model
-    from nmt.optim import build_optimizer
     from nmt.run_dir import MetricsLog
-    from nmt.train import Display, Progress, Run, TrainingState, train_step, training_forward
+    from nmt.training.cost import mfu, training_flops_per_target_token, training_memory
+    from nmt.training.distributed import Dist
+    from nmt.training.ema import ExponentialMovingAverage
+    from nmt.training.loop import (
+        Display,
+        Progress,
+        Run,
+        TrainingState,
+        train_step,
+        training_forward,
+    )
+    from nmt.training.optim import build_optimizer
 
     cfg = load_config(config, [f"train.device={device_name}",
                                f"train.compile={str(compile_).lower()}", *overrides])
@@ -454,8 +461,8 @@ def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
                 r.update(largest=search["largest"], out_of_memory_at=search["out_of_memory_at"])
     result = {"status": "failed" if problems else "passed", "data_prepare_s": prep,
               "rows": rows, "problems": problems,
-              "mfu_note": "MFU: achieved FLOP/s over the GPU's dense bf16 peak (nmt.cost); '-' "
-                          "for a GPU not in its table"}
+              "mfu_note": "MFU: achieved FLOP/s over the GPU's dense bf16 peak "
+                          "(nmt.training.cost); '-' for a GPU not in its table"}
     table = ["| config | compile | batch (target tokens) | tokens/s | MFU | peak GiB | "
              "estimate GiB | s/step | warm-up s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

@@ -7,8 +7,8 @@ SentencePiece model: nmt's data cache for that config is written out as space-se
 and the pieces (less nmt's four specials, for which OpenNMT-py has its own) are its vocabulary.
 Both sides run one thread each, alternated ``--repeats`` times, ``--warmup`` steps left out
 and ``--steps`` timed; the table gives each side's steady target tokens/s, their ratio, the
-FLOP/s they make (:mod:`nmt.cost`; both train the same FLOPs per token) and every setting that
-differs (:data:`DIFFERENCES`).
+FLOP/s they make (:mod:`nmt.training.cost`; both train the same FLOPs per token) and every
+setting that differs (:data:`DIFFERENCES`).
 
 OpenNMT-py lives in its own virtual environment (``--venv``, build/onmt-venv), made on first
 use: OpenNMT-py 3.5.1 pins ``torch<2.3``, which would pull a multi-GB CUDA build, so the CPU
@@ -223,7 +223,7 @@ def compare(config: Path, *, steps: int, warmup: int, repeats: int, venv: Path =
             log: Callable[[str], None] = print) -> dict[str, Any]:
     """nmt and OpenNMT-py on ``config``'s model and data, alternated ``repeats`` times."""
     from nmt.config import load_config
-    from nmt.cost import this_cpu_fp32_peak, training_flops_per_target_token
+    from nmt.training.cost import this_cpu_fp32_peak, training_flops_per_target_token
 
     cfg = load_config(config)
     python, stubs = ensure_peer(venv, log)

@@ -2,8 +2,8 @@
 
 Run as ``PYTHONPATH=<checkout of the revision> python bench/revision_probe.py SPEC_JSON``: the
 ``nmt`` imported is the revision's. It uses only what every revision from aa0d4c0 on offers
-(``nmt.train.train`` with a ``StopFlag``, ``load_run``, ``translate_normalized``), and prints
-one JSON object.
+(``nmt.training.loop.train`` with a ``StopFlag``, ``load_run``, ``translate_normalized``), and
+prints one JSON object.
 
 - ``{"workload": "train", "config": PATH, "steps": N, "set": [...], "data_dir": PATH}``: train
   N steps without validation; the seconds of every optimizer step (the loop asks its StopFlag
@@ -31,7 +31,7 @@ from nmt.data.prepare import prepare
 
 
 def train_steps(spec: dict[str, Any]) -> dict[str, Any]:
-    from nmt.train import StopFlag, train
+    from nmt.training.loop import StopFlag, train
 
     stamps: list[float] = []
 

@@ -2,7 +2,7 @@
 configs for a fixed number of steps.
 
 Every figure comes from a child process (``python -m bench.training CONFIG``) running the real
-:func:`nmt.train.train` loop, so each has its own peak resident memory and no run warms the
+:func:`nmt.training.loop.train` loop, so each has its own peak resident memory and no run warms the
 caches of the next. The recipe script (``--baseline``, d2l_recipe.py) runs in the same
 invocation, alternating with ours, so the ratios compare like with like on whatever machine and
 load the run meets.
@@ -60,7 +60,7 @@ def train_child(config: Path, overrides: list[str], stop_after: int, warmup: int
     """
     import torch
 
-    import nmt.train as training
+    import nmt.training.loop as training
     from nmt.config import load_config
     from nmt.data.download import default_data_dir
 
@@ -82,7 +82,7 @@ def train_child(config: Path, overrides: list[str], stop_after: int, warmup: int
     with tempfile.TemporaryDirectory(prefix="nmt-bench-") as tmp:
         result = training.train(cfg, Path(tmp) / "run", data_dir=data_dir or default_data_dir(),
                                 log=lambda s: None, stop=StopAfter())
-    from nmt.cost import this_cpu_fp32_peak
+    from nmt.training.cost import this_cpu_fp32_peak
 
     steady = step_times[warmup:]
     steady_seconds = sum(s for s, _ in steady)
@@ -292,7 +292,8 @@ def full_corpus_markdown(rows: list[dict[str, Any]]) -> str:
             "run: what `nmt train` prints (first step to saved checkpoint, so it includes "
             "batching and the checkpoint write). s/step: median of the steady steps. "
             "MFLOP/token: training FLOPs per target token at the training split's mean "
-            "lengths (nmt/cost.py: matrix products, backward 2x the forward); GFLOP/s: that "
+            "lengths (nmt/training/cost.py: matrix products, backward 2x the forward); GFLOP/s: "
+            "that "
             "times the steady tokens/s; % of fp32 peak: of this CPU's at the threads used ("
             + ("; ".join(peaks) if peaks else "not known for this CPU") + "). "
             f"Every run: --set {' '.join(CPU_OVERRIDES)} train.max_steps=STEPS."]
@@ -302,7 +303,7 @@ def full_corpus_markdown(rows: list[dict[str, Any]]) -> str:
 def compute_cells(row: dict[str, Any], tokens_per_sec: float | None) -> str:
     """Three table cells: MFLOP per target token, the GFLOP/s ``tokens_per_sec`` makes and
     their share of the CPU's fp32 peak (``-`` for what a row does not know)."""
-    from nmt.cost import significant
+    from nmt.training.cost import significant
 
     per_token, peak = row.get("flops_per_token"), row.get("cpu_peak_flops")
     if not per_token:

@@ -231,7 +231,7 @@ CHECKPOINT_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "ema": ((dict,), False),  # the weights' moving average (train.ema_decay > 0)
 }
 
-# ``progress`` (the training loop's nmt.train_state.Progress, which imports this module, so the
+# ``progress`` (the training loop's nmt.training.state.Progress, which imports this module, so the
 # names and types are listed here again; tests/test_reliability_checkpoints.py ties the two):
 # every field optional (a checkpoint from before a field existed gets its default), none unknown.
 PROGRESS_FIELDS: dict[str, Field] = {

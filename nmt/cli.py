@@ -174,7 +174,7 @@ def train(
 ) -> None:
     """Train a model: GRU+Bahdanau or Transformer, as the config says."""
     from nmt.data.download import default_data_dir
-    from nmt.train_command import run_train_command, speed_summary
+    from nmt.training.command import run_train_command, speed_summary
 
     if config is None and not resume:
         raise NmtError("--config: expected a TOML config, e.g. --config configs/demo.toml")

@@ -1,4 +1,4 @@
-"""The cost model (nmt/cost.py): FLOPs against a count by hand and torch's FLOP counter,
+"""The cost model (nmt/training/cost.py): FLOPs against a count by hand and torch's FLOP counter,
 utilisation, and the memory model against what a forward pass really keeps."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from nmt.config import load_config
-from nmt.cost import (
+from nmt.models import build_model, count_parameters
+from nmt.training.cost import (
     CpuPeak,
     activation_bytes,
     bf16_peak_flops,
@@ -24,8 +25,7 @@ from nmt.cost import (
     training_flops_per_target_token,
     training_memory,
 )
-from nmt.models import build_model, count_parameters
-from nmt.train import training_loss
+from nmt.training.loop import training_loss
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 TINY = {"transformer": ["model.arch=transformer", "model.d_model=8", "model.d_ff=20",

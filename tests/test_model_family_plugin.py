@@ -16,7 +16,7 @@ from nmt.families import ARCHITECTURES, Family
 from nmt.loading import load_run
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
 from nmt.runs import describe_model
-from nmt.train import train
+from nmt.training.loop import train
 from nmt.translate import Translator
 
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from nmt.config import DataConfig, load_config
 from nmt.data.normalize import normalize, textbook_form
 from nmt.data.prepare import case_augmented, prepare, title_case
-from nmt.ema import ExponentialMovingAverage
 from nmt.errors import ConfigError
 from nmt.evaluate import corpus_scores
+from nmt.training.ema import ExponentialMovingAverage
 from nmt.translate import StreamTranslator, TruncateHook
 
 NATURAL = DataConfig(vocab_size=80, valid_frac=0.1, test_frac=0.1)

@@ -200,7 +200,7 @@ def test_curves_errors_are_checkpoint_errors(tmp_path: Path) -> None:
 
 
 def test_training_writes_curves_at_the_end(tmp_path: Path) -> None:
-    from nmt.train_command import write_plots  # what nmt train calls when it finishes
+    from nmt.training.command import write_plots  # what nmt train calls when it finishes
 
     run = tmp_path / "r"
     write_metrics(run, METRICS)

@@ -10,7 +10,7 @@ from nmt.config import load_config
 from nmt.data.prepare import prepare
 from nmt.evaluate import run_examples
 from nmt.loading import load_run
-from nmt.train import train
+from nmt.training.loop import train
 from nmt.translate import Translator
 
 ROOT = Path(__file__).resolve().parent.parent

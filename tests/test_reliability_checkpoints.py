@@ -443,13 +443,13 @@ def test_sigkill_during_checkpoint_writes_leaves_a_whole_checkpoint(tmp_path: Pa
 
 
 def test_progress_schema_is_the_training_loops_progress() -> None:
-    """PROGRESS_FIELDS (what a checkpoint's progress may hold: nmt.train imports nmt.checkpoint,
-    so the schema cannot be built from Progress) names every field of the loop's Progress with
-    its type, and a fresh Progress passes it: a field added to one and not the other fails
-    here, not on the first --resume."""
+    """PROGRESS_FIELDS (what a checkpoint's progress may hold: nmt.training.loop imports
+    nmt.checkpoint, so the schema cannot be built from Progress) names every field of the loop's
+    Progress with its type, and a fresh Progress passes it: a field added to one and not the other
+    fails here, not on the first --resume."""
     import dataclasses
 
-    from nmt.train import Progress
+    from nmt.training.loop import Progress
 
     kinds = {f.name: f.type for f in dataclasses.fields(Progress)}
     assert {k: v.kind.__name__ for k, v in ckpt.PROGRESS_FIELDS.items()} == kinds

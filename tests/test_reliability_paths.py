@@ -18,7 +18,7 @@ from test_train import tiny_config as tiny_train_config
 
 from nmt.errors import NmtError
 from nmt.run_dir import check_run_path, foreign_entry, run_lock
-from nmt.train import train
+from nmt.training.loop import train
 
 
 def tree(root: Path) -> dict[str, bytes | str]:

@@ -17,7 +17,7 @@ from test_train import FAMILY, SHARED, TINY, tiny_config
 
 from nmt.checkpoint import load_checkpoint
 from nmt.errors import NmtError
-from nmt.train import INTERRUPTED, StopFlag, TrainResult, train
+from nmt.training.loop import INTERRUPTED, StopFlag, TrainResult, train
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,7 +106,7 @@ def test_a_kill_during_the_owed_validation_does_not_record_it_twice(
     """The resume that does an owed validation is killed after writing its metric line but
     before saving: last.pt still owes it, so the next resume does it again, and the line the
     killed one wrote is dropped with the others last.pt does not account for."""
-    import nmt.train_state as train_state
+    import nmt.training.state as train_state
 
     cfg = tiny_config("gru", "train.max_steps=3", "train.eval_every=1")
     train(cfg, tmp_path / "straight", data_dir=tiny_data_dir, log=lambda s: None)
@@ -128,7 +128,7 @@ def test_a_kill_during_the_owed_validation_does_not_record_it_twice(
 
 def _scripted_validation(monkeypatch: pytest.MonkeyPatch, losses: list[float]) -> None:
     """Every validation scores BLEU 0.0 (a young model's) and the next of ``losses``."""
-    import nmt.train_validation as train_validation
+    import nmt.training.validation as train_validation
 
     left = iter(losses)
     monkeypatch.setattr(train_validation, "validation_bleu", lambda *a, **k: 0.0)

@@ -17,10 +17,10 @@ from conftest import invoke
 from test_train import TINY, tiny_config
 
 import nmt.files as files
-import nmt.train_state as train_state
+import nmt.training.state as train_state
 from nmt.checkpoint import load_checkpoint
 from nmt.errors import NmtError
-from nmt.train import train
+from nmt.training.loop import train
 
 ROOT = Path(__file__).resolve().parent.parent
 

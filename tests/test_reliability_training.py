@@ -29,7 +29,7 @@ from typer.testing import CliRunner
 from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 from nmt.errors import CheckpointError, NmtError
-from nmt.train import train
+from nmt.training.loop import train
 
 ROOT = Path(__file__).resolve().parent.parent
 LIVE = [  # TINY, but running until stopped: validation (loss only) and last.pt every step

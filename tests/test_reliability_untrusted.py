@@ -35,7 +35,7 @@ from nmt.models import build_model
 from nmt.plot import read_metrics
 from nmt.run_dir import MetricsLog
 from nmt.runs import list_runs
-from nmt.train import train
+from nmt.training.loop import train
 
 
 def one_line_error(code: int, err: str) -> str:

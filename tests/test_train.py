@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 from nmt.config import Config, load_config
-from nmt.cost import training_flops_per_target_token
 from nmt.data.tokenizers import PAD_ID
 from nmt.errors import NmtError
 from nmt.loading import load_run
-from nmt.optim import lr_lambda
-from nmt.train import StopFlag, masked_cross_entropy, train
+from nmt.training.cost import training_flops_per_target_token
+from nmt.training.loop import StopFlag, masked_cross_entropy, train
+from nmt.training.optim import lr_lambda
 
 SHARED = [
     "data.tokenizer=word", "data.min_freq=1", "data.valid_frac=0.1", "data.test_frac=0.1",
@@ -215,7 +215,7 @@ def test_cli_train_and_config_errors(tiny_data_dir: Path, tmp_path: Path) -> Non
 
 
 def test_training_loss_reports_cross_entropy_under_label_smoothing() -> None:
-    from nmt.train import training_loss
+    from nmt.training.loop import training_loss
 
     torch.manual_seed(0)
     logits = torch.randn(3, 5, 11, requires_grad=True)
@@ -236,11 +236,11 @@ def test_gradient_accumulation_equals_one_batch_of_both(tiny_data_dir: Path) -> 
 
     from nmt.data.batching import Collator
     from nmt.data.prepare import prepare
-    from nmt.distributed import Dist
     from nmt.models import build_model
-    from nmt.optim import build_optimizer
     from nmt.run_dir import MetricsLog
-    from nmt.train import Display, Progress, Run, TrainingState, train_step
+    from nmt.training.distributed import Dist
+    from nmt.training.loop import Display, Progress, Run, TrainingState, train_step
+    from nmt.training.optim import build_optimizer
 
     cfg = tiny_config("transformer", "model.dropout=0.0")
     prepared = prepare(cfg.data, tiny_data_dir, log=lambda s: None)
@@ -361,11 +361,11 @@ def test_final_line_gives_flops_and_share_of_the_cpu_peak(
         tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import re
 
-    import nmt.cost
+    import nmt.training.cost
     from nmt.data.prepare import prepare
 
-    peak = nmt.cost.CpuPeak(1, 8, "AVX2", 2, 1000.0, "test")  # 32 GFLOP/s
-    monkeypatch.setattr(nmt.cost, "this_cpu_fp32_peak", lambda threads: peak)
+    peak = nmt.training.cost.CpuPeak(1, 8, "AVX2", 2, 1000.0, "test")  # 32 GFLOP/s
+    monkeypatch.setattr(nmt.training.cost, "this_cpu_fp32_peak", lambda threads: peak)
     sets = [x for s in [*TINY, "train.max_steps=3"] for x in ("--set", s)]
     out = CliRunner().invoke(app, ["train", "--runs-dir", str(tmp_path), "--data-dir",
                                    str(tiny_data_dir), "--config", "configs/demo.toml", *sets])

@@ -15,7 +15,7 @@ A family is one :class:`Family`, registered with :func:`register` by a module of
 - ``check(cfg)``: the config checks only it needs (raises :class:`~nmt.errors.ConfigError`
   naming ``model.KEY``);
 - ``describe(table)``: a ``[model]`` table as stored in a run -> one line for ``nmt runs``;
-- ``forward_flops``: its FLOP count for ``nmt train``'s final line (:mod:`nmt.cost`).
+- ``forward_flops``: its FLOP count for ``nmt train``'s final line (:mod:`nmt.training.cost`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Family:
     check: Callable[[ModelConfig], None]
     describe: Callable[[dict[str, Any]], str]
     # matrix-product FLOPs of one forward pass (cfg, tgt_vocab, src_len, tgt_len), as
-    # nmt.cost.forward_flops counts them (the built-in families' counts are written there)
+    # nmt.training.cost.forward_flops counts them (the built-in families' counts are written there)
     forward_flops: Callable[[ModelConfig, int, float, float], float] | None = None
 
     def network_class(self) -> type[EncoderDecoder]:

@@ -6,17 +6,17 @@ optimizer step after another: batch -> loss -> backward -> step -> maybe validat
 saves) -> maybe stop. :func:`stop_reason` holds every rule that ends a run; a run that ends
 other than by a signal is validated and saved a last time. A signal saves ``last.pt`` at once;
 a validation due at that step is done by the resume before its first step
-(:func:`~nmt.train_validation.validation_owed`), so an interrupted and resumed run is the
+(:func:`~nmt.training.validation.validation_owed`), so an interrupted and resumed run is the
 uninterrupted one.
 
-Its parts: :mod:`nmt.train_state` (the state a step changes, its checkpoints, the exact
-resume), :mod:`nmt.train_data` (the cache and the order of the batches), :mod:`nmt.train_step`
-(one optimizer step and its loss), :mod:`nmt.train_validation` (validation, the best weights,
-the end of a run).
+Its parts: :mod:`nmt.training.state` (the state a step changes, its checkpoints, the exact
+resume), :mod:`nmt.training.batches` (the cache and the order of the batches),
+:mod:`nmt.training.step` (one optimizer step and its loss), :mod:`nmt.training.validation`
+(validation, the best weights, the end of a run).
 
 It runs on the CPU, one GPU (bf16 autocast) or several GPUs under ``torchrun``
 (DistributedDataParallel; only rank 0 writes files, and only decisions all ranks share end
-the loop). What a terminal shows meanwhile is the caller's (:mod:`nmt.train_command`).
+the loop). What a terminal shows meanwhile is the caller's (:mod:`nmt.training.command`).
 """
 
 from __future__ import annotations
@@ -37,25 +37,25 @@ import torch
 from torch import nn
 
 from nmt.config import Config, TrainConfig
-from nmt.cost import training_flops_per_target_token
 from nmt.data.batching import Collator
 from nmt.data.corpora.record import write_record
 from nmt.data.prepare import Prepared
 from nmt.device import resolve_device, set_threads
-from nmt.distributed import (
+from nmt.errors import ConfigError
+from nmt.models import build_model, count_parameters
+from nmt.run_dir import MetricsLog, no_empty_run_dir_left, run_lock
+from nmt.training.batches import batch_groups, prepare_data, valid_batches
+from nmt.training.cost import training_flops_per_target_token
+from nmt.training.distributed import (
     Dist,
     all_reduce_sum,
     any_rank,
     end_distributed,
     init_distributed,
 )
-from nmt.ema import ExponentialMovingAverage
-from nmt.errors import ConfigError
-from nmt.models import build_model, count_parameters
-from nmt.optim import build_optimizer
-from nmt.run_dir import MetricsLog, no_empty_run_dir_left, run_lock
-from nmt.train_data import batch_groups, prepare_data, valid_batches
-from nmt.train_state import (
+from nmt.training.ema import ExponentialMovingAverage
+from nmt.training.optim import build_optimizer
+from nmt.training.state import (
     Progress,
     Run,
     TrainingState,
@@ -64,14 +64,14 @@ from nmt.train_state import (
     save,
     save_config,
 )
-from nmt.train_step import (
+from nmt.training.step import (
     account,
     masked_cross_entropy,
     non_finite_loss,
     train_step,
     training_loss,
 )
-from nmt.train_validation import finish, validate, validation_due, validation_owed
+from nmt.training.validation import finish, validate, validation_due, validation_owed
 
 
 @dataclass
@@ -88,13 +88,13 @@ class TrainResult:
     main: bool = True  # rank 0 (the process that reports)
     metrics: list[dict[str, Any]] = field(default_factory=list)
     signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
-    # training FLOPs per target token (nmt.cost) at the training split's mean lengths
+    # training FLOPs per target token (nmt.training.cost) at the training split's mean lengths
     flops_per_token: float = 0.0
 
 
 class Display:
     """What the loop shows while it runs. This one shows nothing; ``nmt train`` passes one that
-    draws a progress bar (:class:`nmt.train_command.TerminalDisplay`)."""
+    draws a progress bar (:class:`nmt.training.command.TerminalDisplay`)."""
 
     def step(self, epoch: int, step_in_epoch: int, steps_in_epoch: int,
              record: dict[str, Any] | None) -> None:

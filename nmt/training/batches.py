@@ -12,8 +12,8 @@ import numpy as np
 from nmt.config import Config, TrainConfig
 from nmt.data.batching import Batch, collate, make_batches
 from nmt.data.prepare import Prepared, prepare
-from nmt.distributed import Dist, barrier
 from nmt.errors import NmtError
+from nmt.training.distributed import Dist, barrier
 
 
 def prepare_data(cfg: Config, data_dir: Path, dist: Dist, log: Callable[[str], None]) -> Prepared:

@@ -14,10 +14,10 @@ from nmt.config import Config, TrainConfig
 from nmt.data.batching import Batch
 from nmt.data.prepare import Prepared
 from nmt.device import autocast
-from nmt.distributed import any_rank, from_main
 from nmt.models.base import EncoderDecoder
-from nmt.train_state import Progress, Run, TrainingState, save
-from nmt.train_step import epoch_label, masked_cross_entropy
+from nmt.training.distributed import any_rank, from_main
+from nmt.training.state import Progress, Run, TrainingState, save
+from nmt.training.step import epoch_label, masked_cross_entropy
 
 
 def validation_due(t: TrainConfig, prog: Progress) -> bool:

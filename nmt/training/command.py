@@ -11,7 +11,7 @@ from typing import Any
 from nmt.config import load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.run_dir import check_run_name, config_for_resume
-from nmt.train import INTERRUPTED, Display, TrainResult, train
+from nmt.training.loop import INTERRUPTED, Display, TrainResult, train
 
 
 class TerminalDisplay(Display):
@@ -86,10 +86,10 @@ def default_run_name(config_path: Path | None) -> str:
 
 def speed_summary(result: TrainResult) -> str:
     """This invocation's speed for the final line: target tokens/s, the FLOP/s they make and,
-    on the CPU, their share of its fp32 peak (:mod:`nmt.cost`; threads are torch's)."""
+    on the CPU, their share of its fp32 peak (:mod:`nmt.training.cost`; threads are torch's)."""
     import torch
 
-    from nmt.cost import compute_summary, this_cpu_fp32_peak
+    from nmt.training.cost import compute_summary, this_cpu_fp32_peak
 
     text = f"{result.tokens_per_sec:,.0f} tokens/sec on {result.device}"
     if not result.flops_per_token:

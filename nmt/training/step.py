@@ -16,9 +16,9 @@ from torch import nn
 from nmt.data.batching import Collator
 from nmt.data.tokenizers import PAD_ID
 from nmt.device import autocast
-from nmt.distributed import all_reduce_sum
 from nmt.errors import NmtError
-from nmt.train_state import Progress, Run, TrainingState
+from nmt.training.distributed import all_reduce_sum
+from nmt.training.state import Progress, Run, TrainingState
 
 
 def masked_cross_entropy(

@@ -4,7 +4,7 @@
 :class:`Run` (what the loop reads); :func:`open_run_dir` reads ``last.pt`` for ``--resume``,
 :func:`restore` continues from it exactly (weights, optimizer, schedule, average, progress,
 RNGs), :func:`save` writes ``last.pt``/``best.pt`` and :func:`save_config` ``config.toml``. The
-loop itself is :mod:`nmt.train`.
+loop itself is :mod:`nmt.training.loop`.
 """
 
 from __future__ import annotations
@@ -32,13 +32,10 @@ from nmt.checkpoint import (
 from nmt.config import Config, from_dict
 from nmt.data.batching import Batch
 from nmt.data.prepare import Prepared
-from nmt.distributed import Dist, barrier
-from nmt.ema import ExponentialMovingAverage
 from nmt.errors import CheckpointError, ConfigError, first_line
 from nmt.files import atomic_write_text
 from nmt.loading import check_weights, run_tokenizer
 from nmt.models.base import EncoderDecoder
-from nmt.optim import use_config_hyperparameters
 from nmt.run_dir import (
     MetricsLog,
     adopt_newer_best,
@@ -47,10 +44,13 @@ from nmt.run_dir import (
     start_run_dir,
     valid_loss_at,
 )
-from nmt.train_data import epoch_batches
+from nmt.training.batches import epoch_batches
+from nmt.training.distributed import Dist, barrier
+from nmt.training.ema import ExponentialMovingAverage
+from nmt.training.optim import use_config_hyperparameters
 
 if TYPE_CHECKING:
-    from nmt.train import Display
+    from nmt.training.loop import Display
 
 
 @dataclass
