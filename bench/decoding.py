@@ -29,10 +29,10 @@ import torch
 from bench import CONFIGS, ROOT
 from nmt.config import Config, DecodeConfig, load_config
 from nmt.data.tokenizers import BOS_ID, EOS_ID, Tokenizer
-from nmt.decode import Hypothesis, search_ids
 from nmt.errors import NmtError
 from nmt.models.base import EncoderDecoder
-from nmt.translate import source_cut, source_ids
+from nmt.translation.search import Hypothesis, search_ids
+from nmt.translation.translator import source_cut, source_ids
 
 DEMO_CONFIG = CONFIGS / "demo.toml"
 
@@ -63,7 +63,7 @@ def fixed_length_step_times(
     ``<eos>`` is ignored so every row runs T steps: this isolates how the cache's gain grows
     with the output length (uncached work grows as T^2, cached as T).
     """
-    from nmt.decode import pad_batch
+    from nmt.translation.search import pad_batch
 
     device = next(model.parameters()).device
     src, src_lengths = pad_batch(src_ids, device)

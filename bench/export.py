@@ -64,11 +64,11 @@ def bench_export(
     from nmt.data.download import default_data_dir
     from nmt.data.normalize import normalize
     from nmt.data.prepare import prepare
-    from nmt.decode import search_ids
     from nmt.evaluate import corpus_scores
     from nmt.export import require_ctranslate2
     from nmt.loading import load_run
-    from nmt.translate import Translator, source_cut, source_ids
+    from nmt.translation.search import search_ids
+    from nmt.translation.translator import Translator, source_cut, source_ids
 
     require_ctranslate2("bench export")
     import ctranslate2

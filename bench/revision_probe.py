@@ -62,7 +62,7 @@ def load_run_function() -> Any:
 
 
 def decode_split(spec: dict[str, Any]) -> dict[str, Any]:
-    from nmt.translate import translate_normalized
+    from nmt.translation.translator import translate_normalized
 
     run = load_run_function()(Path(spec["run"]), "best", "cpu")
     torch.set_num_threads(spec.get("threads", 2))

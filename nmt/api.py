@@ -26,7 +26,7 @@ from nmt.errors import ConfigError, DataError, NmtError
 if TYPE_CHECKING:
     from nmt.config import Config
     from nmt.evaluate import BleuReport, ScoredRun
-    from nmt.translate import StreamTranslator
+    from nmt.translation.translator import StreamTranslator
 
 ENGINES = ("nmt", "ctranslate2")
 
@@ -87,7 +87,7 @@ def open_translator(
                                          compute_type=compute_type, max_tokens=max_tokens,
                                          where=where)
     from nmt.loading import load_run
-    from nmt.translate import Translator
+    from nmt.translation.translator import Translator
 
     loaded = load_run(run, checkpoint, device, averaged=averaged)
     return Translator.from_run(loaded, beam=beam, batch_size=batch_size, max_tokens=max_tokens,
@@ -118,7 +118,7 @@ def translate_lines(
     before a model is loaded."""
     from nmt.errors import write_errors
     from nmt.files import atomic_text_output
-    from nmt.translate import (
+    from nmt.translation.translator import (
         StreamTranslator,
         check_output_is_not_input,
         open_input,
@@ -245,7 +245,7 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
             tag += f"-{model.resolve().name}"
         return _run_record(run, checkpoint, directory), translator, tag
     from nmt.loading import load_run
-    from nmt.translate import Translator
+    from nmt.translation.translator import Translator
 
     loaded = load_run(run, checkpoint, device, averaged=averaged)
     return loaded, Translator.from_run(loaded, beam=beam, batch_size=batch_size,

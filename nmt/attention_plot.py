@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from torch import Tensor
 
-    from nmt.translate import Translator
+    from nmt.translation.translator import Translator
 
 CMAP = "Reds"
 ATTENTION_FILE = "attention.png"
@@ -135,8 +135,8 @@ def attention_figure(
         tokens: the output pieces, ``<eos>`` last when produced (``T`` of them).
         src_tokens: the source pieces, ``<eos>`` last (``S`` of them).
         weights: ``{"enc": (L, h, S, S), "self": (L, h, T, T), "cross": (L, h, T, S)}`` as
-            :func:`nmt.translate.translate_with_attention` returns them; the GRU has only
-            ``"cross"`` ``(1, 1, T, S)``.
+            :func:`nmt.translation.translator.translate_with_attention` returns them; the GRU has
+            only ``"cross"`` ``(1, 1, T, S)``.
         title: the figure title, drawn as given: text made with :func:`nmt.plot_text.display`
             (or :func:`~nmt.plot_text.display_parts`, as the sentence and its translation).
 
@@ -235,7 +235,7 @@ def plot_attention(translator: Translator, sentence: str, output: Path,
     naming characters no installed font has."""
     from dataclasses import replace
 
-    from nmt.translate import translate_with_attention
+    from nmt.translation.translator import translate_with_attention
 
     image_format(output, option)  # before the translation: a bad name fails fast
     check_attention_size(translator, sentence, output, option)
@@ -258,7 +258,7 @@ def check_attention_size(translator: Translator, sentence: str, output: Path,
                          option: str = "--output") -> None:
     """Refuse, in one line, a sentence whose source as the model takes it (cut to the run's
     limit) has more than :data:`MAX_ATTENTION_TOKENS` tokens: its picture could not be read."""
-    from nmt.translate import source_cut, source_ids
+    from nmt.translation.translator import source_cut, source_ids
 
     normalized = translator.normalize_source(translator.as_read(sentence)[0])
     ids, n = source_ids(translator.tokenizer, normalized,

@@ -486,7 +486,7 @@ def attention(
     from nmt.attention_plot import ATTENTION_FILE, plot_attention
     from nmt.loading import load_run
     from nmt.plot import image_format
-    from nmt.translate import Translator
+    from nmt.translation.translator import Translator
 
     if output is not None:
         image_format(output)  # before loading the model
@@ -501,7 +501,7 @@ def attention(
 def _translate_attention(translator: Any, sentences: list[str] | None, output: Path | None,
                          path: Path) -> None:
     """``nmt translate --attention FILE``: the translation of its one sentence argument (a
-    :class:`~nmt.translate.Translator`: engine nmt), then its picture."""
+    :class:`~nmt.translation.translator.Translator`: engine nmt), then its picture."""
     from nmt.api import translate_lines
     from nmt.attention_plot import check_attention_size, plot_attention
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nmt.data.normalize import is_natural_text, normalize
 from nmt.errors import DataError
-from nmt.translate import StreamTranslator, open_input, read_lines
+from nmt.translation.translator import StreamTranslator, open_input, read_lines
 
 if TYPE_CHECKING:
     from nmt.config import Config
@@ -206,7 +206,8 @@ class BleuReport:
 
 def read_text_lines(path: Path, option: str) -> list[str]:
     """All lines of a UTF-8 text file or stream (a one-line :class:`DataError` otherwise; a
-    line over :data:`nmt.translate.MAX_LINE_BYTES` too: scores of cut references mean nothing)."""
+    line over :data:`nmt.translation.translator.MAX_LINE_BYTES` too: scores of cut references mean
+    nothing)."""
     with open_input(path, option) as f:
         return list(read_lines(f, f"{option} {path}"))
 

@@ -10,7 +10,8 @@ file was made:
 - ``step_logits``: the same positions decoded one at a time through the incremental state;
 - ``weights``: the attention weights of the teacher-forced pass (``need_weights=True``), and
   the encoder's (``enc``) for the Transformer;
-- ``greedy`` and ``beam``: :func:`nmt.decode.greedy` and :func:`nmt.decode.beam_search`
+- ``greedy`` and ``beam``: :func:`nmt.translation.search.greedy` and
+:func:`nmt.translation.search.beam_search`
   (beam 4, all 4 hypotheses) as token lists, scores and finished flags;
 - ``grads``: gradients of the token-level cross-entropy of the teacher-forced pass w.r.t. every
   parameter, in training mode with dropout 0 (so deterministic).
@@ -35,8 +36,8 @@ from nmt.config import ModelConfig
 from nmt.data.tokenizers import BOS_ID as BOS
 from nmt.data.tokenizers import EOS_ID as EOS
 from nmt.data.tokenizers import PAD_ID as PAD
-from nmt.decode import Hypothesis, beam_search, greedy
 from nmt.models import EncoderDecoder, build_model
+from nmt.translation.search import Hypothesis, beam_search, greedy
 
 PATH = Path(__file__).parent / "data" / "golden_models.pt"
 VOCAB = 23  # target vocabulary (and source, when joint)

@@ -20,7 +20,10 @@ from ties import TIE, BeamReplay, assert_greedy_equal_up_to_ties, replay_beam
 
 from nmt.config import DecodeConfig, ModelConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, WordTokenizer
-from nmt.decode import (
+from nmt.models import build_model
+from nmt.models.base import EncoderDecoder
+from nmt.translation.limits import output_limit
+from nmt.translation.search import (
     Hypothesis,
     beam_search,
     greedy,
@@ -30,9 +33,6 @@ from nmt.decode import (
     pad_batch,
     search_ids,
 )
-from nmt.limits import output_limit
-from nmt.models import build_model
-from nmt.models.base import EncoderDecoder
 
 ARCHS = ("transformer", "gru")
 WORDS = "a b c d e f g h".split()

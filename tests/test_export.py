@@ -37,12 +37,12 @@ from nmt.checkpoint import save_checkpoint
 from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig, from_dict
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
-from nmt.decode import Hypothesis, pad_batch, search_ids
 from nmt.files import atomic_write_text
-from nmt.limits import output_cap, output_length, output_limit
 from nmt.loading import load_run
 from nmt.models import build_model
-from nmt.translate import Translator
+from nmt.translation.limits import output_cap, output_length, output_limit
+from nmt.translation.search import Hypothesis, pad_batch, search_ids
+from nmt.translation.translator import Translator
 
 ct2 = pytest.importorskip("ctranslate2")
 
@@ -349,8 +349,8 @@ def test_export_readme_lines_translate_without_nmt(runs: dict[str, Path],
 
 def test_export_readme_limits_are_nmts_on_every_length(exports: dict[str, Path],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's lines compute nmt's output limit (nmt.limits.output_limit) for sources of
-    every length, past the cap and, cut or not, as the run cuts its sources."""
+    """The README's lines compute nmt's output limit (nmt.translation.limits.output_limit) for
+    sources of every length, past the cap and, cut or not, as the run cuts its sources."""
     import types
 
     for name in ("word-postnorm", "word-truncate"):

@@ -22,14 +22,14 @@ import nmt.device
 from nmt.config import Config, DecodeConfig
 from nmt.data.batching import Collator
 from nmt.data.prepare import prepare
-from nmt.decode import beam_search, greedy, pad_batch, search_ids
-from nmt.limits import output_limit
 from nmt.loading import load_run
 from nmt.models import build_model
 from nmt.run_dir import MetricsLog
 from nmt.training.distributed import Dist
 from nmt.training.loop import Display, Progress, Run, TrainingState, train, train_step
 from nmt.training.optim import build_optimizer
+from nmt.translation.limits import output_limit
+from nmt.translation.search import beam_search, greedy, pad_batch, search_ids
 
 ARCHS = ("transformer", "gru")
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),

@@ -17,7 +17,7 @@ from nmt.loading import load_run
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
 from nmt.runs import describe_model
 from nmt.training.loop import train
-from nmt.translate import Translator
+from nmt.translation.translator import Translator
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from nmt.data.prepare import case_augmented, prepare, title_case
 from nmt.errors import ConfigError
 from nmt.evaluate import corpus_scores
 from nmt.training.ema import ExponentialMovingAverage
-from nmt.translate import StreamTranslator, TruncateHook
+from nmt.translation.translator import StreamTranslator, TruncateHook
 
 NATURAL = DataConfig(vocab_size=80, valid_frac=0.1, test_frac=0.1)
 
@@ -281,7 +281,7 @@ def test_a_turkish_pairs_cache_is_not_one_built_with_englishs_capitals(
 
 
 def test_a_sentence_in_capitals_has_two_words_or_more_all_in_capitals() -> None:
-    from nmt.input_case import in_capitals, sentence_case
+    from nmt.translation.input_case import in_capitals, sentence_case
 
     assert in_capitals("THE CAT IS BLACK.") and in_capitals("I'M HOME!")
     assert in_capitals("ПРИВЕТ, МИР!") and in_capitals("ΚΑΛΗΜΕΡΑ ΚΟΣΜΕ")

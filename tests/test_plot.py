@@ -23,7 +23,7 @@ from nmt.plot import (
     read_metrics,
     training_curves_figure,
 )
-from nmt.translate import Translator, translate_with_attention
+from nmt.translation.translator import Translator, translate_with_attention
 
 SENTENCE = "A b c"  # normalised to "a b c": source pieces a, b, c, <eos>
 SRC = ["a", "b", "c", "<eos>"]
@@ -268,8 +268,9 @@ def test_pictures_need_no_display(tmp_path: Path) -> None:
 
 def test_attention_of_a_sentence_in_capitals_shows_what_the_model_read(
         runs: dict[str, Path], tmp_path: Path) -> None:
-    """A natural-text run reads a sentence typed in capitals in sentence case (nmt.input_case):
-    its picture draws that reading, under the translation `nmt translate` prints."""
+    """A natural-text run reads a sentence typed in capitals in sentence case
+    (nmt.translation.input_case): its picture draws that reading, under the translation `nmt
+    translate` prints."""
     from dataclasses import replace
 
     natural = replace(translator_of(runs["gru"]), lowercase=False, normalization="natural")

@@ -11,7 +11,7 @@ from nmt.data.prepare import prepare
 from nmt.evaluate import run_examples
 from nmt.loading import load_run
 from nmt.training.loop import train
-from nmt.translate import Translator
+from nmt.translation.translator import Translator
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "data" / "fra-eng.zip"

@@ -21,13 +21,13 @@ from conftest import invoke
 from test_decode import TEXTS, make_run, src_ids, trained_toy
 
 import nmt.attention_plot
-import nmt.decode
+import nmt.translation.search
 from nmt.config import DecodeConfig
-from nmt.decode import decode_batches, search_ids
 from nmt.errors import DataError
 from nmt.loading import load_run
 from nmt.models.base import EncoderDecoder
-from nmt.translate import Translator, read_lines
+from nmt.translation.search import decode_batches, search_ids
+from nmt.translation.translator import Translator, read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 LONG = " ".join("abcdefgh"[i % 8] for i in range(60))  # 61 tokens with <eos>, under 64 positions
@@ -117,7 +117,7 @@ def test_translation_streams_use_the_bound_and_the_option(run_dir: Path,
         seen.append(cfg.max_tokens)
         return decode_batches(lengths, cfg)
 
-    monkeypatch.setattr(nmt.decode, "decode_batches", batches)
+    monkeypatch.setattr(nmt.translation.search, "decode_batches", batches)
     code, out, _ = invoke("translate", "--run", str(run_dir), "--device", "cpu",
                           "--max-tokens", "8", "--beam", "2", *TEXTS[:5])
     assert code == 0 and out.splitlines() == unbounded[:5] and seen == [8]

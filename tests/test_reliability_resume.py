@@ -240,7 +240,7 @@ def test_a_run_config_edited_by_hand_follows_one_rule(tiny_data_dir: Path,
     ignored by translate while [train] edits were honoured on --resume)."""
     from nmt.loading import load_run
     from nmt.run_dir import config_for_resume
-    from nmt.translate import Translator
+    from nmt.translation.translator import Translator
 
     run = tmp_path / "r"
     train(tiny_config("gru", "train.max_steps=2"), run, data_dir=tiny_data_dir,

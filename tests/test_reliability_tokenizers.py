@@ -26,7 +26,7 @@ from nmt.data.tokenizers import (
     WordTokenizer,
 )
 from nmt.loading import load_run
-from nmt.translate import Translator
+from nmt.translation.translator import Translator
 
 SRC, TGT = tiny_corpus_sides()
 # every character each side's tokenizer was trained on (a joint one has both)

@@ -21,7 +21,7 @@ from ties import assert_greedy_equal_up_to_ties, sources_of
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
 from nmt.loading import load_run
-from nmt.translate import (
+from nmt.translation.translator import (
     Translator,
     output_limit,
     read_lines,
@@ -64,7 +64,7 @@ def test_toy_run_translates_like_the_model(translator: Translator) -> None:
     gives back the text of the model's own search: asserted on the pipeline, not on what the
     tiny model happened to learn, which differs between CPUs (test_decode.py checks that)."""
     from nmt.data.tokenizers import EOS_ID
-    from nmt.decode import search_ids
+    from nmt.translation.search import search_ids
 
     texts = ["a b c", "D e", "  h ", "g f e d c b a"]
     out = translator.translate(texts)
@@ -107,7 +107,7 @@ def test_runs_trained_on_cut_sources_cut_them_alike(translator: Translator) -> N
     from dataclasses import replace
 
     from nmt.data.tokenizers import EOS_ID
-    from nmt.decode import search_ids
+    from nmt.translation.search import search_ids
 
     cut = replace(translator, truncate=3)
     seen: list[tuple[int, int, int]] = []
@@ -177,7 +177,7 @@ def test_translate_normalized_is_what_validation_calls(translator: Translator) -
 def test_translation_equals_the_uncached_reference(translator: Translator) -> None:
     """The cached search translation uses gives the text of the recipe's uncached greedy
     search, which re-runs the decoder over the whole prefix at every step."""
-    from nmt.decode import search_ids
+    from nmt.translation.search import search_ids
 
     sources = ["a b c", "d e f g", "h"]
     cached = translate_normalized(translator.model, TOKENIZER, sources, DecodeConfig())
@@ -355,7 +355,7 @@ def test_loading_a_run_stays_off_the_compiler_stack(tmp_path: Path, arch: str) -
         "import sys, torch\n"
         "init = dict(vars(torch.nn.init))\n"
         "from nmt.loading import load_run\n"
-        "from nmt.translate import Translator\n"
+        "from nmt.translation.translator import Translator\n"
         f"t = Translator.from_run(load_run({str(run)!r}, 'best', 'cpu'))\n"
         "t.translate(['a b c'])\n"
         "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo was imported'\n"

@@ -28,9 +28,9 @@ import torch
 from nmt.config import DecodeConfig
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
-from nmt.decode import length_penalty, pad_batch, search_ids
 from nmt.models.base import EncoderDecoder
-from nmt.translate import Translator, source_cut, source_ids
+from nmt.translation.search import length_penalty, pad_batch, search_ids
+from nmt.translation.translator import Translator, source_cut, source_ids
 
 TIE = 1e-3  # log-probability gap under which two candidates count as tied
 CPU = torch.device("cpu")
@@ -133,8 +133,8 @@ class BeamReplay:
 @torch.no_grad()
 def replay_beam(model: EncoderDecoder, src: Sequence[int], limit: int, beam: int,
                 alpha: float, n_best: int = 1) -> BeamReplay:
-    """Beam search of one source by :func:`nmt.decode.beam_search`'s rules, one full pass per
-    step, noting the smallest gap between two scores whose order decided the result. The
+    """Beam search of one source by :func:`nmt.translation.search.beam_search`'s rules, one full
+    pass per step, noting the smallest gap between two scores whose order decided the result. The
     decisions: which ``beam`` candidates not ending in ``<eos>`` stay live, whether an ``<eos>``
     candidate ranks among the best ``beam`` (and so finishes), which ``beam`` finished outputs
     are kept, when the search stops, and the order of the first ``n_best``. Two computations

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from nmt.data.prepare import Split
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
-from nmt.search_rules import token_batches
+from nmt.translation.rules import token_batches
 
 CHUNK_BATCHES = 100  # batches per sorted chunk: big enough to group lengths, small enough to mix
 

@@ -15,8 +15,8 @@ refuses a run before its weights are loaded. To add one, copy :mod:`nmt.export.a
 - :mod:`nmt.export.ct2_convert`: the CTranslate2 converter (torch), the ``ctranslate2`` target;
 - :mod:`nmt.export.ct2_directory`: what an export directory holds (no torch);
 - :mod:`nmt.export.ct2_translate`: :class:`~nmt.export.ct2_translate.CT2Translator`, which
-  translates with an export the way :class:`~nmt.translate.Translator` does with the PyTorch
-  model, without importing torch;
+  translates with an export the way :class:`~nmt.translation.translator.Translator` does with the
+  PyTorch model, without importing torch;
 - :mod:`nmt.export.argos`: the ``.argosmodel`` package, the ``argos`` target.
 
 CTranslate2 is an optional dependency (``pip install 'nmt[ctranslate2]'``); this module imports

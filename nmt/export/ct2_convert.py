@@ -16,7 +16,8 @@ Transformer` weights (no retraining, no other toolkit in between):
   SentencePiece pieces, feeds it what training did; except for runs trained on sources cut to
   ``data.truncate`` tokens (the d2l presets), whose cut sources had no ``<eos>``: there the
   input carries it, cut as training cut it, and translation matches ``nmt`` on long inputs too;
-- ``<pad>`` and ``<bos>`` are never outputs in ``nmt`` (:func:`nmt.decode._log_probs`): the
+- ``<pad>`` and ``<bos>`` are never outputs in ``nmt`` (:func:`nmt.translation.search._log_probs`):
+the
   export gives them an output bias of -10^4, so every engine, Argos and LibreTranslate included,
   keeps that rule without an option. Their probability after the softmax is then 0 instead of
   tiny, so CTranslate2's beam scores are renormalised over the other tokens (greedy is unchanged).
@@ -214,7 +215,7 @@ def _readme(meta: dict[str, Any]) -> str:
     import inspect
 
     from nmt.config import DecodeConfig
-    from nmt.limits import output_cap, output_length
+    from nmt.translation.limits import output_cap, output_length
 
     dec = DecodeConfig(**meta["decode"])
     cap = output_cap(dec, meta["max_positions"])
@@ -229,7 +230,7 @@ def _readme(meta: dict[str, Any]) -> str:
         "from normalize import normalize  # the text normalisation the model was trained on\n"
         "\n"
         "\n"
-        "# nmt's output limit, copied from nmt/limits.py\n"
+        "# nmt's output limit, copied from nmt/translation/limits.py\n"
         f"{inspect.getsource(output_length)}"
         "\n"
         "\n"

@@ -5,8 +5,8 @@ CTranslate2 takes one length limit per call; greedy search runs a batch to its l
 cuts each output to its own (greedy output does not depend on the limit, so this is exact), beam
 search runs each group of equal limits as its own call (there the limit changes the result).
 Beam search is CTranslate2's, which keeps the same candidates per step as
-:func:`nmt.decode.beam_search`; its own length penalty divides by ``length ** alpha`` where
-``nmt`` uses GNMT's ``((5 + steps) / 6) ** alpha``, so it runs without one and returns its
+:func:`nmt.translation.search.beam_search`; its own length penalty divides by ``length ** alpha``
+where ``nmt`` uses GNMT's ``((5 + steps) / 6) ** alpha``, so it runs without one and returns its
 ``beam`` hypotheses with their scores, and :class:`CT2Translator` ranks them with ``nmt``'s
 penalty. Without a length penalty the result is ``nmt``'s; with one the searches stop by
 different rules (CTranslate2 once ``2 x beam`` hypotheses have finished, see
@@ -27,8 +27,8 @@ from nmt.config import DataConfig, DecodeConfig, from_dict
 from nmt.data.tokenizers import EOS_ID, Tokenizer, load_tokenizer
 from nmt.errors import CheckpointError, ConfigError, first_line
 from nmt.export.ct2_directory import META_FILE, read_export, vocabulary
-from nmt.search_rules import decode_batches, length_penalty
-from nmt.translate import (
+from nmt.translation.rules import decode_batches, length_penalty
+from nmt.translation.translator import (
     StreamTranslator,
     TruncateHook,
     decode_settings,
@@ -70,7 +70,7 @@ def _ct2_device(device: str) -> tuple[str, int]:
 @dataclass
 class CT2Translator(StreamTranslator):
     """An exported model with what is needed to translate raw text as ``nmt`` does:
-    :class:`nmt.translate.Translator`'s interface, decoded by CTranslate2."""
+    :class:`nmt.translation.translator.Translator`'s interface, decoded by CTranslate2."""
 
     translator: Any  # ctranslate2.Translator
     tokenizer: Tokenizer
@@ -145,10 +145,10 @@ class CT2Translator(StreamTranslator):
                 for out, ids in zip(outputs, batch, strict=True)]
 
     def translate_ids(self, src_ids: Sequence[Sequence[int]]) -> list[list[int]]:
-        """Encoder ids (ending in ``<eos>``, as :func:`nmt.translate.source_ids` makes them) ->
-        output ids without ``<eos>``, in input order; in the batches of
-        :func:`nmt.decode.search_ids` (:func:`nmt.search_rules.decode_batches`: sentences and
-        source tokens times the beam bounded). Empty sources give empty outputs."""
+        """Encoder ids (ending in ``<eos>``, as :func:`nmt.translation.translator.source_ids` makes
+        them) -> output ids without ``<eos>``, in input order; in the batches of
+        :func:`nmt.translation.search.search_ids` (:func:`nmt.translation.rules.decode_batches`:
+        sentences and source tokens times the beam bounded). Empty sources give empty outputs."""
         src_vocab, tgt_index = self._src_tokens, self._tgt_index
         results: list[list[int]] = [[] for _ in src_ids]
         batches = decode_batches([len(s) for s in src_ids], self.cfg)

@@ -56,7 +56,7 @@ def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
     if n < 0 or "valid" not in prepared.splits or len(prepared.splits["valid"]) == 0:
         return None
     from nmt.evaluate import corpus_scores
-    from nmt.translate import translate_normalized
+    from nmt.translation.translator import translate_normalized
 
     sources, refs = prepared.splits["valid"].grouped()
     if n > 0:

@@ -3,7 +3,7 @@
 Long for a reason: the searches share the contract's calls, the length limits and the pruning.
 
 Every function takes token ids and returns token ids; text in and out lives in
-:mod:`nmt.translate`. The model contract is in :mod:`nmt.models.base`:
+:mod:`nmt.translation.translator`. The model contract is in :mod:`nmt.models.base`:
 
 - the cached paths call ``encode`` once, ``init_state`` once, then ``decode`` on *one new
   position* per step, so a step costs O(1) projections per layer;
@@ -27,9 +27,9 @@ from torch import Tensor
 
 from nmt.config import DecodeConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
-from nmt.limits import output_limit
 from nmt.models.base import EncoderDecoder, select_rows
-from nmt.search_rules import decode_batches, length_penalty  # noqa: F401 - used here and re-exported
+from nmt.translation.limits import output_limit
+from nmt.translation.rules import decode_batches, length_penalty  # noqa: F401 - used here and re-exported
 
 
 @dataclass

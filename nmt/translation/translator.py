@@ -10,7 +10,7 @@ Empty lines give empty lines without decoding. Streams are read in chunks of lin
 of any length runs in bounded memory: a line is read up to ``MAX_LINE_BYTES`` (the rest is
 skipped, with a warning, or refused; see :func:`read_lines`), a chunk holds at most
 ``CHUNK_LINES`` lines and ``CHUNK_CHARS`` characters, and the decoder's batches are bounded in
-sentences and in tokens (:func:`nmt.decode.decode_batches`).
+sentences and in tokens (:func:`nmt.translation.search.decode_batches`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from nmt.config import DataConfig, DecodeConfig
 from nmt.data.normalize import is_natural_text, normalize, upper
 from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
-from nmt.input_case import in_capitals, sentence_case
-from nmt.limits import output_limit
+from nmt.translation.input_case import in_capitals, sentence_case
+from nmt.translation.limits import output_limit
 
 if TYPE_CHECKING:
     import torch
@@ -112,7 +112,7 @@ def translate_normalized(
     ``beam`` overrides ``cfg.beam``; ``truncate`` is the run's ``data.truncate`` (see
     :func:`source_limit`).
     """
-    from nmt.decode import search_ids
+    from nmt.translation.search import search_ids
 
     if beam is not None:
         cfg = replace(cfg, beam=beam)
@@ -152,7 +152,8 @@ class StreamTranslator:
 
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order. A natural-text run reads a sentence
-        typed in capitals in sentence case and gives it back in capitals (:mod:`nmt.input_case`)."""
+        typed in capitals in sentence case and gives it back in capitals
+        (:mod:`nmt.translation.input_case`)."""
         read = [self.as_read(t) for t in texts]
         outputs = self.translate_as_written([source for source, _ in read], on_truncate)
         return [upper(out, self.target_lang) if shouted else out
@@ -161,7 +162,7 @@ class StreamTranslator:
     def as_read(self, text: str) -> tuple[str, bool]:
         """The sentence the model is given for ``text``, and whether its translation is given
         back in capitals: a natural-text run reads a sentence typed in capitals in sentence case
-        (:mod:`nmt.input_case`); every other sentence is read as written."""
+        (:mod:`nmt.translation.input_case`); every other sentence is read as written."""
         if self.natural_text and in_capitals(text):
             return sentence_case(text, self.source_lang), True
         return text, False
@@ -338,7 +339,7 @@ def translate_with_attention(
     """
     import torch
 
-    from nmt.decode import greedy_with_weights
+    from nmt.translation.search import greedy_with_weights
 
     cfg = cfg if cfg is not None else DecodeConfig()
     normalized = normalize(text, lowercase, policy, lang)

@@ -1,6 +1,6 @@
 """The rules of search every engine follows, in plain Python (no torch): which sentences are
 decoded together (cut by a token budget, as training batches are: :func:`token_batches`), and
-GNMT's length penalty. :mod:`nmt.decode` (PyTorch) and
+GNMT's length penalty. :mod:`nmt.translation.search` (PyTorch) and
 :mod:`nmt.export.ct2_translate` (CTranslate2) both use them, so the two engines batch and rank
 alike.
 """

@@ -1,8 +1,8 @@
 """How long an output may grow: nmt's one definition of the output-length limit.
 
-Every engine uses it: :mod:`nmt.decode` (per batch), :mod:`nmt.translate`, the CTranslate2
-engine, and the Python lines of an export's README, which carry :func:`output_length`'s source
-as it is here. Plain Python, so engines without PyTorch use it too.
+Every engine uses it: :mod:`nmt.translation.search` (per batch), :mod:`nmt.translation.translator`,
+the CTranslate2 engine, and the Python lines of an export's README, which carry
+:func:`output_length`'s source as it is here. Plain Python, so engines without PyTorch use it too.
 """
 
 from __future__ import annotations
