@@ -121,7 +121,7 @@ def _load(run_dir: Path | None, data_dir: Path | None) -> tuple[
     from nmt.data.prepare import prepare
 
     if run_dir is not None:
-        from nmt.loading import load_run
+        from nmt.runs.loading import load_run
 
         run = load_run(run_dir, "best", "cpu")
         prepared = prepare(run.config.data, data_dir or default_data_dir(), log=lambda s: None)

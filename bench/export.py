@@ -66,7 +66,7 @@ def bench_export(
     from nmt.data.prepare import prepare
     from nmt.evaluate import corpus_scores
     from nmt.export import require_ctranslate2
-    from nmt.loading import load_run
+    from nmt.runs.loading import load_run
     from nmt.translation.search import search_ids
     from nmt.translation.translator import Translator, source_cut, source_ids
 

@@ -53,7 +53,7 @@ def train_steps(spec: dict[str, Any]) -> dict[str, Any]:
 
 def load_run_function() -> Any:
     """``load_run`` wherever this revision keeps it."""
-    for module in ("nmt.loading", "nmt.checkpoint"):  # after and before the split
+    for module in ("nmt.runs.loading", "nmt.runs.checkpoint"):  # after and before the split
         try:
             return importlib.import_module(module).load_run
         except (ImportError, AttributeError):

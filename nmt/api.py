@@ -86,7 +86,7 @@ def open_translator(
                                          max_src_tokens=max_src_tokens, device=device,
                                          compute_type=compute_type, max_tokens=max_tokens,
                                          where=where)
-    from nmt.loading import load_run
+    from nmt.runs.loading import load_run
     from nmt.translation.translator import Translator
 
     loaded = load_run(run, checkpoint, device, averaged=averaged)
@@ -198,12 +198,12 @@ def _run_record(run: Path | None, checkpoint: str, export_dir: Path) -> ScoredRu
     checkpoint and step from the export (without loading a checkpoint, so without torch)."""
     from nmt.config import load_config
     from nmt.export.ct2_directory import read_export
-    from nmt.run_paths import latest_run
+    from nmt.runs.paths import latest_run
 
     run_dir = latest_run() if run is None else run
     path = run_dir / "config.toml"
     if not path.is_file():  # an older or hand-made run: the checkpoint holds its config
-        from nmt.loading import load_run
+        from nmt.runs.loading import load_run
 
         return load_run(run_dir, checkpoint, "cpu")
     cfg = load_config(path)
@@ -229,7 +229,7 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
     _check_no_ema(engine, averaged)
     if engine == "ctranslate2":
         from nmt.export.ct2_translate import CT2Translator
-        from nmt.run_paths import latest_run
+        from nmt.runs.paths import latest_run
 
         run = latest_run() if run is None else run
         if not run.is_dir():
@@ -244,7 +244,7 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
         if model is not None:
             tag += f"-{model.resolve().name}"
         return _run_record(run, checkpoint, directory), translator, tag
-    from nmt.loading import load_run
+    from nmt.runs.loading import load_run
     from nmt.translation.translator import Translator
 
     loaded = load_run(run, checkpoint, device, averaged=averaged)
@@ -297,7 +297,7 @@ def export(
     :data:`nmt.export.TARGETS`) to ``output`` (default ``exports/`` and the target's name for
     it); ``overwrite`` replaces only an earlier export of that target. Returns the path."""
     from nmt.export import export_target
-    from nmt.run_paths import latest_run
+    from nmt.runs.paths import latest_run
 
     target = export_target(to)
     run_dir = Path(run) if run is not None else latest_run()
@@ -307,7 +307,7 @@ def export(
 
         path = run_dir / "config.toml"
         check(load_config(path) if path.is_file() else None, quantization, f"--run {run_dir}")
-    from nmt.loading import load_run
+    from nmt.runs.loading import load_run
 
     written: Path = target.export(load_run(run_dir, checkpoint, "cpu"),
                                   Path(output) if output is not None else None, quantization,

@@ -440,8 +440,8 @@ def plot(
     output: ImageOpt = None,
 ) -> None:
     """Training curves: train and valid loss and valid BLEU against step (runs/NAME/curves.png)."""
-    from nmt.loading import latest_run
     from nmt.plot import image_format, plot_training_curves
+    from nmt.runs.loading import latest_run
 
     if output is not None:
         image_format(output)
@@ -455,7 +455,7 @@ def runs(
         "runs"),
 ) -> None:
     """A table of runs: model, parameters, steps, best valid BLEU, test BLEU, last update."""
-    from nmt.runs import list_runs, runs_table
+    from nmt.runs.table import list_runs, runs_table
 
     infos = list_runs(runs_dir)
     if not infos:
@@ -484,8 +484,8 @@ def attention(
     """
     fast_exit.allow()
     from nmt.attention_plot import ATTENTION_FILE, plot_attention
-    from nmt.loading import load_run
     from nmt.plot import image_format
+    from nmt.runs.loading import load_run
     from nmt.translation.translator import Translator
 
     if output is not None:

@@ -290,7 +290,7 @@ def evaluate(
 
 
 class ScoredRun(Protocol):
-    """What scoring needs of a run: a :class:`~nmt.loading.LoadedRun`, or the record of a run
+    """What scoring needs of a run: a :class:`~nmt.runs.loading.LoadedRun`, or the record of a run
     whose export CTranslate2 decodes (:func:`nmt.api.score`, which loads no torch model)."""
 
     run_dir: Path

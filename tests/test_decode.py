@@ -356,9 +356,9 @@ def test_greedy_with_weights_shapes_and_tokens(untrained: EncoderDecoder) -> Non
 def make_run(run_dir: Path, arch: str = "transformer", trained: bool = True) -> Path:
     """A run directory as training leaves it (config, tokenizer, checkpoint) holding a toy model;
     the CLI tests in test_translate.py and test_bleu.py use it."""
-    from nmt.checkpoint import save_checkpoint
     from nmt.config import Config, DataConfig
     from nmt.files import atomic_write_text
+    from nmt.runs.checkpoint import save_checkpoint
 
     model = trained_toy(arch) if trained else random_model(arch)
     data = DataConfig(tokenizer="word", min_freq=1, lowercase=True, normalization="full")

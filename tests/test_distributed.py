@@ -14,7 +14,7 @@ import pytest
 import torch
 from conftest import run_metrics
 
-from nmt.checkpoint import load_checkpoint
+from nmt.runs.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = [

@@ -33,13 +33,13 @@ from ties import (
     sources_of,
 )
 
-from nmt.checkpoint import save_checkpoint
 from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig, from_dict
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
 from nmt.files import atomic_write_text
-from nmt.loading import load_run
 from nmt.models import build_model
+from nmt.runs.checkpoint import save_checkpoint
+from nmt.runs.loading import load_run
 from nmt.translation.limits import output_cap, output_length, output_limit
 from nmt.translation.search import Hypothesis, pad_batch, search_ids
 from nmt.translation.translator import Translator
@@ -497,7 +497,7 @@ def test_bleu_engine_ctranslate2_scores_as_nmt(runs: dict[str, Path], tmp_path: 
 
 def test_runs_table_keeps_nmt_test_scores(tmp_path: Path) -> None:
     """`nmt runs` shows the run's own test BLEU, not that of a newer scoring of an export."""
-    from nmt.runs import run_info
+    from nmt.runs.table import run_info
 
     run = make_run(tmp_path / "run", trained=False)
     for name, bleu, t in (("scores.test.json", 20.0, 1000), ("scores.test.ct2-int8.json", 19.0,

@@ -22,9 +22,9 @@ import nmt.device
 from nmt.config import Config, DecodeConfig
 from nmt.data.batching import Collator
 from nmt.data.prepare import prepare
-from nmt.loading import load_run
 from nmt.models import build_model
-from nmt.run_dir import MetricsLog
+from nmt.runs.directory import MetricsLog
+from nmt.runs.loading import load_run
 from nmt.training.distributed import Dist
 from nmt.training.loop import Display, Progress, Run, TrainingState, train, train_step
 from nmt.training.optim import build_optimizer

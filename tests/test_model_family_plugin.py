@@ -13,9 +13,9 @@ from torch import Tensor, nn
 from nmt.config import ModelConfig, load_config
 from nmt.errors import ConfigError
 from nmt.families import ARCHITECTURES, Family
-from nmt.loading import load_run
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
-from nmt.runs import describe_model
+from nmt.runs.loading import load_run
+from nmt.runs.table import describe_model
 from nmt.training.loop import train
 from nmt.translation.translator import Translator
 

@@ -226,7 +226,7 @@ def test_tiny_natural_model_translates_cased_punctuated_text(
     code, out, err = invoke("bleu", "--run", str(runs / "nat"))
     assert code == 0, err
     assert "case-insensitive" in out and "tok:13a" in out
-    from nmt.loading import load_run
+    from nmt.runs.loading import load_run
 
     data = load_run(runs / "nat").config.data
     split = prepare(data, tiny_data_dir, log=lambda s: None).splits["test"]

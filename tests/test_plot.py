@@ -17,12 +17,12 @@ from test_decode import make_run
 
 from nmt.attention_plot import MAX_FIGURE, attention_figure, plot_attention
 from nmt.errors import CheckpointError, ConfigError
-from nmt.loading import load_run
 from nmt.plot import (
     plot_training_curves,
     read_metrics,
     training_curves_figure,
 )
+from nmt.runs.loading import load_run
 from nmt.translation.translator import Translator, translate_with_attention
 
 SENTENCE = "A b c"  # normalised to "a b c": source pieces a, b, c, <eos>

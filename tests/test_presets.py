@@ -9,7 +9,7 @@ import pytest
 from nmt.config import load_config
 from nmt.data.prepare import prepare
 from nmt.evaluate import run_examples
-from nmt.loading import load_run
+from nmt.runs.loading import load_run
 from nmt.training.loop import train
 from nmt.translation.translator import Translator
 

@@ -28,11 +28,11 @@ import torch
 from conftest import invoke
 from test_decode import make_run
 
-import nmt.checkpoint as ckpt
 import nmt.files as files
-from nmt.checkpoint import load_checkpoint, save_checkpoint
+import nmt.runs.checkpoint as ckpt
 from nmt.errors import CheckpointError, NmtError
 from nmt.files import atomic_write_bytes
+from nmt.runs.checkpoint import load_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -389,7 +389,7 @@ WRITER = """
 import sys
 from pathlib import Path
 import torch
-from nmt.checkpoint import save_checkpoint
+from nmt.runs.checkpoint import save_checkpoint
 path, w = Path(sys.argv[1]), torch.zeros(2_000_000)  # 8 MB: most of the loop is the write
 step = 0
 while True:
@@ -444,9 +444,9 @@ def test_sigkill_during_checkpoint_writes_leaves_a_whole_checkpoint(tmp_path: Pa
 
 def test_progress_schema_is_the_training_loops_progress() -> None:
     """PROGRESS_FIELDS (what a checkpoint's progress may hold: nmt.training.loop imports
-    nmt.checkpoint, so the schema cannot be built from Progress) names every field of the loop's
-    Progress with its type, and a fresh Progress passes it: a field added to one and not the other
-    fails here, not on the first --resume."""
+    nmt.runs.checkpoint, so the schema cannot be built from Progress) names every field of the
+    loop's Progress with its type, and a fresh Progress passes it: a field added to one and not the
+    other fails here, not on the first --resume."""
     import dataclasses
 
     from nmt.training.loop import Progress

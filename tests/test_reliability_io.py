@@ -45,7 +45,7 @@ def _one_line(code: int, err: str) -> str:
 
 def test_bleu_on_a_file_named_test_keeps_the_split_results(run_dir: Path,
                                                            tmp_path: Path) -> None:
-    from nmt.runs import run_info
+    from nmt.runs.table import run_info
 
     split_scores = {"multi": {"bleu": 12.5}, "beam": 1}
     (run_dir / "scores.test.json").write_text(json.dumps(split_scores))

@@ -24,8 +24,8 @@ import nmt.attention_plot
 import nmt.translation.search
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
-from nmt.loading import load_run
 from nmt.models.base import EncoderDecoder
+from nmt.runs.loading import load_run
 from nmt.translation.search import decode_batches, search_ids
 from nmt.translation.translator import Translator, read_lines
 

@@ -17,7 +17,7 @@ from test_train import TINY
 from test_train import tiny_config as tiny_train_config
 
 from nmt.errors import NmtError
-from nmt.run_dir import check_run_path, foreign_entry, run_lock
+from nmt.runs.directory import check_run_path, foreign_entry, run_lock
 from nmt.training.loop import train
 
 
@@ -129,11 +129,11 @@ def test_export_default_output_is_named_as_such(layout: Path, ct2: object) -> No
 @pytest.fixture()
 def sp_run(tmp_path: Path) -> Path:
     """A run with a joint SentencePiece vocabulary (what Argos packages), untrained weights."""
-    from nmt.checkpoint import save_checkpoint
     from nmt.config import Config, DataConfig
     from nmt.data.tokenizers import SentencePieceTokenizer
     from nmt.files import atomic_write_text
     from nmt.models import build_model
+    from nmt.runs.checkpoint import save_checkpoint
 
     en, fr = tiny_corpus_sides()
     tok = SentencePieceTokenizer.train(en, fr, vocab_size=64, model_type="unigram", joint=True,
@@ -251,7 +251,7 @@ def test_train_overwrite_replaces_a_run_with_everything_nmt_writes_in_it(
     assert (runs / "alias").is_symlink()  # the link is kept, the run it names replaced
     assert not (run / "attention.png").exists()
     assert not list(run.glob("hyp.*")) and not (run / "ctranslate2").exists()
-    from nmt.checkpoint import load_checkpoint
+    from nmt.runs.checkpoint import load_checkpoint
 
     assert load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"] == 1
 

@@ -15,8 +15,8 @@ import torch
 from conftest import invoke, run_metrics
 from test_train import FAMILY, SHARED, TINY, tiny_config
 
-from nmt.checkpoint import load_checkpoint
 from nmt.errors import NmtError
+from nmt.runs.checkpoint import load_checkpoint
 from nmt.training.loop import INTERRUPTED, StopFlag, TrainResult, train
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +162,7 @@ def test_the_tie_break_survives_a_resume(
     that breaks ties comes back from last.pt, or, for a checkpoint written before it was
     saved, from the validation line of its best step in metrics.jsonl. Without it, step 5's
     higher loss (3.5) would beat an unknown one and take best.pt."""
-    from nmt.checkpoint import save_checkpoint
+    from nmt.runs.checkpoint import save_checkpoint
 
     class StopAt5(StopFlag):
         def check(self, step: int) -> bool:
@@ -238,8 +238,8 @@ def test_a_run_config_edited_by_hand_follows_one_rule(tiny_data_dir: Path,
     validation after a resume does), its [data] and [model] must stay those the checkpoints
     were trained with, on --resume and in translate alike (before: [decode] edits were
     ignored by translate while [train] edits were honoured on --resume)."""
-    from nmt.loading import load_run
-    from nmt.run_dir import config_for_resume
+    from nmt.runs.directory import config_for_resume
+    from nmt.runs.loading import load_run
     from nmt.translation.translator import Translator
 
     run = tmp_path / "r"

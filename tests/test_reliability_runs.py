@@ -18,8 +18,8 @@ from test_train import TINY, tiny_config
 
 import nmt.files as files
 import nmt.training.state as train_state
-from nmt.checkpoint import load_checkpoint
 from nmt.errors import NmtError
+from nmt.runs.checkpoint import load_checkpoint
 from nmt.training.loop import train
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,7 +123,7 @@ def test_a_kill_between_the_best_and_last_writes_loses_no_best(
 
 def _hold_lock(run: Path) -> subprocess.Popen[str]:
     """Another process holding ``run``'s lock (as a training would), until killed."""
-    code = ("import sys, time; from pathlib import Path; from nmt.run_dir import run_lock\n"
+    code = ("import sys, time; from pathlib import Path; from nmt.runs.directory import run_lock\n"
             "with run_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(300)")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-c", code, str(run)], stdout=subprocess.PIPE,

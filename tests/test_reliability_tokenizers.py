@@ -25,7 +25,7 @@ from nmt.data.tokenizers import (
     Tokenizer,
     WordTokenizer,
 )
-from nmt.loading import load_run
+from nmt.runs.loading import load_run
 from nmt.translation.translator import Translator
 
 SRC, TGT = tiny_corpus_sides()

@@ -26,9 +26,9 @@ import torch
 from test_train import TINY, tiny_config
 from typer.testing import CliRunner
 
-from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 from nmt.errors import CheckpointError, NmtError
+from nmt.runs.checkpoint import load_checkpoint
 from nmt.training.loop import train
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,7 +210,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, tiny_corpus_zip: 
     both files load and either agree, or best.pt is exactly one improving save ahead of last.pt
     (killed between the two renames), which the resume adopts: after it they agree. The step
     grows every time and a last resume finishes."""
-    from nmt.run_dir import adopt_newer_best
+    from nmt.runs.directory import adopt_newer_best
 
     data, digest = _data_dir(tmp_path, tiny_corpus_zip)
     runs = tmp_path / "runs"
@@ -295,7 +295,7 @@ def test_metrics_line_cut_by_a_crash(tmp_path: Path) -> None:
     disk, any junk). Plots skip such lines and --resume drops them with the records after the
     checkpoint, so the resumed log is whole again."""
     from nmt.plot import read_metrics
-    from nmt.run_dir import MetricsLog
+    from nmt.runs.directory import MetricsLog
 
     good = [json.dumps({"step": s, "train_loss": 1.0 / s}) for s in (1, 2, 3)]
     junk = ["5", "[1]", "null", '{"step": "x"}', "\x00\x00"]

@@ -24,17 +24,17 @@ from conftest import invoke, tiny_corpus_sides
 from test_decode import make_run
 from test_train import tiny_config
 
-import nmt.loading as loading
-from nmt.checkpoint import load_checkpoint, save_checkpoint, vocab_entry
+import nmt.runs.loading as loading
 from nmt.config import DataConfig, from_dict
 from nmt.data.prepare import prepare
 from nmt.data.tokenizers import SentencePieceTokenizer, Tokenizer, WordTokenizer, load_tokenizer
 from nmt.errors import CheckpointError
-from nmt.loading import load_run, shapes_only
 from nmt.models import build_model
 from nmt.plot import read_metrics
-from nmt.run_dir import MetricsLog
-from nmt.runs import list_runs
+from nmt.runs.checkpoint import load_checkpoint, save_checkpoint, vocab_entry
+from nmt.runs.directory import MetricsLog
+from nmt.runs.loading import load_run, shapes_only
+from nmt.runs.table import list_runs
 from nmt.training.loop import train
 
 

@@ -13,13 +13,13 @@ from rich.console import Console
 from test_decode import make_run
 from typer.testing import CliRunner
 
-from nmt.checkpoint import save_checkpoint
 from nmt.cli import app
 from nmt.config import ModelConfig
 from nmt.errors import CheckpointError
-from nmt.loading import load_run
 from nmt.models import build_model, count_parameters
-from nmt.runs import count_state_parameters, describe_model, list_runs, runs_table
+from nmt.runs.checkpoint import save_checkpoint
+from nmt.runs.loading import load_run
+from nmt.runs.table import count_state_parameters, describe_model, list_runs, runs_table
 
 runner = CliRunner()
 T0 = 1_700_000_000  # fixed modification times, so the order is known

@@ -10,12 +10,12 @@ import torch
 from conftest import run_metrics
 from typer.testing import CliRunner
 
-from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 from nmt.config import Config, load_config
 from nmt.data.tokenizers import PAD_ID
 from nmt.errors import NmtError
-from nmt.loading import load_run
+from nmt.runs.checkpoint import load_checkpoint
+from nmt.runs.loading import load_run
 from nmt.training.cost import training_flops_per_target_token
 from nmt.training.loop import StopFlag, masked_cross_entropy, train
 from nmt.training.optim import lr_lambda
@@ -237,7 +237,7 @@ def test_gradient_accumulation_equals_one_batch_of_both(tiny_data_dir: Path) -> 
     from nmt.data.batching import Collator
     from nmt.data.prepare import prepare
     from nmt.models import build_model
-    from nmt.run_dir import MetricsLog
+    from nmt.runs.directory import MetricsLog
     from nmt.training.distributed import Dist
     from nmt.training.loop import Display, Progress, Run, TrainingState, train_step
     from nmt.training.optim import build_optimizer
@@ -308,7 +308,7 @@ def test_resuming_a_finished_run_adds_nothing(ends: tuple[str, ...], tiny_data_d
 def test_a_checkpoint_from_before_last_eval_step_is_not_validated_twice(
     tiny_data_dir: Path, tmp_path: Path
 ) -> None:
-    from nmt.checkpoint import save_checkpoint
+    from nmt.runs.checkpoint import save_checkpoint
 
     run = tmp_path / "old"
     cfg = tiny_config("transformer", "train.max_steps=12")

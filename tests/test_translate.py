@@ -20,7 +20,7 @@ from ties import assert_greedy_equal_up_to_ties, sources_of
 
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
-from nmt.loading import load_run
+from nmt.runs.loading import load_run
 from nmt.translation.translator import (
     Translator,
     output_limit,
@@ -354,7 +354,7 @@ def test_loading_a_run_stays_off_the_compiler_stack(tmp_path: Path, arch: str) -
     code = (
         "import sys, torch\n"
         "init = dict(vars(torch.nn.init))\n"
-        "from nmt.loading import load_run\n"
+        "from nmt.runs.loading import load_run\n"
         "from nmt.translation.translator import Translator\n"
         f"t = Translator.from_run(load_run({str(run)!r}, 'best', 'cpu'))\n"
         "t.translate(['a b c'])\n"

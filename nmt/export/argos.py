@@ -32,7 +32,7 @@ from nmt.errors import ConfigError, NmtError
 
 if TYPE_CHECKING:
     from nmt.config import Config, DataConfig
-    from nmt.loading import LoadedRun
+    from nmt.runs.loading import LoadedRun
 
 ARGOS_VERSION = "1.9.0"  # the package format Argos Translate 1.9 and later read
 EXTENSION = ".argosmodel"

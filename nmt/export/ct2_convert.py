@@ -65,8 +65,8 @@ if TYPE_CHECKING:
     import torch
 
     from nmt.config import Config, ModelConfig
-    from nmt.loading import LoadedRun
     from nmt.models.transformer import Transformer
+    from nmt.runs.loading import LoadedRun
 
 QUANTIZATIONS: tuple[str, ...] = tuple(model_spec.ACCEPTED_MODEL_TYPES)
 NEVER_BIAS = -1.0e4  # output bias of <pad> and <bos>: exp(-1e4) is 0 in every float type

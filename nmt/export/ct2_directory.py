@@ -51,7 +51,7 @@ def why_not_an_export(path: Path) -> str | None:
     """Why the existing ``path`` may not be replaced by an export; None when it may: it is an
     empty directory, or one ``nmt export`` wrote (its ``nmt-export.json`` is of :data:`FORMAT`)
     holding nothing else than an export does (:data:`EXPORT_ENTRIES`)."""
-    from nmt.run_dir import is_run_dir
+    from nmt.runs.directory import is_run_dir
 
     if not path.is_dir():
         return "exists and is not a directory"
@@ -96,9 +96,10 @@ def replace_dir(new: Path, target: Path) -> None:
 def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
     """The on-the-fly export of ``run_dir``'s checkpoint, made (or remade, when the
     checkpoint changed since) under ``RUN/ctranslate2/<checkpoint>/``. A link planted on the
-    way is refused (:func:`nmt.run_dir.check_run_path`): what is replaced stays in the run."""
-    from nmt.run_dir import check_run_path
-    from nmt.run_paths import latest_run, resolve_checkpoint
+    way is refused (:func:`nmt.runs.directory.check_run_path`): what is replaced stays in the
+    run."""
+    from nmt.runs.directory import check_run_path
+    from nmt.runs.paths import latest_run, resolve_checkpoint
 
     run_dir = latest_run() if run_dir is None else Path(run_dir)
     if not run_dir.is_dir():
@@ -116,7 +117,7 @@ def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
                 and all(meta.get(k) == v for k, v in checkpoint_stamp(path).items())):
             return target
     from nmt.export.ct2_convert import export_run  # converting needs torch; reading does not
-    from nmt.loading import load_run
+    from nmt.runs.loading import load_run
 
     run = load_run(run_dir, str(path), "cpu")
     return export_run(run, target, overwrite=True, where=run_export_where(target))

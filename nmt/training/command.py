@@ -10,7 +10,7 @@ from typing import Any
 
 from nmt.config import load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError
-from nmt.run_dir import check_run_name, config_for_resume
+from nmt.runs.directory import check_run_name, config_for_resume
 from nmt.training.loop import INTERRUPTED, Display, TrainResult, train
 
 

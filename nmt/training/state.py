@@ -20,7 +20,13 @@ import numpy as np
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
-from nmt.checkpoint import (
+from nmt.config import Config, from_dict
+from nmt.data.batching import Batch
+from nmt.data.prepare import Prepared
+from nmt.errors import CheckpointError, ConfigError, first_line
+from nmt.files import atomic_write_text
+from nmt.models.base import EncoderDecoder
+from nmt.runs.checkpoint import (
     check_optimizer_state,
     check_tokenizer,
     load_checkpoint,
@@ -29,14 +35,7 @@ from nmt.checkpoint import (
     set_rng_state,
     vocab_entry,
 )
-from nmt.config import Config, from_dict
-from nmt.data.batching import Batch
-from nmt.data.prepare import Prepared
-from nmt.errors import CheckpointError, ConfigError, first_line
-from nmt.files import atomic_write_text
-from nmt.loading import check_weights, run_tokenizer
-from nmt.models.base import EncoderDecoder
-from nmt.run_dir import (
+from nmt.runs.directory import (
     MetricsLog,
     adopt_newer_best,
     frozen_change,
@@ -44,6 +43,7 @@ from nmt.run_dir import (
     start_run_dir,
     valid_loss_at,
 )
+from nmt.runs.loading import check_weights, run_tokenizer
 from nmt.training.batches import epoch_batches
 from nmt.training.distributed import Dist, barrier
 from nmt.training.ema import ExponentialMovingAverage

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     import torch
 
     from nmt.data.tokenizers import Tokenizer
-    from nmt.loading import LoadedRun
     from nmt.models.base import EncoderDecoder
+    from nmt.runs.loading import LoadedRun
 
 DEFAULT_MAX_SRC_TOKENS = 1024  # longer sources are cut (a warning says so): memory stays bounded
 CHUNK_LINES = 2048  # lines per streamed chunk: enough to fill length-sorted batches

@@ -8,7 +8,7 @@ A checkpoint is one dict of plain values and tensors (never a pickled module)::
      "vocab": {"src": int, "tgt": int, "joint": bool, "digest": str},
      "model": state_dict, "optimizer": ..., "scheduler": ..., "rng": ..., "progress": {...}}
 
-so loading rebuilds the model from its own config without guessing (:mod:`nmt.loading`).
+so loading rebuilds the model from its own config without guessing (:mod:`nmt.runs.loading`).
 :func:`load_checkpoint` checks every record and the layout before handing it out;
 :func:`check_tokenizer` refuses a tokenizer other than the one the weights were trained with
 (``vocab["digest"]``, :meth:`nmt.data.tokenizers.Tokenizer.digest`; checkpoints written before

@@ -84,9 +84,9 @@ def count_state_parameters(state: dict[str, Any]) -> int:
 
 
 def _read_checkpoint(path: Path) -> dict[str, Any]:
-    """The checkpoint's dict through :func:`nmt.checkpoint.load_checkpoint`, its tensors
+    """The checkpoint's dict through :func:`nmt.runs.checkpoint.load_checkpoint`, its tensors
     memory-mapped (not read); a :class:`CheckpointError` naming the file when it is refused."""
-    from nmt.checkpoint import load_checkpoint
+    from nmt.runs.checkpoint import load_checkpoint
 
     try:
         return load_checkpoint(path, mmap=True)
@@ -137,7 +137,7 @@ def _newest_mtime(run_dir: Path) -> float | None:
 
 def run_info(run_dir: Path) -> RunInfo:
     """Everything :class:`RunInfo` holds for ``run_dir``; problems become ``note``."""
-    from nmt.run_paths import checkpoint_path
+    from nmt.runs.paths import checkpoint_path
 
     info = RunInfo(name=run_dir.name, path=run_dir)
     notes: list[str] = []

@@ -31,7 +31,7 @@ from nmt.files import (
     make_dirs,
     real_path,
 )
-from nmt.run_paths import checkpoint_path
+from nmt.runs.paths import checkpoint_path
 
 # Sections whose change would make a checkpoint meaningless; the rest may change on --resume.
 FROZEN_ON_RESUME = ("data", "model")
@@ -226,7 +226,7 @@ def run_config(run_dir: Path, trained: Config) -> Config:
 
 def checkpoint_config(path: Path) -> Config:
     """The config a checkpoint was trained with (a one-line error when it has none valid)."""
-    from nmt.checkpoint import load_checkpoint  # torch: not on the paths that only read a run
+    from nmt.runs.checkpoint import load_checkpoint  # torch: not on the paths that only read a run
 
     payload = load_checkpoint(path)
     try:
@@ -332,7 +332,7 @@ def adopt_newer_best(run_dir: Path) -> None:
     ``last.pt``. That save is exactly what ``last.pt`` was about to become: it is copied over
     ``last.pt`` (atomically), after which ``last.pt`` names ``best.pt``'s step as its best.
     """
-    from nmt.checkpoint import load_checkpoint
+    from nmt.runs.checkpoint import load_checkpoint
 
     best, last = checkpoint_path(run_dir, "best"), checkpoint_path(run_dir)
     if not (best.is_file() and last.is_file()):

@@ -3,7 +3,7 @@
 :func:`load_run` rebuilds the model a checkpoint describes from its own config (checked against
 the weights' names and shapes before anything is allocated), loads the run's tokenizer and
 takes the weights' moving average when the run kept one. ``--run`` and ``--checkpoint``
-become files in :mod:`nmt.run_paths` (no torch there: the CTranslate2 path uses it).
+become files in :mod:`nmt.runs.paths` (no torch there: the CTranslate2 path uses it).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from nmt.checkpoint import check_dense, check_tokenizer, load_checkpoint
 from nmt.config import Config, from_dict
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
-from nmt.run_dir import run_config
-from nmt.run_paths import (  # noqa: F401 - latest_run, resolve_checkpoint re-exported
+from nmt.runs.checkpoint import check_dense, check_tokenizer, load_checkpoint
+from nmt.runs.directory import run_config
+from nmt.runs.paths import (  # noqa: F401 - latest_run, resolve_checkpoint re-exported
     RUNS_DIR,
     checkpoint_path,
     latest_run,
@@ -145,7 +145,7 @@ def _tensor_bytes(tensors: Iterable[torch.Tensor]) -> int:
 
 def _held_bytes(path: Path, state: dict[str, torch.Tensor]) -> int:
     """Bytes the tensors of ``state`` hold in the file: their storages, each counted once
-    (every tensor holding all of its elements, :func:`nmt.checkpoint.check_dense`)."""
+    (every tensor holding all of its elements, :func:`nmt.runs.checkpoint.check_dense`)."""
     storages: dict[int, int] = {}
     for name, t in state.items():
         check_dense(path, f"weight {name}", t)
