@@ -440,7 +440,7 @@ def plot(
     output: ImageOpt = None,
 ) -> None:
     """Training curves: train and valid loss and valid BLEU against step (runs/NAME/curves.png)."""
-    from nmt.plot import image_format, plot_training_curves
+    from nmt.pictures.curves import image_format, plot_training_curves
     from nmt.runs.loading import latest_run
 
     if output is not None:
@@ -483,8 +483,8 @@ def attention(
     One colour bar, colormap Reds.
     """
     fast_exit.allow()
-    from nmt.attention_plot import ATTENTION_FILE, plot_attention
-    from nmt.plot import image_format
+    from nmt.pictures.attention import ATTENTION_FILE, plot_attention
+    from nmt.pictures.curves import image_format
     from nmt.runs.loading import load_run
     from nmt.translation.translator import Translator
 
@@ -503,7 +503,7 @@ def _translate_attention(translator: Any, sentences: list[str] | None, output: P
     """``nmt translate --attention FILE``: the translation of its one sentence argument (a
     :class:`~nmt.translation.translator.Translator`: engine nmt), then its picture."""
     from nmt.api import translate_lines
-    from nmt.attention_plot import check_attention_size, plot_attention
+    from nmt.pictures.attention import check_attention_size, plot_attention
 
     sentence = (sentences or [""])[0]
     check_attention_size(translator, sentence, path, "--attention")  # before translating
@@ -513,7 +513,7 @@ def _translate_attention(translator: Any, sentences: list[str] | None, output: P
 
 
 def _check_translate_attention(sentences: list[str] | None, path: Path) -> None:
-    from nmt.plot import image_format
+    from nmt.pictures.curves import image_format
 
     image_format(path, "--attention")
     if not sentences or len(sentences) != 1:

@@ -15,9 +15,9 @@ import torch
 from conftest import invoke
 from test_decode import make_run
 
-from nmt.attention_plot import MAX_FIGURE, attention_figure, plot_attention
 from nmt.errors import CheckpointError, ConfigError
-from nmt.plot import (
+from nmt.pictures.attention import MAX_FIGURE, attention_figure, plot_attention
+from nmt.pictures.curves import (
     plot_training_curves,
     read_metrics,
     training_curves_figure,
@@ -257,7 +257,8 @@ def test_pictures_need_no_display(tmp_path: Path) -> None:
     write_metrics(run, METRICS)
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env["MPLBACKEND"] = "TkAgg"
-    code = ("import sys; from pathlib import Path; from nmt.plot import plot_training_curves; "
+    code = ("import sys; from pathlib import Path; "
+            "from nmt.pictures.curves import plot_training_curves; "
             "plot_training_curves(Path(sys.argv[1])); "
             "assert 'matplotlib.pyplot' not in sys.modules")
     proc = subprocess.run([sys.executable, "-c", code, str(run)], env=env, capture_output=True,

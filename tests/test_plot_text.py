@@ -14,10 +14,10 @@ import matplotlib
 import pytest
 import torch
 
-from nmt import plot_text
-from nmt.attention_plot import ARROW, attention_figure
-from nmt.plot import plot_training_curves, save_figure
-from nmt.plot_text import Font, display, display_parts, font_families, visual_order
+from nmt.pictures import text as plot_text
+from nmt.pictures.attention import ARROW, attention_figure
+from nmt.pictures.curves import plot_training_curves, save_figure
+from nmt.pictures.text import Font, display, display_parts, font_families, visual_order
 
 FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 SANS = Font("DejaVu Sans", str(FONTS / "DejaVuSans.ttf"))  # has Hebrew and Arabic

@@ -20,7 +20,7 @@ import torch
 from conftest import invoke
 from test_decode import TEXTS, make_run, src_ids, trained_toy
 
-import nmt.attention_plot
+import nmt.pictures.attention
 import nmt.translation.search
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
@@ -281,7 +281,7 @@ def test_a_directory_as_input_is_one_line(run_dir: Path, tmp_path: Path) -> None
 
 def test_attention_refuses_a_sentence_too_long_to_draw(run_dir: Path, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nmt.attention_plot, "MAX_ATTENTION_TOKENS", 5)
+    monkeypatch.setattr(nmt.pictures.attention, "MAX_ATTENTION_TOKENS", 5)
     picture = tmp_path / "a.png"
     code, _, err = invoke("attention", "a b c d e", "--run", str(run_dir), "--device", "cpu",
                           "-o", str(picture))
@@ -303,7 +303,7 @@ def test_the_attention_bound_is_on_the_source_the_model_takes(
     sentence, and draws them."""
     from test_export import word_truncate_run
 
-    monkeypatch.setattr(nmt.attention_plot, "MAX_ATTENTION_TOKENS", 5)
+    monkeypatch.setattr(nmt.pictures.attention, "MAX_ATTENTION_TOKENS", 5)
     run = word_truncate_run(tmp_path / "cut")
     code, _, err = invoke("attention", LONG, "--run", str(run), "--device", "cpu",
                           "-o", str(tmp_path / "a.png"), "--checkpoint", "best")

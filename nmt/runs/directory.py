@@ -39,7 +39,7 @@ FROZEN_ON_RESUME = ("data", "model")
 
 # What nmt writes directly in a run directory (glob patterns): `nmt train` (config, tokenizer,
 # checkpoints, logs, the data record corpus.json), `nmt plot` and `nmt attention`
-# (nmt.plot.CURVES_FILE, nmt.attention_plot.ATTENTION_FILE),
+# (nmt.pictures.curves.CURVES_FILE, nmt.pictures.attention.ATTENTION_FILE),
 # `nmt bleu` (hypotheses and scores), --engine ctranslate2
 # (nmt.export.ct2_directory.RUN_EXPORTS), and
 # the temporary file of a write killed before its rename. `--overwrite` deletes nothing else.
@@ -255,7 +255,7 @@ def validation_records(run_dir: Path) -> list[dict[str, Any]]:
     """The validation lines of ``metrics.jsonl`` (none when it is missing)."""
     if not (run_dir / "metrics.jsonl").is_file():
         return []
-    from nmt.plot import read_metrics
+    from nmt.pictures.curves import read_metrics
 
     return [r for r in read_metrics(run_dir) if "valid_loss" in r]
 
@@ -313,7 +313,7 @@ class MetricsLog:
         validated = step if validated is None else validated
         if not (self.enabled and self.metrics_path.is_file()):
             return
-        from nmt.plot import metric_record
+        from nmt.pictures.curves import metric_record
 
         keep = []
         text = self.metrics_path.read_text(encoding="utf-8", errors="replace")

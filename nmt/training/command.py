@@ -64,7 +64,7 @@ class TerminalDisplay(Display):
 
 def write_plots(run_dir: Path) -> None:
     """Training curves into the run directory (a run with no metrics gets none)."""
-    from nmt.plot import plot_training_curves
+    from nmt.pictures.curves import plot_training_curves
 
     try:
         plot_training_curves(run_dir)

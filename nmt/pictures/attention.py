@@ -1,5 +1,5 @@
-"""Pictures: attention heatmaps of one translation (written as :mod:`nmt.plot` writes every
-picture: matplotlib's Agg canvas, never ``pyplot``).
+"""Pictures: attention heatmaps of one translation (written as :mod:`nmt.pictures.curves` writes
+every picture: matplotlib's Agg canvas, never ``pyplot``).
 
 Attention pictures follow the recipe's layout: grids of heatmaps (rows = layers, columns =
 heads), each queries x keys, with shared axes, the token labels of the keys on the last row,
@@ -13,7 +13,7 @@ Rows of the decoder maps are the tokens the step *produced* (``<eos>`` last when
 the keys of decoder self-attention are what the decoder was fed: ``<bos>`` and the outputs
 before the last.
 
-Tokens and the sentence are drawn through :mod:`nmt.plot_text` (right-to-left scripts in their
+Tokens and the sentence are drawn through :mod:`nmt.pictures.text` (right-to-left scripts in their
 visual order, fonts that have every script's characters).
 """
 
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.errors import DataError
-from nmt.plot import image_format, save_figure
-from nmt.plot_text import display, display_parts, warn_stderr, width_in_chars
+from nmt.pictures.curves import image_format, save_figure
+from nmt.pictures.text import display, display_parts, warn_stderr, width_in_chars
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -137,8 +137,8 @@ def attention_figure(
         weights: ``{"enc": (L, h, S, S), "self": (L, h, T, T), "cross": (L, h, T, S)}`` as
             :func:`nmt.translation.translator.translate_with_attention` returns them; the GRU has
             only ``"cross"`` ``(1, 1, T, S)``.
-        title: the figure title, drawn as given: text made with :func:`nmt.plot_text.display`
-            (or :func:`~nmt.plot_text.display_parts`, as the sentence and its translation).
+        title: the figure title, drawn as given: text made with :func:`nmt.pictures.text.display`
+            (or :func:`~nmt.pictures.text.display_parts`, as the sentence and its translation).
 
     Returns a Figure with one subfigure per group present (rows = layers, columns = heads):
     axes titled "Head 1"... on each group's first row (when there are several heads), key

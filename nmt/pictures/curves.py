@@ -4,8 +4,8 @@ matplotlib is imported inside the functions (the CLI starts without it) and only
 :class:`matplotlib.figure.Figure`, never ``pyplot``: figures are drawn on the Agg canvas and
 written with ``savefig``, so nothing needs a display and no global figure state leaks (the
 backend chosen by ``MPLBACKEND`` is never used). Attention pictures are
-:mod:`nmt.attention_plot`'s. Text from the corpus or the user (sentences, tokens, run names) is
-drawn through :mod:`nmt.plot_text`: any script, right to left included, with a font that has
+:mod:`nmt.pictures.attention`'s. Text from the corpus or the user (sentences, tokens, run names) is
+drawn through :mod:`nmt.pictures.text`: any script, right to left included, with a font that has
 its characters.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.errors import CheckpointError, ConfigError, DataError, NmtError
-from nmt.plot_text import display, warn_stderr
+from nmt.pictures.text import display, warn_stderr
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -42,7 +42,7 @@ def save_figure(fig: Figure, path: Path, option: str = "--output",
                 warn: Callable[[str], None] = warn_stderr) -> Path:
     """Write ``fig`` to ``path`` in the format its extension names (parent folders created).
 
-    Its texts get fonts that have their characters first (:func:`nmt.plot_text.fit_fonts`):
+    Its texts get fonts that have their characters first (:func:`nmt.pictures.text.fit_fonts`):
     characters no installed font has are named in one ``warn`` line, and matplotlib's own
     warning per missing glyph is silenced while this figure is written.
 
@@ -53,7 +53,7 @@ def save_figure(fig: Figure, path: Path, option: str = "--output",
     import warnings
 
     from nmt.files import atomic_write_bytes
-    from nmt.plot_text import GLYPH_WARNING, fit_fonts
+    from nmt.pictures.text import GLYPH_WARNING, fit_fonts
 
     path = Path(path)
     fmt = image_format(path, option)

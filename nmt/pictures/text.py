@@ -1,5 +1,5 @@
 """Text in pictures: corpus text of any script as matplotlib must be handed it, and the fonts
-to draw it with (used by :mod:`nmt.plot` and :mod:`nmt.attention_plot`).
+to draw it with (used by :mod:`nmt.pictures.curves` and :mod:`nmt.pictures.attention`).
 
 Two rules, each once:
 
