@@ -127,7 +127,7 @@ def _load(run_dir: Path | None, data_dir: Path | None) -> tuple[
         prepared = prepare(run.config.data, data_dir or default_data_dir(), log=lambda s: None)
         sources, _ = prepared.splits["test"].grouped()
         return run.model, run.tokenizer, run.config, sources, f"{run_dir} (step {run.step})"
-    from nmt.models import build_model
+    from nmt.models.build import build_model
 
     cfg = load_config(DEMO_CONFIG)
     prepared = prepare(cfg.data, data_dir or default_data_dir(), log=lambda s: None)

@@ -325,7 +325,7 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
     from nmt.data.batching import Collator, make_batches
     from nmt.data.download import default_data_dir
     from nmt.data.prepare import prepare
-    from nmt.models import build_model
+    from nmt.models.build import build_model
     from nmt.runs.directory import MetricsLog
     from nmt.training.cost import mfu, training_flops_per_target_token, training_memory
     from nmt.training.distributed import Dist

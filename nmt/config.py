@@ -22,7 +22,7 @@ from typing import Any
 from nmt.data.normalize import POLICIES, is_natural_text
 from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SPECIALS
 from nmt.errors import ConfigError
-from nmt.families import ARCHITECTURES, Family
+from nmt.models.families import ARCHITECTURES, Family
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -86,12 +86,12 @@ class DataConfig:
 class ModelConfig:
     """The network. Names follow the papers: d_model, n_heads, d_ff.
 
-    ``arch`` picks the family (``nmt.families.ARCHITECTURES``); the settings below are shared by
-    all families, and ``family`` holds the chosen family's own (its ``settings`` dataclass), read
+    ``arch`` picks the family (``nmt.models.families.ARCHITECTURES``); the settings below are shared
+    by all families, and ``family`` holds the chosen family's own (its ``settings`` dataclass), read
     as ``cfg.model.NAME`` like these. ``ModelConfig(arch=..., **settings)`` takes both kinds.
     """
 
-    arch: str = "transformer"  # the family: transformer or gru (nmt/families/)
+    arch: str = "transformer"  # the family: transformer or gru (nmt/models/families.py)
     d_model: int = 256  # embedding size (and Transformer width)
     n_layers: int = 2  # layers in the encoder and in the decoder
     dropout: float = 0.1  # dropout on embeddings, attention weights and sublayer outputs (GRU:
@@ -362,7 +362,7 @@ def _check_consistency(cfg: Config, where: str) -> None:
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"{where}: model.dropout: expected 0 <= dropout < 1, got {m.dropout}")
     try:
-        family_of(m.arch).check(m)  # the family's own checks (nmt/families/)
+        family_of(m.arch).check(m)  # the family's own checks (nmt/models/families.py)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
     if not 0.0 <= d.case_augment <= 1.0:

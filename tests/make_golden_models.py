@@ -36,7 +36,8 @@ from nmt.config import ModelConfig
 from nmt.data.tokenizers import BOS_ID as BOS
 from nmt.data.tokenizers import EOS_ID as EOS
 from nmt.data.tokenizers import PAD_ID as PAD
-from nmt.models import EncoderDecoder, build_model
+from nmt.models.base import EncoderDecoder
+from nmt.models.build import build_model
 from nmt.translation.search import Hypothesis, beam_search, greedy
 
 PATH = Path(__file__).parent / "data" / "golden_models.pt"

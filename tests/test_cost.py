@@ -11,7 +11,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from nmt.config import load_config
-from nmt.models import build_model, count_parameters
+from nmt.models.build import build_model, count_parameters
 from nmt.training.cost import (
     CpuPeak,
     activation_bytes,

@@ -20,8 +20,8 @@ from ties import TIE, BeamReplay, assert_greedy_equal_up_to_ties, replay_beam
 
 from nmt.config import DecodeConfig, ModelConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, WordTokenizer
-from nmt.models import build_model
 from nmt.models.base import EncoderDecoder
+from nmt.models.build import build_model
 from nmt.translation.limits import output_limit
 from nmt.translation.search import (
     Hypothesis,

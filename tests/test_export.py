@@ -37,7 +37,7 @@ from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig, from_dict
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
 from nmt.files import atomic_write_text
-from nmt.models import build_model
+from nmt.models.build import build_model
 from nmt.runs.checkpoint import save_checkpoint
 from nmt.runs.loading import load_run
 from nmt.translation.limits import output_cap, output_length, output_limit

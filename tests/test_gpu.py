@@ -22,7 +22,7 @@ import nmt.device
 from nmt.config import Config, DecodeConfig
 from nmt.data.batching import Collator
 from nmt.data.prepare import prepare
-from nmt.models import build_model
+from nmt.models.build import build_model
 from nmt.runs.directory import MetricsLog
 from nmt.runs.loading import load_run
 from nmt.training.distributed import Dist

@@ -12,8 +12,8 @@ from torch import Tensor, nn
 
 from nmt.config import ModelConfig, load_config
 from nmt.errors import ConfigError
-from nmt.families import ARCHITECTURES, Family
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
+from nmt.models.families import ARCHITECTURES, Family
 from nmt.runs.loading import load_run
 from nmt.runs.table import describe_model
 from nmt.training.loop import train

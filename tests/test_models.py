@@ -11,8 +11,10 @@ from conftest import step_by_step_logits
 
 from nmt.config import SHARED_MODEL_KEYS, ModelConfig, from_dict
 from nmt.errors import ConfigError
-from nmt.models import ARCHITECTURES, EncoderDecoder, build_model, count_parameters, select_rows
 from nmt.models.attention import MultiHeadAttention
+from nmt.models.base import EncoderDecoder, select_rows
+from nmt.models.build import build_model, count_parameters
+from nmt.models.families import ARCHITECTURES
 from nmt.models.transformer import sinusoidal_positions
 
 PAD, BOS, EOS = 1, 2, 3

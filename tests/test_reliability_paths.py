@@ -132,7 +132,7 @@ def sp_run(tmp_path: Path) -> Path:
     from nmt.config import Config, DataConfig
     from nmt.data.tokenizers import SentencePieceTokenizer
     from nmt.files import atomic_write_text
-    from nmt.models import build_model
+    from nmt.models.build import build_model
     from nmt.runs.checkpoint import save_checkpoint
 
     en, fr = tiny_corpus_sides()

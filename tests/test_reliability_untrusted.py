@@ -29,7 +29,7 @@ from nmt.config import DataConfig, from_dict
 from nmt.data.prepare import prepare
 from nmt.data.tokenizers import SentencePieceTokenizer, Tokenizer, WordTokenizer, load_tokenizer
 from nmt.errors import CheckpointError
-from nmt.models import build_model
+from nmt.models.build import build_model
 from nmt.pictures.curves import read_metrics
 from nmt.runs.checkpoint import load_checkpoint, save_checkpoint, vocab_entry
 from nmt.runs.directory import MetricsLog

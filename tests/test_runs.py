@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from nmt.cli import app
 from nmt.config import ModelConfig
 from nmt.errors import CheckpointError
-from nmt.models import build_model, count_parameters
+from nmt.models.build import build_model, count_parameters
 from nmt.runs.checkpoint import save_checkpoint
 from nmt.runs.loading import load_run
 from nmt.runs.table import count_state_parameters, describe_model, list_runs, runs_table

@@ -236,7 +236,7 @@ def test_gradient_accumulation_equals_one_batch_of_both(tiny_data_dir: Path) -> 
 
     from nmt.data.batching import Collator
     from nmt.data.prepare import prepare
-    from nmt.models import build_model
+    from nmt.models.build import build_model
     from nmt.runs.directory import MetricsLog
     from nmt.training.distributed import Dist
     from nmt.training.loop import Display, Progress, Run, TrainingState, train_step

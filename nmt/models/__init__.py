@@ -1,60 +1,12 @@
-"""Model families behind one encoder-decoder contract (:mod:`nmt.models.base`) and the factory.
+"""Model families behind one encoder-decoder contract.
 
-The families themselves (names, settings, checks) are registered in :mod:`nmt.families`."""
+- :mod:`base`: the contract every network keeps (``encode``, ``init_state``, ``decode`` with an
+  explicit incremental state), which search, training, export and pictures are written against;
+- :mod:`families`: the registry of families by ``model.arch``; each family's own ``[model]``
+  settings and checks sit beside its network (:mod:`transformer_settings` with
+  :mod:`transformer`, :mod:`gru_settings` with :mod:`gru`, sharing :mod:`attention`);
+- :mod:`build`: a model built from a config (:func:`~nmt.models.build.build_model`).
 
-from __future__ import annotations
-
-from torch import nn
-
-from nmt.config import ModelConfig
-from nmt.errors import ConfigError
-from nmt.families import ARCHITECTURES
-from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, select_rows
-from nmt.models.gru import GRUSeq2Seq
-from nmt.models.transformer import Transformer
-
-__all__ = [
-    "ARCHITECTURES",
-    "DecodeOutput",
-    "EncoderDecoder",
-    "GRUSeq2Seq",
-    "Memory",
-    "State",
-    "Transformer",
-    "build_model",
-    "count_parameters",
-    "select_rows",
-]
-
-def build_model(
-    cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *, joint_vocab: bool = False
-) -> EncoderDecoder:
-    """Build the model ``cfg.arch`` names, initialised as ``cfg.init`` says.
-
-    ``joint_vocab``: source and target share one vocabulary, so with ``cfg.tie_embeddings`` the
-    source embedding is shared too (their sizes must then be equal).
-    """
-    if src_vocab_size < 1 or tgt_vocab_size < 1:
-        raise ConfigError(
-            f"vocabulary sizes: expected >= 1, got src={src_vocab_size}, tgt={tgt_vocab_size}"
-        )
-    if joint_vocab and src_vocab_size != tgt_vocab_size:
-        raise ConfigError(
-            f"joint vocabulary: expected equal source and target sizes, got "
-            f"{src_vocab_size} and {tgt_vocab_size}"
-        )
-    family = ARCHITECTURES.get(cfg.arch)
-    if family is None:
-        raise ConfigError(
-            f"model.arch: expected one of {', '.join(ARCHITECTURES)}, got {cfg.arch!r}"
-        )
-    family.check(cfg)
-    network = family.network_class()
-    model = network(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=joint_vocab)
-    model.init_weights(cfg.init)
-    return model
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable parameters (tied weights counted once)."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+Nothing here imports torch at import time but the networks and :mod:`build`: a config is
+checked, and the CTranslate2 engine runs, without it.
+"""

@@ -1,7 +1,8 @@
 """The one encoder-decoder contract every model family implements.
 
 A family's network (a subclass of :class:`EncoderDecoder`, named by its entry in
-``nmt.families.ARCHITECTURES``, which also holds its settings, checks and ``nmt runs`` line) owns:
+``nmt.models.families.ARCHITECTURES``, which also holds its settings, checks and ``nmt runs`` line)
+owns:
 
 - ``__init__(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=...)``: its modules;
 - ``init_weights(scheme)``: its initialisation for ``model.init`` (``"xavier"``: the recipe's);

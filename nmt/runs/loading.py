@@ -160,7 +160,7 @@ def check_weights(path: Path, cfg: Config, vocab: dict[str, Any],
     and the whole model (weights and computed tables such as the position table) at most the
     bytes the file's tensors hold plus :data:`DERIVED_BYTES`. A crafted file (a few MB whose
     config asks for gigabytes) fails here, not in an allocation."""
-    from nmt.models import build_model
+    from nmt.models.build import build_model
 
     try:
         with shapes_only():  # no memory, no initialisation
@@ -203,7 +203,7 @@ def _size(n: float) -> str:
 def _build_for(path: Path, cfg: Config, vocab: dict[str, Any],
                state: dict[str, torch.Tensor]) -> EncoderDecoder:
     """The model ``cfg`` describes, built for real only once :func:`check_weights` passes."""
-    from nmt.models import build_model
+    from nmt.models.build import build_model
 
     check_weights(path, cfg, vocab, state)
     return build_model(cfg.model, vocab["src"], vocab["tgt"], joint_vocab=vocab["joint"])

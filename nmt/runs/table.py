@@ -50,7 +50,7 @@ class RunInfo:
 def describe_model(model: dict[str, Any]) -> str:
     """A [model] table -> its family's one line, "transformer 2x256 h4" / "gru 2x512 bi";
     an architecture this version does not know: "NAME LAYERSxD_MODEL"."""
-    from nmt.families import ARCHITECTURES
+    from nmt.models.families import ARCHITECTURES
 
     arch = model.get("arch", "?")
     family = ARCHITECTURES.get(arch)

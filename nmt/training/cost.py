@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import torch
 
 from nmt.config import Config, ModelConfig
-from nmt.families import ARCHITECTURES
+from nmt.models.families import ARCHITECTURES
 
 # --- FLOPs -------------------------------------------------------------------------------------
 
@@ -266,7 +266,7 @@ def count_config_parameters(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, *,
                             joint_vocab: bool) -> int:
     """The trainable parameters of ``cfg``'s model, from a copy built on the meta device (no
     memory is allocated and nothing is initialised)."""
-    from nmt.models import build_model, count_parameters
+    from nmt.models.build import build_model, count_parameters
 
     with torch.device("meta"):
         model = build_model(cfg, src_vocab, tgt_vocab, joint_vocab=joint_vocab)

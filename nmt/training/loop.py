@@ -42,7 +42,7 @@ from nmt.data.corpora.record import write_record
 from nmt.data.prepare import Prepared
 from nmt.device import resolve_device, set_threads
 from nmt.errors import ConfigError
-from nmt.models import build_model, count_parameters
+from nmt.models.build import build_model, count_parameters
 from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
 from nmt.training.batches import batch_groups, prepare_data, valid_batches
 from nmt.training.cost import training_flops_per_target_token

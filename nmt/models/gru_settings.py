@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nmt.errors import ConfigError
-from nmt.families import Family, register
+from nmt.models.families import Family, register
 
 if TYPE_CHECKING:
     from nmt.config import ModelConfig

@@ -61,4 +61,4 @@ def register(family: Family) -> Family:
 
 
 for _module in ("transformer", "gru"):  # the built-in families, the default first
-    importlib.import_module(f"nmt.families.{_module}")  # each registers itself
+    importlib.import_module(f"nmt.models.{_module}_settings")  # each registers itself
