@@ -12,9 +12,11 @@ check, so that a config file is validated in one place.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,6 @@ from typing import Any
 from nmt.data.normalize import POLICIES, is_natural_text
 from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SPECIALS
 from nmt.errors import ConfigError
-from nmt.models.families import ARCHITECTURES, Family
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -82,11 +83,72 @@ class DataConfig:
         return is_natural_text(self.lowercase, self.normalization)
 
 
+# --- model families --------------------------------------------------------------------------
+#
+# ``model.arch`` names a family: one :class:`Family`, registered with :func:`register_family`
+# by its module (the built-in ones are nmt/models/transformer_settings.py and gru_settings.py,
+# each beside its network: copy one) or by a user's own code before a config is read. The
+# registry lives here, beside ModelConfig, which validates ``[model]`` against it; it names the
+# built-in families' modules and imports them when it is first read, as it imports a family's
+# network by name when a model is built, so this module imports neither (nor torch).
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family: ``settings`` is a frozen dataclass of the settings only it has, each with
+    a default and a one-line reason (typed ``int``, ``float``, ``bool`` or ``str``), read as
+    ``cfg.model.NAME`` like the shared ones; ``network`` the
+    :class:`~nmt.models.base.EncoderDecoder` subclass, or ``"module:Class"`` to import it when a
+    model is built; ``check(cfg)`` the config checks only it needs (a :class:`ConfigError`
+    naming ``model.KEY``); ``describe(table)`` a ``[model]`` table as a run stores it -> one line
+    for ``nmt runs``; ``forward_flops`` its FLOP count for ``nmt train``'s final line."""
+
+    name: str
+    settings: type[Any]
+    network: str | type[Any]
+    check: Callable[[ModelConfig], None]
+    describe: Callable[[dict[str, Any]], str]
+    # matrix-product FLOPs of one forward pass (cfg, tgt_vocab, src_len, tgt_len), as
+    # nmt.training.cost.forward_flops counts them (the built-in families' counts are there)
+    forward_flops: Callable[[ModelConfig, int, float, float], float] | None = None
+
+    def network_class(self) -> type[Any]:
+        """The network class, imported on first use when given as ``"module:Class"``."""
+        if isinstance(self.network, str):
+            module, name = self.network.split(":")
+            cls: type[Any] = getattr(importlib.import_module(module), name)
+            return cls
+        return self.network
+
+
+# the built-in families' modules, the default family first
+BUILT_IN_FAMILIES = ("nmt.models.transformer_settings", "nmt.models.gru_settings")
+_FAMILIES: dict[str, Family] = {}
+_built_in_loaded = False
+
+
+def families() -> dict[str, Family]:
+    """``model.arch`` -> its family, in the order messages list them (the first is the
+    default): the built-in families, then those registered from outside."""
+    global _built_in_loaded
+    if not _built_in_loaded:
+        _built_in_loaded = True
+        for module in BUILT_IN_FAMILIES:
+            importlib.import_module(module)  # each registers itself
+    return _FAMILIES
+
+
+def register_family(family: Family) -> Family:
+    """Make ``family`` a value of ``model.arch``."""
+    families()[family.name] = family
+    return family
+
+
 @dataclass(frozen=True, init=False)
 class ModelConfig:
     """The network. Names follow the papers: d_model, n_heads, d_ff.
 
-    ``arch`` picks the family (``nmt.models.families.ARCHITECTURES``); the settings below are shared
+    ``arch`` picks the family (:func:`families`); the settings below are shared
     by all families, and ``family`` holds the chosen family's own (its ``settings`` dataclass), read
     as ``cfg.model.NAME`` like these. ``ModelConfig(arch=..., **settings)`` takes both kinds.
     """
@@ -134,9 +196,9 @@ SHARED_MODEL_KEYS = tuple(f.name for f in fields(ModelConfig)[1:-1])
 
 def family_of(arch: str, where: str = "config") -> Family:
     """The registered family ``model.arch = arch`` names."""
-    family = ARCHITECTURES.get(arch)
+    family = families().get(arch)
     if family is None:
-        raise ConfigError(f"{where}: model.arch: expected one of {', '.join(ARCHITECTURES)}, "
+        raise ConfigError(f"{where}: model.arch: expected one of {', '.join(families())}, "
                           f"got {arch!r:.60}")
     return family
 
@@ -158,7 +220,7 @@ def _split_model_settings(
         elif key in own_fields:
             own[key] = value
         else:
-            other = next((f for f in ARCHITECTURES.values() if key in _names(f.settings)), None)
+            other = next((f for f in families().values() if key in _names(f.settings)), None)
             if other is None or key == "family":
                 raise ConfigError(f"{where}: unknown key model.{_q(key)}")
             if not saved and value != _names(other.settings)[key].default:
@@ -362,7 +424,7 @@ def _check_consistency(cfg: Config, where: str) -> None:
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"{where}: model.dropout: expected 0 <= dropout < 1, got {m.dropout}")
     try:
-        family_of(m.arch).check(m)  # the family's own checks (nmt/models/families.py)
+        family_of(m.arch).check(m)  # the family's own checks (its *_settings.py)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
     if not 0.0 <= d.case_augment <= 1.0:

@@ -10,10 +10,9 @@ import pytest
 from test_train import SHARED
 from torch import Tensor, nn
 
-from nmt.config import ModelConfig, load_config
+from nmt.config import Family, ModelConfig, families, load_config
 from nmt.errors import ConfigError
 from nmt.models.base import DecodeOutput, EncoderDecoder, Memory, State, lengths_to_mask
-from nmt.models.families import ARCHITECTURES, Family
 from nmt.runs.loading import load_run
 from nmt.runs.table import describe_model
 from nmt.training.loop import train
@@ -70,7 +69,7 @@ class ToyNetwork(EncoderDecoder):
 @pytest.fixture()
 def toy(monkeypatch: pytest.MonkeyPatch) -> Family:
     family = Family("toy", ToySettings, ToyNetwork, check, describe, forward_flops)
-    monkeypatch.setitem(ARCHITECTURES, "toy", family)
+    monkeypatch.setitem(families(), "toy", family)
     return family
 
 

@@ -9,12 +9,11 @@ import torch
 import torch.nn.functional as F
 from conftest import step_by_step_logits
 
-from nmt.config import SHARED_MODEL_KEYS, ModelConfig, from_dict
+from nmt.config import SHARED_MODEL_KEYS, ModelConfig, families, from_dict
 from nmt.errors import ConfigError
 from nmt.models.attention import MultiHeadAttention
 from nmt.models.base import EncoderDecoder, select_rows
 from nmt.models.build import build_model, count_parameters
-from nmt.models.families import ARCHITECTURES
 from nmt.models.transformer import sinusoidal_positions
 
 PAD, BOS, EOS = 1, 2, 3
@@ -32,7 +31,7 @@ def tiny(arch: str = "transformer", **kw: object) -> ModelConfig:
     """A small config of ``arch``; the settings of other families in ``kw`` are left out."""
     base = dict(d_model=16, hidden=12, n_layers=2, n_heads=4, d_ff=16, dropout=0.0)
     base.update(kw)
-    own = {*SHARED_MODEL_KEYS, *(f.name for f in dataclasses.fields(ARCHITECTURES[arch].settings))}
+    own = {*SHARED_MODEL_KEYS, *(f.name for f in dataclasses.fields(families()[arch].settings))}
     return ModelConfig(arch, **{k: v for k, v in base.items() if k in own})
 
 
@@ -269,17 +268,17 @@ def test_each_family_initialises_as_the_recipe(variant: str) -> None:
 
 
 def test_arch_choices_are_the_families() -> None:
-    names = ", ".join(ARCHITECTURES)
+    names = ", ".join(families())
     with pytest.raises(ConfigError, match=f"model.arch: expected one of {names}, got 'lstm'"):
         from_dict({"model": {"arch": "lstm"}})
-    assert ModelConfig().arch == next(iter(ARCHITECTURES))
+    assert ModelConfig().arch == next(iter(families()))
 
 
 CONFIG_GRID = [dict(d_model=d, hidden=h, n_heads=n, tie_embeddings=tie)
                for d in (12, 16) for h in (12, 16) for n in (3, 4) for tie in (False, True)]
 
 
-@pytest.mark.parametrize("arch", list(ARCHITECTURES))
+@pytest.mark.parametrize("arch", list(families()))
 def test_config_file_checks_are_the_familys(arch: str) -> None:
     """nmt.config rejects at load time (without torch) exactly the model tables the family's
     check rejects, with the same option named, and so does build_model."""
@@ -287,7 +286,7 @@ def test_config_file_checks_are_the_familys(arch: str) -> None:
     for fields in CONFIG_GRID:
         cfg = tiny(arch, **fields)
         try:
-            ARCHITECTURES[arch].check(cfg)
+            families()[arch].check(cfg)
             family_error = None
         except ConfigError as e:
             family_error = str(e).split(":")[0]

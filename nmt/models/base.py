@@ -1,7 +1,7 @@
 """The one encoder-decoder contract every model family implements.
 
 A family's network (a subclass of :class:`EncoderDecoder`, named by its entry in
-``nmt.models.families.ARCHITECTURES``, which also holds its settings, checks and ``nmt runs`` line)
+:func:`nmt.config.families`, which also holds its settings, checks and ``nmt runs`` line)
 owns:
 
 - ``__init__(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=...)``: its modules;

@@ -1,14 +1,13 @@
-"""A model built from a config: the family ``model.arch`` names (:mod:`nmt.models.families`),
+"""A model built from a config: the family ``model.arch`` names (:func:`nmt.config.families`),
 initialised as ``model.init`` says."""
 
 from __future__ import annotations
 
 from torch import nn
 
-from nmt.config import ModelConfig
+from nmt.config import ModelConfig, families
 from nmt.errors import ConfigError
 from nmt.models.base import EncoderDecoder
-from nmt.models.families import ARCHITECTURES
 
 
 def build_model(
@@ -28,13 +27,16 @@ def build_model(
             f"joint vocabulary: expected equal source and target sizes, got "
             f"{src_vocab_size} and {tgt_vocab_size}"
         )
-    family = ARCHITECTURES.get(cfg.arch)
+    family = families().get(cfg.arch)
     if family is None:
         raise ConfigError(
-            f"model.arch: expected one of {', '.join(ARCHITECTURES)}, got {cfg.arch!r}"
+            f"model.arch: expected one of {', '.join(families())}, got {cfg.arch!r}"
         )
     family.check(cfg)
     network = family.network_class()
+    if not (isinstance(network, type) and issubclass(network, EncoderDecoder)):
+        raise ConfigError(f"model.arch={cfg.arch!r}: the family's network {network!r} is not an "
+                          f"nmt.models.base.EncoderDecoder")
     model = network(cfg, src_vocab_size, tgt_vocab_size, joint_vocab=joint_vocab)
     model.init_weights(cfg.init)
     return model

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from nmt.config import Family, ModelConfig, register_family
 from nmt.errors import ConfigError
-from nmt.models.families import Family, register
-
-if TYPE_CHECKING:
-    from nmt.config import ModelConfig
 
 
 @dataclass(frozen=True)
@@ -34,4 +31,4 @@ def describe(model: dict[str, Any]) -> str:
     return f"gru {model.get('n_layers', '?')}x{model.get('hidden', '?')}{bi}"
 
 
-register(Family("gru", GRUSettings, "nmt.models.gru:GRUSeq2Seq", check, describe))
+register_family(Family("gru", GRUSettings, "nmt.models.gru:GRUSeq2Seq", check, describe))

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from nmt.config import Family, ModelConfig, register_family
 from nmt.errors import ConfigError
-from nmt.models.families import Family, register
-
-if TYPE_CHECKING:
-    from nmt.config import ModelConfig
 
 
 @dataclass(frozen=True)
@@ -36,5 +33,5 @@ def describe(model: dict[str, Any]) -> str:
             f"h{model.get('n_heads', '?')}")
 
 
-register(Family("transformer", TransformerSettings, "nmt.models.transformer:Transformer",
+register_family(Family("transformer", TransformerSettings, "nmt.models.transformer:Transformer",
                 check, describe))

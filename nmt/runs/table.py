@@ -50,10 +50,10 @@ class RunInfo:
 def describe_model(model: dict[str, Any]) -> str:
     """A [model] table -> its family's one line, "transformer 2x256 h4" / "gru 2x512 bi";
     an architecture this version does not know: "NAME LAYERSxD_MODEL"."""
-    from nmt.models.families import ARCHITECTURES
+    from nmt.config import families
 
     arch = model.get("arch", "?")
-    family = ARCHITECTURES.get(arch)
+    family = families().get(arch)
     if family is not None:
         return family.describe(model)
     return f"{arch} {model.get('n_layers', '?')}x{model.get('d_model', '?')}"

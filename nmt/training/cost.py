@@ -51,8 +51,7 @@ from dataclasses import dataclass
 
 import torch
 
-from nmt.config import Config, ModelConfig
-from nmt.models.families import ARCHITECTURES
+from nmt.config import Config, ModelConfig, families
 
 # --- FLOPs -------------------------------------------------------------------------------------
 
@@ -79,7 +78,7 @@ def forward_flops(cfg: ModelConfig, tgt_vocab: int, src_len: float, tgt_len: flo
         decoder = gru(t, h + e, h)
         attention = 2 * s * h * h + 2 * t * h * h + 4 * t * s * h
         return encoder + decoder + attention + 2 * t * h * tgt_vocab
-    family = ARCHITECTURES.get(cfg.arch)
+    family = families().get(cfg.arch)
     if family is not None and family.forward_flops is not None:
         return family.forward_flops(cfg, tgt_vocab, src_len, tgt_len)
     raise ValueError(f"model.arch={cfg.arch!r}: no FLOP count for this family")
