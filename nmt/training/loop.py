@@ -56,6 +56,7 @@ from nmt.training.distributed import (
 from nmt.training.ema import ExponentialMovingAverage
 from nmt.training.optim import build_optimizer
 from nmt.training.state import (
+    Display,
     Progress,
     Run,
     TrainingState,
@@ -90,21 +91,6 @@ class TrainResult:
     signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
     # training FLOPs per target token (nmt.training.cost) at the training split's mean lengths
     flops_per_token: float = 0.0
-
-
-class Display:
-    """What the loop shows while it runs. This one shows nothing; ``nmt train`` passes one that
-    draws a progress bar (:class:`nmt.training.command.TerminalDisplay`)."""
-
-    def step(self, epoch: int, step_in_epoch: int, steps_in_epoch: int,
-             record: dict[str, Any] | None) -> None:
-        """After every optimizer step; ``record`` is the metric line when one was written."""
-
-    def validation(self, line: str) -> None:
-        """After every validation, its one-line summary."""
-
-    def close(self) -> None:
-        """When the loop ends."""
 
 
 class StopFlag:

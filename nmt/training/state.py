@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -49,8 +49,20 @@ from nmt.training.distributed import Dist, barrier
 from nmt.training.ema import ExponentialMovingAverage
 from nmt.training.optim import use_config_hyperparameters
 
-if TYPE_CHECKING:
-    from nmt.training.loop import Display
+
+class Display:
+    """What the loop shows while it runs. This one shows nothing; ``nmt train`` passes one that
+    draws a progress bar (:class:`nmt.training.command.TerminalDisplay`)."""
+
+    def step(self, epoch: int, step_in_epoch: int, steps_in_epoch: int,
+             record: dict[str, Any] | None) -> None:
+        """After every optimizer step; ``record`` is the metric line when one was written."""
+
+    def validation(self, line: str) -> None:
+        """After every validation, its one-line summary."""
+
+    def close(self) -> None:
+        """When the loop ends."""
 
 
 @dataclass
