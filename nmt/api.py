@@ -57,11 +57,16 @@ def _check_no_ema(engine: str, averaged: bool) -> None:
 def _ct2_directory(run: Path | None, checkpoint: str, model: Path | None) -> tuple[Path, str]:
     """The export CTranslate2 decodes: ``model``, else the run's on-the-fly export (made when
     missing or stale), and how messages name it."""
-    from nmt.export.ct2_directory import run_export_dir, run_export_where
+    from nmt.export.ct2_directory import run_export, run_export_where
 
     if model is not None:
         return Path(model), f"--model {model}"
-    directory = run_export_dir(run, checkpoint)
+    found = run_export(run, checkpoint)
+    directory = found.directory
+    if not found.current:  # made again: converting needs torch, reading an export does not
+        from nmt.export.ct2_convert import run_export_dir
+
+        directory = run_export_dir(run, checkpoint)
     return directory, run_export_where(directory)
 
 

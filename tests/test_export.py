@@ -46,8 +46,7 @@ from nmt.translation.translator import Translator
 
 ct2 = pytest.importorskip("ctranslate2")
 
-from nmt.export.ct2_convert import export_run  # noqa: E402
-from nmt.export.ct2_directory import run_export_dir  # noqa: E402
+from nmt.export.ct2_convert import export_run, run_export_dir  # noqa: E402
 from nmt.export.ct2_translate import SEARCH_PENALTY, CT2Translator  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -56,6 +56,8 @@ from nmt.export.ct2_directory import (
     META_FILE,
     checkpoint_stamp,
     replace_dir,
+    run_export,
+    run_export_where,
     vocabulary,
     why_not_an_export,
 )
@@ -333,3 +335,16 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
     finally:
         model.train(was_training)
     return output
+
+
+def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
+    """The on-the-fly export of ``run_dir``'s checkpoint (:func:`run_export`), made, or made
+    again when the checkpoint changed since."""
+    from nmt.runs.loading import load_run
+
+    found = run_export(run_dir, checkpoint)
+    if found.current:
+        return found.directory
+    run = load_run(found.run_dir, str(found.checkpoint), "cpu")
+    return export_run(run, found.directory, overwrite=True,
+                      where=run_export_where(found.directory))

@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from nmt.data.tokenizers import SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, DataError
@@ -93,11 +93,20 @@ def replace_dir(new: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
-    """The on-the-fly export of ``run_dir``'s checkpoint, made (or remade, when the
-    checkpoint changed since) under ``RUN/ctranslate2/<checkpoint>/``. A link planted on the
-    way is refused (:func:`nmt.runs.directory.check_run_path`): what is replaced stays in the
-    run."""
+class RunExport(NamedTuple):
+    """A run's on-the-fly export for ``--engine ctranslate2``."""
+
+    run_dir: Path
+    checkpoint: Path  # the checkpoint it is made from
+    directory: Path  # RUN/ctranslate2/<checkpoint>/
+    current: bool  # made from that checkpoint as it is now (else it is to be made again)
+
+
+def run_export(run_dir: Path | None, checkpoint: str = "best") -> RunExport:
+    """Where ``run_dir``'s checkpoint is exported on the fly (``RUN/ctranslate2/<checkpoint>/``)
+    and whether the export there is current. A link planted on the way is refused
+    (:func:`nmt.runs.directory.check_run_path`): what is replaced stays in the run. Making it
+    is :func:`nmt.export.ct2_convert.run_export_dir`'s (converting needs torch; reading not)."""
     from nmt.runs.directory import check_run_path
     from nmt.runs.paths import latest_run, resolve_checkpoint
 
@@ -107,20 +116,16 @@ def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
     path = resolve_checkpoint(run_dir, checkpoint)
     target = check_run_path(run_dir, run_dir / RUN_EXPORTS / path.stem)
     meta_path = target / META_FILE
+    current = False
     if meta_path.is_file():
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             meta = {}
-        if (meta.get("format") == FORMAT and meta.get("quantization") == "float32"
-                and meta.get("add_source_eos") == (meta.get("data", {}).get("truncate", 0) <= 0)
-                and all(meta.get(k) == v for k, v in checkpoint_stamp(path).items())):
-            return target
-    from nmt.export.ct2_convert import export_run  # converting needs torch; reading does not
-    from nmt.runs.loading import load_run
-
-    run = load_run(run_dir, str(path), "cpu")
-    return export_run(run, target, overwrite=True, where=run_export_where(target))
+        current = (meta.get("format") == FORMAT and meta.get("quantization") == "float32"
+                   and meta.get("add_source_eos") == (meta.get("data", {}).get("truncate", 0) <= 0)
+                   and all(meta.get(k) == v for k, v in checkpoint_stamp(path).items()))
+    return RunExport(run_dir, path, target, current)
 
 
 def run_export_where(directory: Path) -> str:
