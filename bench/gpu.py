@@ -195,10 +195,10 @@ class Step:
 
 
 def gpu_machine() -> dict[str, Any]:
-    """:func:`bench.run.machine` and the GPU: name, memory, compute capability, CUDA."""
+    """:func:`bench.machine.machine` and the GPU: name, memory, compute capability, CUDA."""
     import torch
 
-    from bench.run import machine
+    from bench.machine import machine
 
     info = machine()
     if torch.cuda.is_available():

@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
     except NmtError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
-    from bench.run import machine
+    from bench.machine import machine
 
     result["machine"] = machine()
     text = markdown(result)

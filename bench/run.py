@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import CONFIGS, ROOT
+from bench.machine import load_average, machine
 from bench.training import (
     D2L_MODELS,
     FULL_CONFIGS,
@@ -36,39 +35,6 @@ from nmt.errors import NmtError
 
 OUT = ROOT / "bench" / "out"
 PARTS = ("data", "d2l", "train", "decode", "export")
-
-
-def machine() -> dict[str, Any]:
-    """CPU model, cores, versions, git commit and date: what each table is stamped with."""
-    import torch
-
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    def git(*args: str) -> str | None:
-        try:
-            return subprocess.run(["git", *args], cwd=ROOT, text=True, capture_output=True,
-                                  timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
-
-    commit = git("rev-parse", "--short", "HEAD") or None
-    # what is measured is the working tree: say when it is not the commit
-    changed = git("status", "--porcelain", "--untracked-files=no")
-    if commit and changed:
-        commit += " (with uncommitted changes)"
-    return {"cpu": model, "cores": os.cpu_count(), "torch_default_threads": torch.get_num_threads(),
-            "torch": torch.__version__, "python": platform.python_version(),
-            "commit": commit, "date": time.strftime("%Y-%m-%d %H:%M %Z")}
-
-
-def load_average() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def markdown(result: dict[str, Any]) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import ROOT
-from bench.run import load_average, machine
+from bench.machine import load_average, machine
 
 AIMS = {"nmt --help": 0.3, "translate, CTranslate2 (--model DIR)": 0.5,
         "translate, CTranslate2 (--engine ctranslate2 --run)": 0.5,
