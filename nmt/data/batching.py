@@ -17,8 +17,8 @@ import torch
 from torch import Tensor
 
 from nmt.data.prepare import Split
+from nmt.data.token_budget import token_batches
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
-from nmt.translation.rules import token_batches
 
 CHUNK_BATCHES = 100  # batches per sorted chunk: big enough to group lengths, small enough to mix
 
