@@ -507,7 +507,7 @@ def bleu(step: Step, run: Path, beam: int, batch_size: int | None = None,
 def step_train(step: Step, config: str, data_dir: Path | None, minutes: float,
                device: str = "cuda") -> tuple[dict[str, Any], str]:
     """``nmt train`` for ``minutes`` on the full corpus, then greedy and beam-5 BLEU."""
-    from nmt.pictures.curves import read_metrics
+    from nmt.runs.directory import read_metrics
 
     prep = prepare_data(config, data_dir, step)
     run = ROOT / "runs" / f"gpu-{config}"

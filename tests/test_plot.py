@@ -19,9 +19,9 @@ from nmt.errors import CheckpointError, ConfigError
 from nmt.pictures.attention import MAX_FIGURE, attention_figure, plot_attention
 from nmt.pictures.curves import (
     plot_training_curves,
-    read_metrics,
     training_curves_figure,
 )
+from nmt.runs.directory import read_metrics
 from nmt.runs.loading import load_run
 from nmt.translation.translator import Translator, translate_with_attention
 

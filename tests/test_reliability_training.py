@@ -294,8 +294,7 @@ def test_metrics_line_cut_by_a_crash(tmp_path: Path) -> None:
     """metrics.jsonl is appended to; a kill mid-append leaves half a line (and, on a damaged
     disk, any junk). Plots skip such lines and --resume drops them with the records after the
     checkpoint, so the resumed log is whole again."""
-    from nmt.pictures.curves import read_metrics
-    from nmt.runs.directory import MetricsLog
+    from nmt.runs.directory import MetricsLog, read_metrics
 
     good = [json.dumps({"step": s, "train_loss": 1.0 / s}) for s in (1, 2, 3)]
     junk = ["5", "[1]", "null", '{"step": "x"}', "\x00\x00"]

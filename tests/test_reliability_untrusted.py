@@ -30,9 +30,8 @@ from nmt.data.prepare import prepare
 from nmt.data.tokenizers import SentencePieceTokenizer, Tokenizer, WordTokenizer, load_tokenizer
 from nmt.errors import CheckpointError
 from nmt.models.build import build_model
-from nmt.pictures.curves import read_metrics
 from nmt.runs.checkpoint import load_checkpoint, save_checkpoint, vocab_entry
-from nmt.runs.directory import MetricsLog
+from nmt.runs.directory import MetricsLog, read_metrics
 from nmt.runs.loading import load_run, shapes_only
 from nmt.runs.table import list_runs
 from nmt.training.loop import train

@@ -11,7 +11,6 @@ its characters.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.errors import CheckpointError, ConfigError, DataError, NmtError
 from nmt.pictures.text import display, warn_stderr
+from nmt.runs.directory import read_metrics
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -77,31 +77,6 @@ def _metadata(fmt: str) -> dict[str, Any]:
 
 
 # --- training curves -----------------------------------------------------------------------------
-
-
-def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """The records of ``run_dir/metrics.jsonl``; lines that are not JSON objects (a write cut
-    short by a crash) are skipped."""
-    path = Path(run_dir) / "metrics.jsonl"
-    if not Path(run_dir).is_dir():
-        raise CheckpointError(f"{run_dir}: run directory not found")
-    if not path.is_file():
-        raise CheckpointError(f"{path}: not found; nothing to plot (train the run first)")
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    return [rec for rec in map(metric_record, lines) if rec is not None]
-
-
-def metric_record(line: str) -> dict[str, Any] | None:
-    """One line of ``metrics.jsonl`` as a record: a JSON object whose ``step`` is a count; None
-    for anything else (a line cut by a crash, junk, JSON nested too deeply to read)."""
-    try:
-        rec = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(rec, dict):
-        return None
-    step = rec.get("step")
-    return rec if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None
 
 
 def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:

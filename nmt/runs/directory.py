@@ -255,8 +255,6 @@ def validation_records(run_dir: Path) -> list[dict[str, Any]]:
     """The validation lines of ``metrics.jsonl`` (none when it is missing)."""
     if not (run_dir / "metrics.jsonl").is_file():
         return []
-    from nmt.pictures.curves import read_metrics
-
     return [r for r in read_metrics(run_dir) if "valid_loss" in r]
 
 
@@ -283,6 +281,31 @@ def check_run_name(name: str) -> str:
         raise NmtError(f"--run-name {name!r}: expected a directory name (no '/', not '.' or "
                        "'..'), e.g. --run-name demo-2")
     return name
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """The records of ``run_dir/metrics.jsonl``; lines that are not JSON objects (a write cut
+    short by a crash) are skipped."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not Path(run_dir).is_dir():
+        raise CheckpointError(f"{run_dir}: run directory not found")
+    if not path.is_file():
+        raise CheckpointError(f"{path}: not found; nothing to plot (train the run first)")
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return [rec for rec in map(metric_record, lines) if rec is not None]
+
+
+def metric_record(line: str) -> dict[str, Any] | None:
+    """One line of ``metrics.jsonl`` as a record: a JSON object whose ``step`` is a count; None
+    for anything else (a line cut by a crash, junk, JSON nested too deeply to read)."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(rec, dict):
+        return None
+    step = rec.get("step")
+    return rec if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None
 
 
 class MetricsLog:
@@ -313,8 +336,6 @@ class MetricsLog:
         validated = step if validated is None else validated
         if not (self.enabled and self.metrics_path.is_file()):
             return
-        from nmt.pictures.curves import metric_record
-
         keep = []
         text = self.metrics_path.read_text(encoding="utf-8", errors="replace")
         for line in text.splitlines():

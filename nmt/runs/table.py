@@ -96,7 +96,7 @@ def _read_checkpoint(path: Path) -> dict[str, Any]:
 
 def _best_valid_bleu(run_dir: Path) -> tuple[float | None, int | None]:
     """The highest finite ``valid_bleu`` of metrics.jsonl and its step (the first of equals)."""
-    from nmt.pictures.curves import read_metrics
+    from nmt.runs.directory import read_metrics
 
     best: tuple[float | None, int | None] = (None, None)
     for rec in read_metrics(run_dir):
