@@ -2,8 +2,8 @@
 
 Run as ``PYTHONPATH=<checkout of the revision> python bench/revision_probe.py SPEC_JSON``: the
 ``nmt`` imported is the revision's. It uses only what every revision from aa0d4c0 on offers
-(``nmt.training.loop.train`` with a ``StopFlag``, ``load_run``, ``translate_normalized``), and
-prints one JSON object.
+(``train`` with a ``StopFlag``, ``load_run``, ``translate_normalized``, found wherever the
+revision keeps them: :func:`from_revision`), and prints one JSON object.
 
 - ``{"workload": "train", "config": PATH, "steps": N, "set": [...], "data_dir": PATH}``: train
   N steps without validation; the seconds of every optimizer step (the loop asks its StopFlag
@@ -31,11 +31,12 @@ from nmt.data.prepare import prepare
 
 
 def train_steps(spec: dict[str, Any]) -> dict[str, Any]:
-    from nmt.training.loop import StopFlag, train
+    stop_flag: type[Any] = from_revision("StopFlag", "nmt.train", "nmt.training.loop")
+    train = from_revision("train", "nmt.train", "nmt.training.loop")
 
     stamps: list[float] = []
 
-    class Clock(StopFlag):
+    class Clock(stop_flag):  # type: ignore[valid-type,misc]  # the revision's own class
         def check(self, step: int) -> bool:
             stamps.append(time.perf_counter())
             return super().check(step)
@@ -51,20 +52,22 @@ def train_steps(spec: dict[str, Any]) -> dict[str, Any]:
             "steps": result.progress.step, "threads": torch.get_num_threads()}
 
 
-def load_run_function() -> Any:
-    """``load_run`` wherever this revision keeps it."""
-    for module in ("nmt.runs.loading", "nmt.runs.checkpoint"):  # after and before the split
+def from_revision(name: str, *modules: str) -> Any:
+    """``name`` from the first of ``modules`` that this revision has: the oldest home first, as
+    an editable install of a newer checkout may still answer for the newer names."""
+    for module in modules:
         try:
-            return importlib.import_module(module).load_run
+            return getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError):
             continue
-    raise SystemExit("this revision has no load_run")
+    raise SystemExit(f"this revision has no {name} (looked in {', '.join(modules)})")
 
 
 def decode_split(spec: dict[str, Any]) -> dict[str, Any]:
-    from nmt.translation.translator import translate_normalized
-
-    run = load_run_function()(Path(spec["run"]), "best", "cpu")
+    translate_normalized = from_revision("translate_normalized", "nmt.translate",
+                                         "nmt.translation.translator")
+    load_run = from_revision("load_run", "nmt.loading", "nmt.checkpoint", "nmt.runs.loading")
+    run = load_run(Path(spec["run"]), "best", "cpu")
     torch.set_num_threads(spec.get("threads", 2))
     prepared = prepare(run.config.data, Path(spec["data_dir"]), log=lambda s: None)
     sources, _ = prepared.splits["test"].grouped()
