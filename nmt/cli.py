@@ -134,11 +134,13 @@ def data_stats(config: ConfigOpt = None, set_: SetOpt = None, data_dir: DataDirO
     from nmt.config import load_config
     from nmt.data.download import default_data_dir
     from nmt.data.prepare import prepare
-    from nmt.data.stats import stats_table
+    from nmt.data.stats import cleaning_lines, stats_table
 
     cfg = load_config(config, set_ or [])
     prepared = prepare(cfg.data, data_dir or default_data_dir(), log=_data_log)
     Console().print(stats_table(prepared))
+    for line in cleaning_lines(prepared):
+        print(line)
 
 
 # --- nmt train --------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from nmt.data.filters import parse as parse_filters
 from nmt.data.normalize import POLICIES, is_natural_text
 from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SPECIALS
 from nmt.errors import ConfigError
@@ -61,6 +62,8 @@ class DataConfig:
     # textbook ("i'm home ."), upper ("I'M HOME."), title ("I'm Home."); a comma list or a
     # TOML list, e.g. ["textbook", "upper", "textbook", "title"]
     dedup: bool = True  # drop exact duplicate (source, target) pairs
+    filters: str = "default"  # cleaning filters on the corpus' pairs (nmt/data/filters.py):
+    # "default" (all at their defaults), "none", or a list: ["default", "ratio=2.5", "-digits"]
     max_words: int = 50  # drop pairs with a side longer than this many words (0: keep all);
     # in a script written without spaces (Chinese, Japanese, Thai) each character counts
     valid_frac: float = 0.02  # share of distinct source sentences held out for validation
@@ -315,7 +318,7 @@ INT_LIMITS: dict[str, int] = {
 
 CASE_FORM_NAMES = ("textbook", "upper", "title")  # data.case_forms: nmt.data.prepare.CASE_FORMS
 # string settings also written as a TOML list of strings
-LIST_KEYS = {"data.columns", "data.case_forms"}
+LIST_KEYS = {"data.columns", "data.case_forms", "data.filters"}
 
 
 def int_limit(key: str) -> int:
@@ -380,6 +383,8 @@ def from_dict(raw: dict[str, Any], where: str = "config", *, saved: bool = False
         if name == "model":
             sections[name] = _model_from_table(table, where, saved)
             continue
+        if name == "data" and saved and "filters" not in table:
+            table = {**table, "filters": "none"}  # saved before filters existed: none ran
         cls = SECTIONS[name]
         known = {f.name: f for f in fields(cls)}
         values = {}
@@ -433,6 +438,10 @@ def _check_consistency(cfg: Config, where: str) -> None:
     if d.case_augment and not d.natural_text:
         raise ConfigError(f"{where}: data.case_augment: expected 0 unless the text is natural "
                           "(data.normalization = \"natural\", data.lowercase = false)")
+    try:
+        parse_filters(d.filters)
+    except ValueError as e:
+        raise ConfigError(f"{where}: data.filters: {e}") from None
     forms = d.case_forms.split(",")
     if not set(forms) <= set(CASE_FORM_NAMES) or "" in forms:
         raise ConfigError(f"{where}: data.case_forms: expected a list of "

@@ -56,7 +56,7 @@ def test_overrides_are_typed() -> None:
         ("nosuch.key=1", "unknown section [nosuch]"),
         ("lr=1", "expected section.key=value"),
         ("train.lr", "expected section.key=value"),
-        ("model.n_heads=3", "model.n_heads: expected a divisor of d_model"),
+        ("model.n_heads=3", "model.n_heads: expected a divisor of model.d_model"),
         ("train.lr=-1", "train.lr: expected a value >= 0"),
         ("train.lr=nan", "train.lr: expected a finite number"),
         ("model.dropout=1.5", "model.dropout"),

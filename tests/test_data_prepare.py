@@ -21,7 +21,8 @@ RECIPE = SHARED / "baselines" / "d2l_recipe.py"
 CORPUS_ZIP = SHARED / "data" / "fra-eng.zip"
 D2L = DataConfig(max_pairs=601, normalization="recipe", lowercase=True, tokenizer="word",
                  joint_vocab=False,
-                 min_freq=2, dedup=False, max_words=0, valid_frac=0.0, test_frac=0.0, truncate=10)
+                 min_freq=2, dedup=False, max_words=0, valid_frac=0.0, test_frac=0.0, truncate=10,
+                 filters="none")
 
 
 def quiet(msg: str) -> None:
@@ -46,7 +47,7 @@ def test_prepare_counts_splits_and_grouping(tiny_data_dir: Path,
     counts = p.meta["counts"]
     # the fake corpus repeats "Go.\tVa !" and writes "J’ai gagné." both ways: 2 duplicates
     assert counts["read"] == 970 and counts["duplicates"] == 2 and counts["kept"] == 968
-    assert any("dropped 2 duplicates" in m for m in messages)
+    assert any("dropped 2 duplicates (0.21%)" in m for m in messages)
     assert sum(len(s) for s in p.splits.values()) == 968
     assert p.digest == sha256_file(tiny_data_dir / "fra-eng" / "fra.txt")
     sources = {k: set(s.src_text) for k, s in p.splits.items()}
@@ -94,14 +95,16 @@ def test_cache_key_depends_on_what_changes_the_arrays() -> None:
 
 
 # the shipped natural-text configs now also augment with capitals and title case
-# (data.case_forms), which changes their data, so their keys; as they were, they keep them
-OLD_FORMS = ["data.case_forms=textbook"]
+# (data.case_forms) and filter their pairs (data.filters), which changes their data, so their
+# keys; as they were, they keep them
+OLD_FORMS = ["data.case_forms=textbook", "data.filters=none"]
 
 
 @pytest.mark.parametrize(("config", "overrides", "key"), [
     ("configs/demo.toml", OLD_FORMS, "06986c473bf70e51"),
     ("configs/d2l-gru.toml", [], "12fd2fd970d59090"),
-    ("configs/gru.toml", OLD_FORMS, "781984b63d2f1a80"), (None, [], "409265c10be7893d"),
+    ("configs/gru.toml", OLD_FORMS, "781984b63d2f1a80"),
+    (None, ["data.filters=none"], "409265c10be7893d"),
 ])
 def test_todays_caches_keep_their_keys(config: str | None, overrides: list[str],
                                        key: str) -> None:
@@ -113,7 +116,8 @@ def test_todays_caches_keep_their_keys(config: str | None, overrides: list[str],
     cfg = load_config(root / config if config else None, overrides)
     assert cache_key(cfg.data, "a" * 64) == key
     if overrides:  # what the file says now builds other data: another key
-        assert cache_key(load_config(root / config).data, "a" * 64) != key
+        now = load_config(root / config if config else None).data
+        assert cache_key(now, "a" * 64) != key
 
 
 def test_cache_key_has_the_direction_and_the_held_out_files() -> None:

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from nmt.files import make_dirs, umask_mode
 
 CACHE_VERSION = 2  # bump when the cache layout or the preparation changes meaning
 SPLITS = ("train", "valid", "test")
+REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source, target
 # DataConfig fields that do not change the cached arrays (truncation happens when batching)
 _NOT_IN_KEY = {"truncate"}
 _TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
@@ -95,6 +97,8 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
     ``valid`` / ``test`` files with the digests ``held_out``, when given)."""
     skip = _NOT_IN_KEY | _PATHS | _TOKENIZER_ONLY.get(cfg.tokenizer, set())
     skip |= {k for k in _ADDED if getattr(cfg, k) == getattr(_DEFAULTS, k)}
+    if cfg.filters == "none":  # the caches built before filters existed, when none ran
+        skip.add("filters")
     fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in skip}
     content: dict[str, Any] = {"v": CACHE_VERSION, "corpus": digest, "data": fields}
     if special_casing(cfg.source) or special_casing(cfg.target):
@@ -109,16 +113,17 @@ _DEFAULTS = DataConfig()
 
 
 def write_cache(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
-                      meta: dict[str, Any]) -> None:
+                      meta: dict[str, Any], rejected: Sequence[tuple[str, str, str]] = ()) -> None:
     """Write the cache into a temporary directory, then rename it into place. A failure (disk
-    full) is one line and leaves no partial cache; directories follow the umask like files."""
+    full) is one line and leaves no partial cache; directories follow the umask like files.
+    ``rejected``: the pairs the filters removed, (filter, source, target), for rejected.tsv."""
     make_dirs(cache_dir.parent)
     with write_errors(str(cache_dir)):
-        _write_cache(cache_dir, tok, splits, meta)
+        _write_cache(cache_dir, tok, splits, meta, rejected)
 
 
 def _write_cache(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
-                 meta: dict[str, Any]) -> None:
+                 meta: dict[str, Any], rejected: Sequence[tuple[str, str, str]]) -> None:
     tmp = Path(tempfile.mkdtemp(dir=cache_dir.parent, prefix=f".{cache_dir.name}-"))
     try:
         os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes it 0700: a shared data dir would break
@@ -131,6 +136,10 @@ def _write_cache(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
                 # newline="": references as written may hold a lone \r; it stays in its line
                 with (tmp / f"{k}.{side}.txt").open("w", encoding="utf-8", newline="") as f:
                     f.write("".join(t + "\n" for t in text))
+        with (tmp / REJECTED_FILE).open("w", encoding="utf-8", newline="") as f:
+            f.write("filter\tsource\ttarget\n")
+            f.write("".join("\t".join(" ".join(x.split()) for x in row) + "\n"
+                            for row in rejected))
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
         if cache_dir.exists():  # a rebuild, or another process won the race: replace it
             old = cache_dir.with_name(f".{cache_dir.name}-old-{os.getpid()}")
@@ -192,6 +201,8 @@ def _read_meta(path: Path) -> dict[str, Any]:
                       and all(count(meta["pairs"].get(k)) for k in SPLITS)),
         "seconds": not (isinstance(meta.get("seconds"), (int, float))
                         and not isinstance(meta["seconds"], bool)),
+        "filtered": not (isinstance(meta.get("filtered", {}), dict)  # absent before filters
+                         and all(count(v) for v in meta.get("filtered", {}).values())),
     }
     bad = [key for key, wrong in problems.items() if wrong]
     if bad:

@@ -28,7 +28,9 @@ import dataclasses
 import itertools
 import time
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +46,8 @@ from nmt.data.cache import (
     write_cache,
 )
 from nmt.data.corpora import Corpus, Data, open_data
+from nmt.data.filters import first_failed
+from nmt.data.filters import parse as parse_filters
 from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form, upper
 from nmt.data.split import grouped_split
@@ -97,19 +101,52 @@ def length_in_words(text: str, lang: Language) -> int:
     return len(text.split()) if lang.spaced else len(text) - text.count(" ")
 
 
-def read_pairs(
-    corpus: Corpus, cfg: DataConfig, *, held_out: bool = False
-) -> tuple[list[str], list[str], dict[str, int], list[str]]:
-    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` pairs, the
-    counts of what was read and dropped, and each pair's reference (:func:`reference_text`).
+@dataclass
+class Cleaned:
+    """A corpus read, normalised and cleaned: its pairs, each pair's reference
+    (:func:`reference_text`), the counts of what was read and dropped, what each filter removed
+    and the removed pairs themselves (filter, source, target)."""
+
+    src: list[str]
+    tgt: list[str]
+    ref: list[str]
+    counts: dict[str, int]
+    filtered: dict[str, int]
+    rejected: list[tuple[str, str, str]]
+    longest: dict[int, int]  # pairs by the words of their longer side (LONGEST_COUNTED: more)
+
+
+LONGEST_COUNTED = 1000  # longer sides are counted as this many words
+
+
+def suggested_max_words(longest: dict[int, int], keep: float = 0.99) -> int:
+    """The smallest ``data.max_words`` that keeps ``keep`` of the pairs counted in ``longest``
+    (pairs by the words of their longer side)."""
+    total, running = sum(longest.values()), 0
+    for words, n in sorted(longest.items()):
+        running += n
+        if running >= keep * total:
+            return words
+    return max(longest, default=0)
+
+
+def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False) -> Cleaned:
+    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` pairs: empty
+    ones dropped, then those over ``max_words``, then those a filter removes
+    (:mod:`nmt.data.filters`), then duplicates.
 
     ``held_out``: a ``data.valid`` / ``data.test`` file, used as it is: all its pairs, only
-    those empty after cleaning dropped (not the long ones, not the duplicates)."""
+    those empty after cleaning dropped (not the long ones, not the filtered, not the
+    duplicates)."""
     pairs = corpus.pairs()
     if cfg.max_pairs and not held_out:
         pairs = itertools.islice(pairs, cfg.max_pairs)
     src_lang, tgt_lang = language(cfg.source), language(cfg.target)
-    counts = dict(read=0, empty=0, too_long=0, duplicates=0, kept=0)
+    counts = dict(read=0, empty=0, too_long=0, filtered=0, duplicates=0, kept=0)
+    chosen = {} if held_out else parse_filters(cfg.filters)
+    longest: Counter[int] = Counter()  # pairs by their longer side in words (for a max_words)
+    filtered = dict.fromkeys(chosen, 0)
+    rejected: list[tuple[str, str, str]] = []
     src: list[str] = []
     tgt: list[str] = []
     ref: list[str] = []
@@ -122,9 +159,16 @@ def read_pairs(
             counts["empty"] += 1
             continue
         if not held_out:
-            if cfg.max_words and max(length_in_words(s, src_lang),
-                                     length_in_words(t, tgt_lang)) > cfg.max_words:
+            words = max(length_in_words(s, src_lang), length_in_words(t, tgt_lang))
+            longest[min(words, LONGEST_COUNTED)] += 1
+            if cfg.max_words and words > cfg.max_words:
                 counts["too_long"] += 1  # more than max_words words on a side
+                continue
+            failed = first_failed(s, t, src_lang, tgt_lang, chosen) if chosen else None
+            if failed:
+                counts["filtered"] += 1
+                filtered[failed] += 1
+                rejected.append((failed, s, t))
                 continue
             if cfg.dedup:
                 if (s, t) in seen:
@@ -140,8 +184,32 @@ def read_pairs(
         files = ", ".join(ident.files) or ident.corpus
         raise DataError(f"{files}: no usable {cfg.source}-{cfg.target} pairs in "
                         f"{counts['read']:,} read ({counts['empty']:,} empty after cleaning, "
-                        f"{counts['too_long']:,} over data.max_words = {cfg.max_words})")
-    return src, tgt, counts, ref
+                        f"{counts['too_long']:,} over data.max_words = {cfg.max_words}, "
+                        f"{counts['filtered']:,} removed by data.filters)")
+    return Cleaned(src, tgt, ref, counts, filtered, rejected, dict(sorted(longest.items())))
+
+
+def counted(n: int, of: int, what: str) -> str:
+    """``"1,234 duplicates (0.74%)"``: a count, what it counts and its share of ``of``."""
+    return f"{n:,} {what} ({n / of:.2%})" if of else f"{n:,} {what}"
+
+
+def cleaning_report(cleaned: Cleaned, cfg: DataConfig) -> list[str]:
+    """What reading the corpus kept and dropped, as ``nmt data prepare`` prints it: each count
+    with its share of the pairs read, and what each filter removed."""
+    c, read = cleaned.counts, cleaned.counts["read"]
+    too_long = counted(c["too_long"], read, f"over data.max_words = {cfg.max_words}")
+    if c["too_long"]:
+        too_long += (f" (99% of the pairs have at most {suggested_max_words(cleaned.longest)} "
+                     "words on a side)")
+    lines = [f"read {read:,} pairs; kept {counted(c['kept'], read, 'pairs')}; dropped "
+             f"{counted(c['duplicates'], read, 'duplicates')}, "
+             f"{counted(c['empty'], read, 'empty')}, {too_long}"]
+    if cleaned.filtered:
+        removed = ", ".join(counted(n, read, name) for name, n in cleaned.filtered.items() if n)
+        lines.append(f"data.filters removed {counted(c['filtered'], read, 'pairs')}: "
+                     f"{removed or 'none'} (rejected.tsv in the cache lists them)")
+    return lines
 
 
 def title_case(text: str, lang: str | None = None) -> str:
@@ -209,10 +277,10 @@ def build_cache(
     cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
 ) -> Prepared:
     t0 = time.perf_counter()
-    src, tgt, counts, ref = read_pairs(data.corpus, cfg)
-    log(f"read {counts['read']:,} pairs; kept {counts['kept']:,} pairs; dropped "
-        f"{counts['duplicates']:,} duplicates, {counts['empty']:,} empty, "
-        f"{counts['too_long']:,} over {cfg.max_words} words")
+    cleaned = read_pairs(data.corpus, cfg)
+    src, tgt, counts, ref = cleaned.src, cleaned.tgt, cleaned.counts, cleaned.ref
+    for line in cleaning_report(cleaned, cfg):
+        log(line)
     given = {name: read_pairs(c, cfg, held_out=True) for name, c in
              (("valid", data.valid), ("test", data.test)) if c is not None}
     index = grouped_split(src, 0.0 if "valid" in given else cfg.valid_frac,
@@ -220,7 +288,8 @@ def build_cache(
     texts = {k: ([src[i] for i in idx], [tgt[i] for i in idx], [ref[i] for i in idx])
              for k, idx in index.items()}
     train_sources = set(texts["train"][0])
-    for name, (s, t, _, r) in given.items():
+    for name, held in given.items():
+        s, t, r = held.src, held.tgt, held.ref
         texts[name] = (s, t, r)
         overlap = len(set(s) & train_sources)
         if overlap:
@@ -247,10 +316,11 @@ def build_cache(
     log(f"tokenizer: {tok.kind}, {vocab}")
     digest = data.corpus.identity.sha256
     meta = {"version": CACHE_VERSION, "corpus_sha256": digest, "data": dataclasses.asdict(cfg),
-            "corpus": data.identity(), "counts": counts,
+            "corpus": data.identity(), "counts": counts, "filtered": cleaned.filtered,
+            "longest": {str(k): v for k, v in cleaned.longest.items()},
             "pairs": {k: len(v) for k, v in splits.items()},
             "seconds": round(time.perf_counter() - t0, 2)}
-    write_cache(cache_dir, tok, splits, meta)
+    write_cache(cache_dir, tok, splits, meta, cleaned.rejected)
     log(f"prepared in {meta['seconds']:.1f} s: {cache_dir}")
     return Prepared(tok, splits, cache_dir, digest, meta, data.identity())
 

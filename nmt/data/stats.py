@@ -78,3 +78,32 @@ def stats_table(prepared: Prepared) -> Table:
     for name, values in figures.items():
         table.add_row(name, *values)
     return table
+
+
+def cleaning_lines(prepared: Prepared) -> list[str]:
+    """What preparing the corpus dropped (each count and its share of the pairs read), what
+    each filter removed, and a ``data.max_words`` that keeps 99% of the pairs."""
+    from nmt.data.prepare import counted, suggested_max_words
+
+    meta = prepared.meta
+    counts, filtered = meta.get("counts", {}), meta.get("filtered", {})
+    read = counts.get("read", 0)
+    if not read:
+        return []
+    max_words = meta.get("data", {}).get("max_words")
+    lines = [f"read {read:,} pairs, kept {counted(counts.get('kept', 0), read, 'pairs')}: "
+             f"dropped {counted(counts.get('empty', 0), read, 'empty')}, "
+             f"{counted(counts.get('too_long', 0), read, f'over data.max_words = {max_words}')}"
+             f", {counted(counts.get('filtered', 0), read, 'by data.filters')}, "
+             f"{counted(counts.get('duplicates', 0), read, 'duplicates')}"]
+    if filtered:
+        lines.append("data.filters: " + ", ".join(counted(n, read, name)
+                                                  for name, n in filtered.items()))
+    longest = {int(k): v for k, v in meta.get("longest", {}).items()
+               if str(k).isdigit() and isinstance(v, int)}
+    if longest:
+        fits = suggested_max_words(longest)
+        verdict = "keeps them" if not max_words or max_words >= fits else "cuts into them"
+        lines.append(f"99% of the pairs have at most {fits} words on a side: "
+                     f"data.max_words = {max_words} {verdict}")
+    return lines

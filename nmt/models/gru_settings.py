@@ -20,8 +20,8 @@ def check(cfg: ModelConfig) -> None:
         raise ConfigError(f"model.hidden: expected a value >= 1, got {cfg.hidden}")
     if cfg.tie_embeddings and cfg.d_model != cfg.hidden:
         raise ConfigError(
-            f"model.tie_embeddings: the GRU needs hidden == d_model to tie, got "
-            f"hidden={cfg.hidden}, d_model={cfg.d_model}"
+            f"model.tie_embeddings: the GRU needs model.hidden == model.d_model to tie, got "
+            f"model.hidden = {cfg.hidden}, model.d_model = {cfg.d_model}"
         )
 
 

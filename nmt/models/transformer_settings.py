@@ -23,7 +23,8 @@ def check(cfg: ModelConfig) -> None:
         raise ConfigError(f"model.n_heads: expected a value >= 1, got {cfg.n_heads}")
     if cfg.d_model % cfg.n_heads != 0:
         raise ConfigError(
-            f"model.n_heads: expected a divisor of d_model={cfg.d_model}, got {cfg.n_heads}"
+            f"model.n_heads: expected a divisor of model.d_model = {cfg.d_model}, got "
+            f"{cfg.n_heads}"
         )
 
 

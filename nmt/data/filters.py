@@ -1,0 +1,219 @@
+"""Cleaning filters: which training pairs are noise, one small function each.
+
+A filter reads one normalised pair, the two languages and its parameter, and says whether to
+remove the pair. ``data.filters`` chooses them (docs/DATA.md, "Cleaning and mixing"):
+
+- ``"default"``: every filter below at its default parameter; ``"none"``: no filter;
+- a list: ``"NAME"`` adds a filter at its default, ``"NAME=VALUE"`` with that parameter,
+  ``"-NAME"`` takes one away, after ``"default"`` when the list starts with it
+  (``["default", "ratio=2.5", "-digits"]``).
+
+The defaults keep 99% of the built-in Tatoeba corpus (docs/DATA.md). Filters apply to the pairs
+of the corpus before the split, never to the user's own ``data.valid`` / ``data.test`` files;
+every pair removed is written to ``rejected.tsv`` in the cache (the filter, the source, the
+target) and counted per filter.
+
+Adding a filter is one function and one line in :data:`FILTERS`. Plain Python, no config: the
+config checks ``data.filters`` with :func:`parse`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nmt.data.languages import Language
+
+
+def _units(text: str, lang: Language) -> int:
+    """Words (with a letter or digit: French "!" and "»" are not words), or letters and digits
+    where the script is written without spaces."""
+    if lang.spaced:
+        return sum(1 for word in text.split() if any(c.isalnum() for c in word))
+    return sum(1 for c in text if c.isalnum())
+
+
+def identical(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
+    """The two sides are the same text, up to case and spacing (nothing was translated)."""
+    return "".join(src.split()).casefold() == "".join(tgt.split()).casefold()
+
+
+def chars(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
+    """A side longer than ``limit`` characters (a paragraph, a table, a file pasted in)."""
+    return max(len(src), len(tgt)) > limit
+
+
+RATIO_FLOOR = 8  # pairs whose longer side has at most this many words are never ratio outliers
+
+
+def ratio(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
+    """One side more than ``limit`` times as long as the other, in words (characters in a
+    script written without spaces); short pairs ("Go." / "Va-t'en !") are left alone."""
+    a, b = _units(src, sl), _units(tgt, tl)
+    return max(a, b) > RATIO_FLOOR and max(a, b) > limit * max(min(a, b), 1)
+
+
+_DIGIT = re.compile(r"\d")
+_SEPARATED_DIGITS = re.compile(r"(?<=\d)[ ,.'\u00a0\u202f](?=\d{3}\b)")
+
+
+def _numbers(text: str) -> list[str]:
+    ascii_digits = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
+    return sorted(re.findall(r"\d+", _SEPARATED_DIGITS.sub("", ascii_digits)))
+
+
+def digits(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
+    """The numbers differ ("10 000" and "10,000" are one number; any script's digits count)."""
+    if not (_DIGIT.search(src) or _DIGIT.search(tgt)):
+        return False
+    return _numbers(src) != _numbers(tgt)
+
+
+def repeated_chars(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
+    """A character other than a space written ``limit`` times or more in a row."""
+    n = max(int(limit), 2)
+    return re.search(rf"(\S)\1{{{n - 1},}}", f"{src}\n{tgt}") is not None
+
+
+def repeated_words(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
+    """The same word ``limit`` times or more in a row ("no no no no no", "No, no, no...")."""
+    n = max(int(limit), 2)
+    return re.search(rf"\b(\w+)(?:\W+\1\b){{{n - 1},}}", f"{src}\n{tgt}".casefold()) is not None
+
+
+_NOT_WORD = re.compile(r"[^\w\s]")
+
+
+def nonalnum(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
+    """More than ``limit`` of a side's characters (spaces aside) are neither letters, marks nor
+    digits: markup, emoticons, lines of symbols."""
+    for side in (src, tgt):
+        other = [c for c in _NOT_WORD.findall(side) if unicodedata.category(c)[0] != "M"]
+        if other and len(other) > limit * (len(side) - side.count(" ") - side.count("\u202f")):
+            return True
+    return False
+
+
+# opening and closing marks that must pair up on a side (’ is left out: it is an apostrophe too)
+_PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("«", "»"), ("「", "」"), ("『", "』"),
+          ("（", "）"))
+_MARKS = re.compile("[" + re.escape("".join(o + c for o, c in _PAIRS) + '"“”„') + "]")
+
+
+def brackets(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
+    """A side whose brackets or quotes do not pair up: more opened than closed or the other way,
+    or an odd number of straight double quotes (a sentence cut in two, a quoted field)."""
+    for side in (src, tgt):
+        if not _MARKS.search(side):
+            continue
+        if side.count('"') % 2 or any(side.count(o) != side.count(c) for o, c in _PAIRS):
+            return True
+        # English quotes “…”, German „…“ (closing with the mark English opens with)
+        opened, closed = ("„", "“") if "„" in side else ("“", "”")
+        if side.count(opened) != side.count(closed):
+            return True
+    return False
+
+
+_ADDRESS = re.compile(
+    r"(?:https?://|ftp://|www\.)\S+"  # a web address
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # an e-mail address
+    r"|(?:[A-Za-z]:)?[\\/]?(?:[\w.-]+[\\/])+[\w.-]*"  # a file path
+)
+
+
+def url(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
+    """A side that is only a web or e-mail address or a file path (punctuation around it aside)."""
+    return any(_ADDRESS.fullmatch(side.strip(" .,;:!?()[]<>\"'")) for side in (src, tgt))
+
+
+# Unicode character names start with their script's name; these scripts answer to other names
+_SCRIPT_NAMES = {"Han": {"CJK"}, "Japanese": {"CJK", "HIRAGANA", "KATAKANA"},
+                 "Hangul": {"HANGUL", "CJK"}}
+
+
+@functools.lru_cache(maxsize=65536)
+def _script_of(char: str) -> str:
+    """The first word of a letter's Unicode name: LATIN, CYRILLIC, CJK, HIRAGANA, ARABIC..."""
+    name = unicodedata.name(char, "")
+    first = name.split(" ", 1)[0]
+    return "" if first in ("FULLWIDTH", "HALFWIDTH", "MODIFIER") else first
+
+
+def script(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
+    """Less than ``limit`` of a side's letters are in its language's script (English in the
+    Russian file, Latin transliteration in a Greek one)."""
+    for side, lang in ((src, sl), (tgt, tl)):
+        if lang.script == "Latin" and side.isascii():
+            continue
+        expected = _SCRIPT_NAMES.get(lang.script, {lang.script.upper()})
+        letters = [c for c in side if c.isalpha() and _script_of(c)]
+        if letters and sum(_script_of(c) in expected for c in letters) / len(letters) < limit:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Filter:
+    check: Callable[[str, str, Language, Language, float], bool]  # True: remove the pair
+    default: float  # the parameter when none is given (1 for filters without one)
+    what: str  # what it removes, for docs and --help
+
+
+# name -> filter, in the order they are tried (a pair is counted under the first that removes it)
+FILTERS: dict[str, Filter] = {
+    "identical": Filter(identical, 1, "the same text on both sides"),
+    "chars": Filter(chars, 1000, "a side over N characters"),
+    "ratio": Filter(ratio, 3.0, "a side over N times as long as the other (pairs over "
+                                f"{RATIO_FLOOR} words)"),
+    "digits": Filter(digits, 1, "numbers that differ between the sides"),
+    "repeated_chars": Filter(repeated_chars, 10, "a character N times in a row"),
+    "repeated_words": Filter(repeated_words, 5, "a word N times in a row"),
+    "nonalnum": Filter(nonalnum, 0.5, "over a share N of a side neither letters nor digits"),
+    "brackets": Filter(brackets, 1, "brackets or quotes that do not pair up on a side"),
+    "url": Filter(url, 1, "a side that is only a web or e-mail address or a file path"),
+    "script": Filter(script, 0.5, "under a share N of a side's letters in its script"),
+}
+
+
+def parse(spec: str) -> dict[str, float]:
+    """``data.filters`` (a comma list, see the module docstring) -> filter name -> parameter,
+    in :data:`FILTERS`' order. A ValueError says what is wrong."""
+    items = [item.strip() for item in spec.split(",")]
+    chosen: dict[str, float] = {}
+    for i, item in enumerate(items):
+        if item in ("default", "none"):
+            if i:
+                raise ValueError(f"{item!r} may only come first")
+            if item == "default":
+                chosen = {name: f.default for name, f in FILTERS.items()}
+            continue
+        name, _, value = item.lstrip("-").partition("=")
+        if name not in FILTERS:
+            raise ValueError(f"unknown filter {name!r:.40}; expected default, none, or names "
+                             f"among {', '.join(FILTERS)}")
+        if item.startswith("-"):
+            if value:
+                raise ValueError(f"{item!r:.40}: a filter taken away takes no value")
+            chosen.pop(name, None)
+            continue
+        try:
+            parameter = float(value) if value else FILTERS[name].default
+        except ValueError:
+            raise ValueError(f"{item!r:.40}: expected NAME=NUMBER") from None
+        if not 0 < parameter < float("inf"):
+            raise ValueError(f"{item!r:.40}: expected a positive number")
+        chosen[name] = parameter
+    return {name: chosen[name] for name in FILTERS if name in chosen}
+
+
+def first_failed(src: str, tgt: str, sl: Language, tl: Language,
+                 chosen: dict[str, float]) -> str | None:
+    """The name of the first chosen filter that removes the pair, or None to keep it."""
+    for name, parameter in chosen.items():
+        if FILTERS[name].check(src, tgt, sl, tl, parameter):
+            return name
+    return None
