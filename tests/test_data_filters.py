@@ -1,0 +1,205 @@
+"""Cleaning filters: each removes its own kind of noise and keeps clean pairs, in any script;
+data.filters is parsed in one place; prepare counts and lists what they removed and never
+filters the user's own held-out files."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nmt.config import DataConfig, load_config
+from nmt.data.cache import REJECTED_FILE
+from nmt.data.filters import FILTERS, first_failed, parse
+from nmt.data.languages import language
+from nmt.data.normalize import normalize
+from nmt.data.prepare import prepare, suggested_max_words
+from nmt.errors import ConfigError
+
+EN, FR, RU, ZH, EL = (language(c) for c in ("en", "fr", "ru", "zh", "el"))
+DEFAULT = parse("default")
+
+# clean pairs from several scripts: no filter may remove any of them
+CLEAN = [
+    ("Go.", "Va !", EN, FR),
+    ("I'm home.", "Je suis chez moi.", EN, FR),
+    ("It costs 10,000 dollars.", "Ça coûte 10 000 dollars.", EN, FR),
+    ("He said: \"Come here.\"", "Il a dit : « Viens ici. »", EN, FR),
+    ("Call me at 3 (not 4).", "Appelle-moi à 3 (pas 4).", EN, FR),
+    ("I'm drowning.", "Je suis en train de me noyer.", EN, FR),
+    ("Where is the station?", "Где вокзал?", EN, RU),
+    ("I have 2 cats.", "У меня 2 кошки.", EN, RU),
+    ("I love you.", "我爱你。", EN, ZH),
+    ("This is a long sentence about the weather in the mountains today.",
+     "今天山里的天气是一个很长的句子。", EN, ZH),
+    ("Good morning!", "Καλημέρα!", EN, EL),
+    ("Hmm... OK.", "Hmm... d'accord.", EN, FR),
+    ("She wrote „Hallo“ on the card.", "Elle a écrit « Hallo » sur la carte.", EN, FR),
+]
+
+# (the filter that must remove it, source, target, languages)
+NOISY = [
+    ("identical", "Tom.", "Tom.", EN, FR),
+    ("identical", "Hello World", "hello  world", EN, FR),
+    ("chars", "A" + " word" * 300, "Un" + " mot" * 300, EN, FR),
+    ("ratio", "Yes.", "Oui, je pense que c'est vraiment une très bonne idée pour nous tous.",
+     EN, FR),
+    ("ratio", "Ok.", "好的，我觉得这是一个非常非常好的主意，我们明天一起去吧", EN, ZH),
+    ("digits", "I was born in 1980.", "Je suis né en 1981.", EN, FR),
+    ("digits", "Room 12.", "Chambre ١٣.", EN, FR),
+    ("repeated_chars", "Nooooooooooooo!", "Non !", EN, FR),
+    ("repeated_words", "no no no no no no", "non", EN, FR),
+    ("repeated_words", "Go, go, go, go, go!", "Allez !", EN, FR),
+    ("nonalnum", "<<<>>> ### ***", "Titre", EN, FR),
+    ("nonalnum", ":-) ;-) :-(", "Sourire", EN, FR),
+    ("brackets", "He left (without a word.", "Il est parti (sans un mot).", EN, FR),
+    ("brackets", "She said \"yes.", "Elle a dit « oui ».", EN, FR),
+    ("brackets", "Read this.", "Lis « ça.", EN, FR),
+    ("url", "https://example.com/page?id=3", "https://example.com/page?id=3 .", EN, FR),
+    ("url", "Contact: info@example.org", "info@example.org", EN, FR),
+    ("url", "See /usr/share/doc/readme.txt", "/usr/share/doc/readme.txt", EN, FR),
+    ("script", "Where is the station?", "Where is the station, please?", EN, RU),
+    ("script", "Hello.", "Ola, como estas?", EN, EL),
+    ("script", "I love you.", "I love you too.", EN, ZH),
+]
+
+
+@pytest.mark.parametrize(("src", "tgt", "sl", "tl"), CLEAN)
+def test_clean_pairs_pass_every_filter(src: str, tgt: str, sl: object, tl: object) -> None:
+    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    assert first_failed(s, t, sl, tl, DEFAULT) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("name", "src", "tgt", "sl", "tl"), NOISY,
+                         ids=[f"{n[0]}-{i}" for i, n in enumerate(NOISY)])
+def test_each_filter_removes_its_own_kind(name: str, src: str, tgt: str, sl: object,
+                                          tl: object) -> None:
+    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    check = FILTERS[name].check
+    assert check(s, t, sl, tl, FILTERS[name].default)  # type: ignore[arg-type]
+    # and alone, the pair is removed under its own name
+    assert first_failed(s, t, sl, tl, {name: FILTERS[name].default}) == name  # type: ignore
+
+
+def test_every_filter_has_a_noisy_example() -> None:
+    assert {n for n, *_ in NOISY} == set(FILTERS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(src=st.text(max_size=80), tgt=st.text(max_size=80),
+       pair=st.sampled_from([(EN, FR), (EN, RU), (EN, ZH), (EL, EN)]))
+def test_filters_answer_any_text(src: str, tgt: str, pair: tuple) -> None:
+    """Any text, any script, control characters and lone surrogates included: a yes or a no,
+    never an exception."""
+    for name, f in FILTERS.items():
+        assert f.check(src, tgt, *pair, f.default) in (True, False), name
+
+
+def test_parse_chooses_and_orders_filters() -> None:
+    assert list(parse("default")) == list(FILTERS)
+    assert parse("none") == {}
+    assert parse("default,ratio=2.5,-digits") == {
+        **{n: f.default for n, f in FILTERS.items() if n != "digits"}, "ratio": 2.5}
+    assert parse("url,identical") == {"identical": 1, "url": 1}  # in FILTERS' order
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    ("bogus", "unknown filter 'bogus'"), ("ratio=x", "expected NAME=NUMBER"),
+    ("ratio=-1", "positive"), ("ratio=inf", "positive"), ("ratio=nan", "positive"),
+    ("identical,default", "may only come first"), ("-ratio=3", "takes no value"),
+])
+def test_a_bad_filter_list_is_one_line_naming_the_key(spec: str, says: str,
+                                                      tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"data\.filters: .*" + says.replace("(", r"\(")):
+        load_config(None, [f"data.filters={spec}"])
+    path = tmp_path / "c.toml"
+    path.write_text(f'[data]\nfilters = ["default", "{spec}"]\n')
+    with pytest.raises(ConfigError, match=r"c\.toml: data\.filters"):
+        load_config(path)
+
+
+def test_a_toml_list_of_filters_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[data]\nfilters = ["default", "ratio=2", "-url"]\n')
+    assert load_config(path).data.filters == "default,ratio=2,-url"
+
+
+def test_a_run_saved_before_filters_keeps_none(tmp_path: Path) -> None:
+    """A run's config written before data.filters existed resumes and scores on the data it
+    was trained on: no filter ran then."""
+    path = tmp_path / "config.toml"
+    path.write_text('[data]\nsource = "en"\n')
+    assert load_config(path, saved=True).data.filters == "none"
+    assert load_config(path).data.filters == "default"  # a user's own config: the default
+
+
+def write_aligned(prefix: Path, pairs: list[tuple[str, str]], src: str, tgt: str) -> None:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{prefix}.{src}").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    Path(f"{prefix}.{tgt}").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
+
+
+def noisy_corpus(n_clean: int = 300) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """Clean English-French pairs with every kind of noise mixed in, and how many of each."""
+    clean = [(f"I have {i} red apples and {i + 1} green ones.",
+              f"J'ai {i} pommes rouges et {i + 1} vertes.") for i in range(n_clean)]
+    noise = {
+        "identical": [(f"Paris {i} Texas", f"Paris {i} Texas") for i in range(3)],
+        "ratio": [("Yes indeed.", "Oui, je pense vraiment que c'est une " + "très " * (i + 1)
+                   + "bonne idée pour nous tous.") for i in range(4)],
+        "digits": [(f"Room {i}.", f"Chambre {i + 1}.") for i in range(5)],
+        "repeated_chars": [(f"Hello{'!' * 12} {i}", f"Salut ! {i}") for i in range(2)],
+        "url": [(f"https://example.com/{i}", f"https://example.com/{i}/fr") for i in range(3)],
+        "brackets": [(f"He left (at {i}.", f"Il est parti (à {i}).") for i in range(2)],
+    }
+    pairs = clean + [p for kind in noise.values() for p in kind]
+    pairs += clean[:7]  # duplicates
+    return pairs, {k: len(v) for k, v in noise.items()}
+
+
+def test_prepare_counts_and_lists_what_each_filter_removed(tmp_path: Path) -> None:
+    pairs, expected = noisy_corpus()
+    write_aligned(tmp_path / "corpus" / "train", pairs, "en", "fr")
+    cfg = DataConfig(corpus=str(tmp_path / "corpus" / "train"), vocab_size=60,
+                     valid_frac=0.05, test_frac=0.05)
+    messages: list[str] = []
+    p = prepare(cfg, tmp_path / "data", log=messages.append)
+    removed = {k: v for k, v in p.meta["filtered"].items() if v}
+    assert removed == expected
+    counts = p.meta["counts"]
+    assert counts["filtered"] == sum(expected.values()) and counts["duplicates"] == 7
+    assert counts["kept"] == 300
+    total = sum(expected.values())
+    assert any(m.startswith(f"data.filters removed {total} pairs") for m in messages)
+    rows = (p.cache_dir / REJECTED_FILE).read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "filter\tsource\ttarget" and len(rows) == 1 + sum(expected.values())
+    assert sorted({r.split("\t")[0] for r in rows[1:]}) == sorted(expected)
+    assert all(len(r.split("\t")) == 3 for r in rows)
+    kept = {s for split in p.splits.values() for s in split.src_text}
+    assert not any(s.startswith("https://") or "(at" in s for s in kept)
+    # off: every pair but the duplicates is kept, and the cache is another one
+    off = prepare(dataclasses.replace(cfg, filters="none"), tmp_path / "data", log=lambda m: None)
+    assert off.meta["counts"]["kept"] == 300 + sum(expected.values())
+    assert off.cache_dir != p.cache_dir and off.meta["filtered"] == {}
+
+
+def test_filters_never_touch_the_users_held_out_files(tmp_path: Path) -> None:
+    pairs, _ = noisy_corpus()
+    write_aligned(tmp_path / "c" / "train", pairs, "en", "fr")
+    held = [("Room 1.", "Chambre 2."), ("https://example.com", "https://example.com"),
+            ("Good night.", "Bonne nuit.")]
+    write_aligned(tmp_path / "c" / "test", held, "en", "fr")
+    cfg = DataConfig(corpus=str(tmp_path / "c" / "train"), test=str(tmp_path / "c" / "test"),
+                     vocab_size=60, valid_frac=0.05, test_frac=0.0)
+    p = prepare(cfg, tmp_path / "data", log=lambda m: None)
+    assert p.splits["test"].src_text == [s for s, _ in held]
+
+
+def test_the_suggested_limit_keeps_99_percent() -> None:
+    longest = {3: 50, 10: 49, 80: 1}  # words of the longer side -> pairs
+    assert suggested_max_words(longest) == 10
+    assert suggested_max_words(longest, keep=1.0) == 80
+    assert suggested_max_words({}) == 0
