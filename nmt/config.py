@@ -64,6 +64,8 @@ class DataConfig:
     dedup: bool = True  # drop exact duplicate (source, target) pairs
     filters: str = "default"  # cleaning filters on the corpus' pairs (nmt/data/filters.py):
     # "default" (all at their defaults), "none", or a list: ["default", "ratio=2.5", "-digits"]
+    langid: bool = True  # remove pairs with a side confidently in another language (an offline
+    # model, nmt/data/langid.py); a file mostly in another language is an error
     max_words: int = 50  # drop pairs with a side longer than this many words (0: keep all);
     # in a script written without spaces (Chinese, Japanese, Thai) each character counts
     valid_frac: float = 0.02  # share of distinct source sentences held out for validation
@@ -383,8 +385,8 @@ def from_dict(raw: dict[str, Any], where: str = "config", *, saved: bool = False
         if name == "model":
             sections[name] = _model_from_table(table, where, saved)
             continue
-        if name == "data" and saved and "filters" not in table:
-            table = {**table, "filters": "none"}  # saved before filters existed: none ran
+        if name == "data" and saved:  # saved before these existed: none ran
+            table = {"filters": "none", "langid": False, **table}
         cls = SECTIONS[name]
         known = {f.name: f for f in fields(cls)}
         values = {}

@@ -22,7 +22,7 @@ CORPUS_ZIP = SHARED / "data" / "fra-eng.zip"
 D2L = DataConfig(max_pairs=601, normalization="recipe", lowercase=True, tokenizer="word",
                  joint_vocab=False,
                  min_freq=2, dedup=False, max_words=0, valid_frac=0.0, test_frac=0.0, truncate=10,
-                 filters="none")
+                 filters="none", langid=False)
 
 
 def quiet(msg: str) -> None:
@@ -97,14 +97,14 @@ def test_cache_key_depends_on_what_changes_the_arrays() -> None:
 # the shipped natural-text configs now also augment with capitals and title case
 # (data.case_forms) and filter their pairs (data.filters), which changes their data, so their
 # keys; as they were, they keep them
-OLD_FORMS = ["data.case_forms=textbook", "data.filters=none"]
+OLD_FORMS = ["data.case_forms=textbook", "data.filters=none", "data.langid=false"]
 
 
 @pytest.mark.parametrize(("config", "overrides", "key"), [
     ("configs/demo.toml", OLD_FORMS, "06986c473bf70e51"),
     ("configs/d2l-gru.toml", [], "12fd2fd970d59090"),
     ("configs/gru.toml", OLD_FORMS, "781984b63d2f1a80"),
-    (None, ["data.filters=none"], "409265c10be7893d"),
+    (None, ["data.filters=none", "data.langid=false"], "409265c10be7893d"),
 ])
 def test_todays_caches_keep_their_keys(config: str | None, overrides: list[str],
                                        key: str) -> None:

@@ -99,6 +99,8 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
     skip |= {k for k in _ADDED if getattr(cfg, k) == getattr(_DEFAULTS, k)}
     if cfg.filters == "none":  # the caches built before filters existed, when none ran
         skip.add("filters")
+    if not cfg.langid:  # the same for the language check
+        skip.add("langid")
     fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in skip}
     content: dict[str, Any] = {"v": CACHE_VERSION, "corpus": digest, "data": fields}
     if special_casing(cfg.source) or special_casing(cfg.target):

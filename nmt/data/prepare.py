@@ -48,6 +48,7 @@ from nmt.data.cache import (
 from nmt.data.corpora import Corpus, Data, open_data
 from nmt.data.filters import first_failed
 from nmt.data.filters import parse as parse_filters
+from nmt.data.langid import LanguageCheck
 from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form, upper
 from nmt.data.split import grouped_split
@@ -130,10 +131,23 @@ def suggested_max_words(longest: dict[int, int], keep: float = 0.99) -> int:
     return max(longest, default=0)
 
 
-def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False) -> Cleaned:
+LANGID_SIDES = ("langid_source", "langid_target")  # how the language check's removals count
+
+
+def side_names(corpus: Corpus, cfg: DataConfig) -> tuple[str, str]:
+    """How messages name the text of each side: its file, or the file and the language."""
+    files = corpus.identity.files or [corpus.identity.corpus]
+    if len(files) == 2:
+        return files[0], files[1]
+    return f"{files[0]} ({cfg.source} side)", f"{files[0]} ({cfg.target} side)"
+
+
+def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
+               log: Callable[[str], None] = print) -> Cleaned:
     """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` pairs: empty
     ones dropped, then those over ``max_words``, then those a filter removes
-    (:mod:`nmt.data.filters`), then duplicates.
+    (:mod:`nmt.data.filters`) or whose side is in another language (:mod:`nmt.data.langid`),
+    then duplicates.
 
     ``held_out``: a ``data.valid`` / ``data.test`` file, used as it is: all its pairs, only
     those empty after cleaning dropped (not the long ones, not the filtered, not the
@@ -144,8 +158,11 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False) -> Cl
     src_lang, tgt_lang = language(cfg.source), language(cfg.target)
     counts = dict(read=0, empty=0, too_long=0, filtered=0, duplicates=0, kept=0)
     chosen = {} if held_out else parse_filters(cfg.filters)
+    check = None
+    if cfg.langid and not held_out:
+        check = LanguageCheck(cfg.source, cfg.target, side_names(corpus, cfg), log)
     longest: Counter[int] = Counter()  # pairs by their longer side in words (for a max_words)
-    filtered = dict.fromkeys(chosen, 0)
+    filtered = dict.fromkeys([*chosen, *(LANGID_SIDES if check else ())], 0)
     rejected: list[tuple[str, str, str]] = []
     src: list[str] = []
     tgt: list[str] = []
@@ -165,6 +182,9 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False) -> Cl
                 counts["too_long"] += 1  # more than max_words words on a side
                 continue
             failed = first_failed(s, t, src_lang, tgt_lang, chosen) if chosen else None
+            if check is not None and failed is None:
+                side = check.other_side(s, t)
+                failed = None if side is None else LANGID_SIDES[side]
             if failed:
                 counts["filtered"] += 1
                 filtered[failed] += 1
@@ -179,6 +199,8 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False) -> Cl
         tgt.append(t)
         ref.append(reference_text(raw_tgt, t, cfg))
     counts["kept"] = len(src)
+    if check is not None:
+        check.check_files()
     if not src:
         ident = corpus.identity
         files = ", ".join(ident.files) or ident.corpus
@@ -277,7 +299,7 @@ def build_cache(
     cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
 ) -> Prepared:
     t0 = time.perf_counter()
-    cleaned = read_pairs(data.corpus, cfg)
+    cleaned = read_pairs(data.corpus, cfg, log=log)
     src, tgt, counts, ref = cleaned.src, cleaned.tgt, cleaned.counts, cleaned.ref
     for line in cleaning_report(cleaned, cfg):
         log(line)
