@@ -203,3 +203,26 @@ def test_the_suggested_limit_keeps_99_percent() -> None:
     assert suggested_max_words(longest) == 10
     assert suggested_max_words(longest, keep=1.0) == 80
     assert suggested_max_words({}) == 0
+
+
+def test_pairs_judged_in_worker_processes_are_those_judged_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nmt/data/parallel_pairs.py's trick changes nothing: the pairs, references, counts, the
+    removals by filter and language, the rejected pairs and the lengths are the one-process
+    path's, on a corpus large enough to start the workers."""
+    import nmt.data.parallel_pairs as parallel
+    from nmt.data.corpora import open_data
+    from nmt.data.prepare import read_pairs
+
+    pairs, _ = noisy_corpus(n_clean=1500)
+    stray = [("I don't know where he lives now, my friend.",
+              "Ich weiß nicht, wo er jetzt wohnt, mein Freund.")] * 40
+    write_aligned(tmp_path / "c" / "train", pairs + stray + pairs[:300], "en", "fr")
+    cfg = DataConfig(corpus=str(tmp_path / "c" / "train"), vocab_size=60)
+    corpus = open_data(cfg, tmp_path / "data", log=lambda m: None).corpus
+    monkeypatch.setattr(parallel, "SERIAL_PAIRS", 100)
+    monkeypatch.setattr(parallel, "CHUNK", 256)
+    here = read_pairs(corpus, cfg, log=lambda m: None, workers=1)
+    there = read_pairs(corpus, cfg, log=lambda m: None, workers=2)
+    assert here == there
+    assert here.filtered["langid_target"] == 40 and here.counts["duplicates"] > 300

@@ -84,13 +84,16 @@ def candidates_for(source: str, target: str) -> tuple[str, ...]:
 
 
 class LanguageCheck:
-    """Judges the sides of a corpus' pairs one pair at a time, and its files at the end.
+    """Judges the sides of a corpus' pairs one pair at a time (:meth:`judge`, in any process: the
+    object is small and the model is loaded once per process), and its files at the end from
+    the judgements :meth:`tally` was given.
 
     ``files``: how messages name each side's text (the file, or the file and its column)."""
 
     def __init__(self, source: str, target: str, files: tuple[str, str],
                  log: Callable[[str], None]) -> None:
         self.langs = (MODEL_CODES.get(source, source), MODEL_CODES.get(target, target))
+        self.candidates = candidates_for(source, target)
         self.files = files
         known = known_languages()
         self.checked = tuple(code in known for code in self.langs)
@@ -98,22 +101,33 @@ class LanguageCheck:
             if not checked:
                 log(f"data.langid: the language model does not know {language(code).name} "
                     f"({code}); its side is not checked")
-        self.identifier: Any = (_identifier(candidates_for(source, target))
-                                if any(self.checked) else None)
         self.judged: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
 
-    def other_side(self, src: str, tgt: str) -> int | None:
-        """0 or 1: the first side (source, target) confidently in another language; None when
-        neither is. Every side long enough is judged, and tallied for :meth:`check_files`."""
-        found = None
+    def judge(self, src: str, tgt: str) -> tuple[tuple[str | None, str | None], int | None]:
+        """The language found on each side long enough to judge (None: not judged), and 0 or 1,
+        the first side (source, target) confidently in another language (None: neither)."""
+        found: list[str | None] = [None, None]
+        other = None
         for side, (text, code) in enumerate(zip((src, tgt), self.langs, strict=True)):
             if not self.checked[side] or len(text) < MIN_CHARS:
                 continue
-            lang, probability = self.identifier.classify(text)
-            self.judged[side][lang] += 1
-            if found is None and lang != code and probability >= CONFIDENCE:
-                found = side
-        return found
+            lang, probability = _identifier(self.candidates).classify(text)
+            found[side] = lang
+            if other is None and lang != code and probability >= CONFIDENCE:
+                other = side
+        return (found[0], found[1]), other
+
+    def tally(self, judged: tuple[str | None, str | None]) -> None:
+        """Count one pair's judgements for :meth:`check_files`."""
+        for side, lang in enumerate(judged):
+            if lang is not None:
+                self.judged[side][lang] += 1
+
+    def other_side(self, src: str, tgt: str) -> int | None:
+        """:meth:`judge` and :meth:`tally` in one: the side in another language, or None."""
+        judged, other = self.judge(src, tgt)
+        self.tally(judged)
+        return other
 
     def check_files(self) -> None:
         """A :class:`DataError` when a side's judged lines are mostly one other language."""

@@ -51,6 +51,7 @@ from nmt.data.filters import parse as parse_filters
 from nmt.data.langid import LanguageCheck
 from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form, upper
+from nmt.data.parallel_pairs import judged_pairs
 from nmt.data.split import grouped_split
 from nmt.data.tokenizers import (
     SentencePieceTokenizer,
@@ -142,12 +143,49 @@ def side_names(corpus: Corpus, cfg: DataConfig) -> tuple[str, str]:
     return f"{files[0]} ({cfg.source} side)", f"{files[0]} ({cfg.target} side)"
 
 
+# why a pair is dropped before the duplicates: "empty", "too_long", a filter, a LANGID_SIDES
+Verdict = tuple[str, str, str, int, str | None, tuple[str | None, str | None]]
+
+
+@dataclass(frozen=True)
+class PairRules:
+    """What decides one raw pair's fate, alone (so that pairs are judged in any process, in
+    any order): its normalised sides and reference, the words of its longer side, why it is
+    dropped (None: kept, unless it is a duplicate) and the languages found on its sides."""
+
+    cfg: DataConfig
+    held_out: bool
+    chosen: dict[str, float]  # the filters and their parameters
+    check: LanguageCheck | None
+
+    def verdict(self, raw_src: str, raw_tgt: str) -> Verdict:
+        cfg = self.cfg
+        s = normalize(raw_src, cfg.lowercase, cfg.normalization, lang=cfg.source)
+        t = normalize(raw_tgt, cfg.lowercase, cfg.normalization, lang=cfg.target)
+        ref = reference_text(raw_tgt, t, cfg)
+        if not s.strip() or not t.strip():
+            return s, t, ref, 0, "empty", (None, None)
+        if self.held_out:
+            return s, t, ref, 0, None, (None, None)
+        src_lang, tgt_lang = language(cfg.source), language(cfg.target)
+        words = max(length_in_words(s, src_lang), length_in_words(t, tgt_lang))
+        if cfg.max_words and words > cfg.max_words:
+            return s, t, ref, words, "too_long", (None, None)  # more than max_words on a side
+        failed = first_failed(s, t, src_lang, tgt_lang, self.chosen) if self.chosen else None
+        judged: tuple[str | None, str | None] = (None, None)
+        if self.check is not None and failed is None:
+            judged, side = self.check.judge(s, t)
+            failed = None if side is None else LANGID_SIDES[side]
+        return s, t, ref, words, failed, judged
+
+
 def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
-               log: Callable[[str], None] = print) -> Cleaned:
+               log: Callable[[str], None] = print, workers: int | None = None) -> Cleaned:
     """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` pairs: empty
     ones dropped, then those over ``max_words``, then those a filter removes
     (:mod:`nmt.data.filters`) or whose side is in another language (:mod:`nmt.data.langid`),
-    then duplicates.
+    then duplicates. A large corpus is judged on every usable CPU
+    (:mod:`nmt.data.parallel_pairs`; ``workers``: how many, by default all).
 
     ``held_out``: a ``data.valid`` / ``data.test`` file, used as it is: all its pairs, only
     those empty after cleaning dropped (not the long ones, not the filtered, not the
@@ -155,12 +193,12 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
     pairs = corpus.pairs()
     if cfg.max_pairs and not held_out:
         pairs = itertools.islice(pairs, cfg.max_pairs)
-    src_lang, tgt_lang = language(cfg.source), language(cfg.target)
     counts = dict(read=0, empty=0, too_long=0, filtered=0, duplicates=0, kept=0)
     chosen = {} if held_out else parse_filters(cfg.filters)
     check = None
     if cfg.langid and not held_out:
         check = LanguageCheck(cfg.source, cfg.target, side_names(corpus, cfg), log)
+    rules = PairRules(cfg, held_out, chosen, check)
     longest: Counter[int] = Counter()  # pairs by their longer side in words (for a max_words)
     filtered = dict.fromkeys([*chosen, *(LANGID_SIDES if check else ())], 0)
     rejected: list[tuple[str, str, str]] = []
@@ -168,23 +206,18 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
     tgt: list[str] = []
     ref: list[str] = []
     seen: set[tuple[str, str]] = set()
-    for raw_src, raw_tgt in pairs:
+    for s, t, r, words, failed, judged in judged_pairs(rules, pairs, workers):
         counts["read"] += 1
-        s = normalize(raw_src, cfg.lowercase, cfg.normalization, lang=cfg.source)
-        t = normalize(raw_tgt, cfg.lowercase, cfg.normalization, lang=cfg.target)
-        if not s.strip() or not t.strip():
+        if failed == "empty":
             counts["empty"] += 1
             continue
         if not held_out:
-            words = max(length_in_words(s, src_lang), length_in_words(t, tgt_lang))
             longest[min(words, LONGEST_COUNTED)] += 1
-            if cfg.max_words and words > cfg.max_words:
-                counts["too_long"] += 1  # more than max_words words on a side
+            if check is not None:
+                check.tally(judged)
+            if failed == "too_long":
+                counts["too_long"] += 1
                 continue
-            failed = first_failed(s, t, src_lang, tgt_lang, chosen) if chosen else None
-            if check is not None and failed is None:
-                side = check.other_side(s, t)
-                failed = None if side is None else LANGID_SIDES[side]
             if failed:
                 counts["filtered"] += 1
                 filtered[failed] += 1
@@ -197,7 +230,7 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
                 seen.add((s, t))
         src.append(s)
         tgt.append(t)
-        ref.append(reference_text(raw_tgt, t, cfg))
+        ref.append(r)
     counts["kept"] = len(src)
     if check is not None:
         check.check_files()
@@ -207,7 +240,7 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
         raise DataError(f"{files}: no usable {cfg.source}-{cfg.target} pairs in "
                         f"{counts['read']:,} read ({counts['empty']:,} empty after cleaning, "
                         f"{counts['too_long']:,} over data.max_words = {cfg.max_words}, "
-                        f"{counts['filtered']:,} removed by data.filters)")
+                        f"{counts['filtered']:,} removed by data.filters or data.langid)")
     return Cleaned(src, tgt, ref, counts, filtered, rejected, dict(sorted(longest.items())))
 
 

@@ -1,0 +1,79 @@
+"""A speed trick, fenced here: a large corpus' pairs are judged on every usable CPU.
+
+Normalising, filtering and identifying the language of a pair (``PairRules.verdict`` in
+:mod:`nmt.data.prepare`) is pure Python and depends on that pair alone, so chunks of pairs go to
+worker processes and come back in order; what depends on the pairs before (duplicates, counts,
+the language tallies) stays in the calling process. The first :data:`SERIAL_PAIRS` pairs are
+judged in the calling process, so a small corpus never starts a worker; the workers are spawned
+(not forked: the caller may hold torch's threads), and at most :data:`IN_FLIGHT` chunks per
+worker are read ahead, so memory stays bounded by the chunks, not the corpus.
+
+Measured in docs/BENCHMARKS.md ("Preparing data"); tests/test_data_filters.py checks that the
+pairs, counts and removals are those of the one-process path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, TypeVar
+
+V = TypeVar("V", covariant=True)
+
+
+class Rules(Protocol[V]):
+    """What judges one pair alone (``PairRules``); picklable, as workers get a copy."""
+
+    def verdict(self, raw_src: str, raw_tgt: str) -> V: ...
+
+SERIAL_PAIRS = 20_000  # judged in the calling process before any worker starts
+CHUNK = 4096  # pairs per task
+IN_FLIGHT = 4  # chunks read ahead per worker
+MAX_WORKERS = 8
+
+_rules: Any = None  # a worker's copy of the rules
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, as ``taskset`` sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _start(rules: Rules[Any]) -> None:
+    global _rules
+    _rules = rules
+
+
+def _judge(chunk: list[tuple[str, str]]) -> list[Any]:
+    return [_rules.verdict(s, t) for s, t in chunk]
+
+
+def judged_pairs(rules: Rules[V], pairs: Iterable[tuple[str, str]],
+                 workers: int | None = None) -> Iterator[V]:
+    """``rules.verdict`` of every pair, in order: the first :data:`SERIAL_PAIRS` here, the rest
+    in ``workers`` processes (by default one per usable CPU, at most :data:`MAX_WORKERS`; 1:
+    all here)."""
+    pairs = iter(pairs)
+    for s, t in itertools.islice(pairs, SERIAL_PAIRS):
+        yield rules.verdict(s, t)
+    workers = min(usable_cpus(), MAX_WORKERS) if workers is None else workers
+    first = list(itertools.islice(pairs, CHUNK))
+    if workers <= 1 or len(first) < CHUNK:  # one CPU, or the corpus ended: no pool for it
+        for s, t in itertools.chain(first, pairs):
+            yield rules.verdict(s, t)
+        return
+    chunks = itertools.chain([first], iter(lambda: list(itertools.islice(pairs, CHUNK)), []))
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers, initializer=_start, initargs=(rules,)) as pool:
+        pending: list[Any] = []
+        for chunk in chunks:
+            pending.append(pool.apply_async(_judge, (chunk,)))
+            if len(pending) >= IN_FLIGHT * workers:
+                yield from pending.pop(0).get()
+        for result in pending:
+            yield from result.get()
