@@ -37,6 +37,26 @@ def _choice(*values: str) -> Any:
 
 
 @dataclass(frozen=True)
+class SourceConfig:
+    """One corpus of several (a ``[[data.sources]]`` table; docs/DATA.md, "Cleaning and
+    mixing")."""
+
+    corpus: str = ""  # the parallel data, in any form data.corpus takes
+    weight: float = 1.0  # how often its training pairs are seen relative to their count: 2
+    # twice each, 0.5 a seeded half of them (up- and down-sampling)
+    filters: str = ""  # its own data.filters ("": those of [data])
+    licence: str = ""  # its licence and attribution, as an export states it ("": not stated)
+    name: str = ""  # how reports name it ("": its corpus)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.corpus
+
+
+MAX_WEIGHT = 1000.0  # data.sources weights: above this a source would fill the disk, not a mix
+
+
+@dataclass(frozen=True)
 class DataConfig:
     """What to read from the corpus, how to clean, split and tokenize it (docs/DATA.md)."""
 
@@ -46,6 +66,8 @@ class DataConfig:
     source: str = "en"  # language translated from (ISO 639-1 code)
     target: str = "fr"  # language translated into
     columns: str = ""  # a TSV corpus: the language of each column, "en,fr" (or a TOML list)
+    sources: tuple[SourceConfig, ...] = ()  # several corpora instead of `corpus`, each with a
+    # weight ([[data.sources]] tables: corpus, weight, filters, licence, name)
     valid: str = ""  # validation data of the same kinds as `corpus`, used as it is ("": split)
     test: str = ""  # test data, used as it is by `nmt bleu` ("": held out from the corpus)
     max_pairs: int = 0  # read only the first N pairs of the corpus (0: all); the d2l recipe
@@ -292,7 +314,9 @@ class Config:
     decode: DecodeConfig = field(default_factory=DecodeConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        return {"data": dataclasses.asdict(self.data), "model": self.model.to_dict(),
+        data = dataclasses.asdict(self.data)
+        data.pop("corpus" if self.data.sources else "sources")  # one or the other is the data
+        return {"data": data, "model": self.model.to_dict(),
                 "train": dataclasses.asdict(self.train), "decode": dataclasses.asdict(self.decode)}
 
     def to_toml(self) -> str:
@@ -340,7 +364,8 @@ def _type_name(tp: Any) -> str:
 
 def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
     tp = {"int": int, "float": float, "bool": bool, "str": str}[str(f.type)]
-    if key in LIST_KEYS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+    listed = key in LIST_KEYS or key.endswith("].filters")
+    if listed and isinstance(value, list) and all(isinstance(v, str) for v in value):
         value = ",".join(value)  # columns = ["en", "fr"] is held as "en,fr"
     ok = isinstance(value, tp) and not (tp is int and isinstance(value, bool))
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
@@ -393,11 +418,50 @@ def from_dict(raw: dict[str, Any], where: str = "config", *, saved: bool = False
         for key, value in table.items():
             if key not in known:
                 raise ConfigError(f"{where}: unknown key {name}.{_q(key)}")
+            if name == "data" and key == "sources":
+                values[key] = _sources(where, value, "corpus" in table)
+                continue
             values[key] = _check_value(where, f"{name}.{key}", known[key], value)
         sections[name] = cls(**values)
     cfg = Config(**sections)
     _check_consistency(cfg, where)
     return cfg
+
+
+def _sources(where: str, value: Any, with_corpus: bool) -> tuple[SourceConfig, ...]:
+    """``[[data.sources]]``: a list of tables, each type-checked like a section."""
+    if not (isinstance(value, list) and value and all(isinstance(t, dict) for t in value)):
+        raise ConfigError(f"{where}: data.sources: expected [[data.sources]] tables (corpus, "
+                          f"weight, filters, licence, name), got {value!r:.60}")
+    if with_corpus:
+        raise ConfigError(f"{where}: data.corpus and data.sources: expected one of them (a "
+                          "source's corpus goes in its [[data.sources]] table)")
+    known = {f.name: f for f in fields(SourceConfig)}
+    out = []
+    for i, table in enumerate(value, 1):
+        values = {}
+        for key, v in table.items():
+            if key not in known:
+                raise ConfigError(f"{where}: unknown key data.sources[{i}].{_q(key)}")
+            values[key] = _check_value(where, f"data.sources[{i}].{key}", known[key], v)
+        source = SourceConfig(**values)
+        if not source.corpus:
+            raise ConfigError(f"{where}: data.sources[{i}].corpus: expected the source's corpus")
+        if not 0 < source.weight <= MAX_WEIGHT:
+            raise ConfigError(f"{where}: data.sources[{i}].weight: expected 0 < weight <= "
+                              f"{MAX_WEIGHT:g}, got {source.weight}")
+        if source.filters:
+            try:
+                parse_filters(source.filters)
+            except ValueError as e:
+                raise ConfigError(f"{where}: data.sources[{i}].filters: {e}") from None
+        out.append(source)
+    labels = [s.label for s in out]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"{where}: data.sources: two sources named "
+                          f"{next(x for x in labels if labels.count(x) > 1)!r:.60}; give each a "
+                          "name")
+    return tuple(out)
 
 
 def _model_from_table(table: dict[str, Any], where: str, saved: bool) -> ModelConfig:
@@ -550,6 +614,10 @@ def load_config(
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

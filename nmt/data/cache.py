@@ -39,7 +39,7 @@ _TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
 _PATHS = {"corpus", "valid", "test"}
 # Fields added after CACHE_VERSION 2: left out of the key at their defaults, so that the caches
 # of the configs that existed before them keep their keys
-_ADDED = ("source", "target", "columns", "character_coverage", "case_forms")
+_ADDED = ("source", "target", "columns", "character_coverage", "case_forms", "sources")
 
 
 @dataclass
@@ -102,6 +102,8 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
     if not cfg.langid:  # the same for the language check
         skip.add("langid")
     fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in skip}
+    if cfg.sources:  # where each is and what it is called are not in the key; its content is
+        fields["sources"] = [{"weight": s.weight, "filters": s.filters} for s in cfg.sources]
     content: dict[str, Any] = {"v": CACHE_VERSION, "corpus": digest, "data": fields}
     if special_casing(cfg.source) or special_casing(cfg.target):
         content["casing"] = "dotted-i"  # Turkish/Azerbaijani capitals, added after version 2

@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ def prepare(
         try:
             prepared = load_cache(cache_dir)
             log(f"loaded cache {cache_dir}")
-            prepared.identity = data.identity()
+            prepared.identity = record(data, prepared.meta)
             return prepared
         except (DataError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             log(f"cache {cache_dir} unreadable ({e}); rebuilding")
@@ -180,7 +181,8 @@ class PairRules:
 
 
 def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
-               log: Callable[[str], None] = print, workers: int | None = None) -> Cleaned:
+               log: Callable[[str], None] = print, workers: int | None = None,
+               seen: set[tuple[str, str]] | None = None) -> Cleaned:
     """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` pairs: empty
     ones dropped, then those over ``max_words``, then those a filter removes
     (:mod:`nmt.data.filters`) or whose side is in another language (:mod:`nmt.data.langid`),
@@ -189,7 +191,7 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
 
     ``held_out``: a ``data.valid`` / ``data.test`` file, used as it is: all its pairs, only
     those empty after cleaning dropped (not the long ones, not the filtered, not the
-    duplicates)."""
+    duplicates). ``seen``: the pairs already kept (from the sources before), for duplicates."""
     pairs = corpus.pairs()
     if cfg.max_pairs and not held_out:
         pairs = itertools.islice(pairs, cfg.max_pairs)
@@ -205,7 +207,7 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
     src: list[str] = []
     tgt: list[str] = []
     ref: list[str] = []
-    seen: set[tuple[str, str]] = set()
+    seen = set() if seen is None else seen
     for s, t, r, words, failed, judged in judged_pairs(rules, pairs, workers):
         counts["read"] += 1
         if failed == "empty":
@@ -240,7 +242,8 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
         raise DataError(f"{files}: no usable {cfg.source}-{cfg.target} pairs in "
                         f"{counts['read']:,} read ({counts['empty']:,} empty after cleaning, "
                         f"{counts['too_long']:,} over data.max_words = {cfg.max_words}, "
-                        f"{counts['filtered']:,} removed by data.filters or data.langid)")
+                        f"{counts['filtered']:,} removed by data.filters or data.langid, "
+                        f"{counts['duplicates']:,} duplicates)")
     return Cleaned(src, tgt, ref, counts, filtered, rejected, dict(sorted(longest.items())))
 
 
@@ -328,14 +331,62 @@ def train_tokenizer(cfg: DataConfig, src: list[str], tgt: list[str]) -> Tokenize
 # --- building the cache ----------------------------------------------------------------------
 
 
+def read_sources(
+    cfg: DataConfig, data: Data, log: Callable[[str], None]
+) -> tuple[Cleaned, np.ndarray, list[Cleaned]]:
+    """``data.corpus``, or each of ``data.sources`` in turn (its own filters; a pair of an
+    earlier source is a duplicate), read and cleaned: all the pairs as one :class:`Cleaned`,
+    the source of each pair (an index into ``data.parts``) and each source's own."""
+    if not data.parts:
+        cleaned = read_pairs(data.corpus, cfg, log=log)
+        for line in cleaning_report(cleaned, cfg):
+            log(line)
+        return cleaned, np.zeros(len(cleaned.src), np.int64), [cleaned]
+    seen: set[tuple[str, str]] = set()
+    parts = []
+    for part in data.parts:
+        own = dataclasses.replace(cfg, filters=part.source.filters or cfg.filters)
+        cleaned = read_pairs(part.corpus, own, log=log, seen=seen)
+        for line in cleaning_report(cleaned, own):
+            log(f"{part.source.label}: {line}")
+        parts.append(cleaned)
+    origin = np.repeat(np.arange(len(parts)), [len(c.src) for c in parts])
+    counts: Counter[str] = Counter()
+    filtered: Counter[str] = Counter()
+    longest: Counter[int] = Counter()
+    for c in parts:
+        counts.update(c.counts)
+        filtered.update(c.filtered)
+        longest.update(c.longest)
+    merged = Cleaned([x for c in parts for x in c.src], [x for c in parts for x in c.tgt],
+                     [x for c in parts for x in c.ref], dict(counts),
+                     {k: filtered[k] for k in dict.fromkeys(k for c in parts for k in c.filtered)},
+                     [x for c in parts for x in c.rejected], dict(sorted(longest.items())))
+    return merged, origin, parts
+
+
+def weighted(train: np.ndarray, origin: np.ndarray, weights: Sequence[float],
+             seed: int) -> np.ndarray:
+    """The training pairs ``train`` (indices), each source's ``round(weight x its count)``
+    times in all: whole copies of them all, then a seeded sample without replacement of the
+    rest (weight 2.5: every pair twice and half of them once more; 0.5: half of them)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for part, weight in enumerate(weights):
+        mine = train[origin[train] == part]
+        if not len(mine):
+            continue
+        whole, rest = divmod(round(weight * len(mine)), len(mine))
+        out += [np.tile(mine, whole), np.sort(rng.choice(mine, rest, replace=False))]
+    return np.concatenate(out) if out else train
+
+
 def build_cache(
     cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
 ) -> Prepared:
     t0 = time.perf_counter()
-    cleaned = read_pairs(data.corpus, cfg, log=log)
+    cleaned, origin, parts = read_sources(cfg, data, log)
     src, tgt, counts, ref = cleaned.src, cleaned.tgt, cleaned.counts, cleaned.ref
-    for line in cleaning_report(cleaned, cfg):
-        log(line)
     given = {name: read_pairs(c, cfg, held_out=True) for name, c in
              (("valid", data.valid), ("test", data.test)) if c is not None}
     index = grouped_split(src, 0.0 if "valid" in given else cfg.valid_frac,
@@ -351,6 +402,18 @@ def build_cache(
             log(f"warning: {overlap:,} of the {len(set(s)):,} source sentences of data.{name} "
                 f"({getattr(cfg, name)}) are also in the training data (data.corpus)")
     tok = train_tokenizer(cfg, *texts["train"][:2])  # on the text as written, not the copies
+    sources: list[dict[str, Any]] = []
+    if data.parts:
+        train = np.asarray(index["train"], dtype=np.int64)
+        mix = weighted(train, origin, [p.source.weight for p in data.parts], cfg.split_seed)
+        texts["train"] = ([src[i] for i in mix], [tgt[i] for i in mix], [ref[i] for i in mix])
+        for n, (part, own) in enumerate(zip(data.parts, parts, strict=True)):
+            before, after = int((origin[train] == n).sum()), int((origin[mix] == n).sum())
+            sources.append({**part.identity(), "read": own.counts["read"],
+                            "kept": own.counts["kept"], "filtered": own.filtered,
+                            "train_pairs": before, "train_pairs_weighted": after})
+            log(f"{part.source.label}: {before:,} training pairs x {part.source.weight:g} -> "
+                f"{after:,} ({after / max(len(mix), 1):.1%} of the training split)")
     extra = case_augmented(*texts["train"], cfg.case_augment, cfg.split_seed,
                            cfg.case_forms.split(","), cfg.source)
     if cfg.case_augment and not language(cfg.source).has_case:
@@ -372,11 +435,29 @@ def build_cache(
     digest = data.corpus.identity.sha256
     meta = {"version": CACHE_VERSION, "corpus_sha256": digest, "data": dataclasses.asdict(cfg),
             "corpus": data.identity(), "counts": counts, "filtered": cleaned.filtered,
+            "sources": sources,
             "longest": {str(k): v for k, v in cleaned.longest.items()},
             "pairs": {k: len(v) for k, v in splits.items()},
             "seconds": round(time.perf_counter() - t0, 2)}
     write_cache(cache_dir, tok, splits, meta, cleaned.rejected)
     log(f"prepared in {meta['seconds']:.1f} s: {cache_dir}")
-    return Prepared(tok, splits, cache_dir, digest, meta, data.identity())
+    return Prepared(tok, splits, cache_dir, digest, meta, record(data, meta))
+
+
+def record(data: Data, meta: dict[str, Any]) -> dict[str, Any]:
+    """What a run records of its data (``corpus.json``): the data's identity and, for several
+    sources, each one's counts as the cache has them (read, kept, removed by each filter,
+    training pairs before and after its weight)."""
+    identity = data.identity()
+    counted = meta.get("sources")
+    if identity.get("sources") and isinstance(counted, list) and len(counted) == len(
+            identity["sources"]):
+        identity["sources"] = [{**mine, **{k: v for k, v in theirs.items() if k in SOURCE_COUNTS}}
+                               for mine, theirs in zip(identity["sources"], counted, strict=True)
+                               if isinstance(theirs, dict)]
+    return identity
+
+
+SOURCE_COUNTS = ("read", "kept", "filtered", "train_pairs", "train_pairs_weighted")
 
 

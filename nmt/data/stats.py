@@ -99,6 +99,12 @@ def cleaning_lines(prepared: Prepared) -> list[str]:
     if filtered:
         lines.append("data.filters: " + ", ".join(counted(n, read, name)
                                                   for name, n in filtered.items()))
+    for source in meta.get("sources", []):
+        if isinstance(source, dict):
+            lines.append(f"{source.get('name')}: read {source.get('read', 0):,}, kept "
+                         f"{source.get('kept', 0):,}; weight {source.get('weight', 1):g}: "
+                         f"{source.get('train_pairs', 0):,} training pairs -> "
+                         f"{source.get('train_pairs_weighted', 0):,}")
     longest = {int(k): v for k, v in meta.get("longest", {}).items()
                if str(k).isdigit() and isinstance(v, int)}
     if longest:

@@ -12,13 +12,15 @@ returning a :class:`Corpus`) and its line below.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from nmt.config import DataConfig
+from nmt.config import DataConfig, SourceConfig
 from nmt.data.corpora import aligned, builtin, tatoeba, tsv
-from nmt.data.corpora.base import Context, Corpus, Form, Identity
+from nmt.data.corpora.base import Context, Corpus, Form, Identity, combined_sha256
 from nmt.errors import DataError
 
 FORMS: dict[str, Form] = {
@@ -28,7 +30,8 @@ FORMS: dict[str, Form] = {
     tsv.FORM.name: tsv.FORM,
 }
 
-__all__ = ["FORMS", "Context", "Corpus", "Data", "Form", "Identity", "open_corpus", "open_data"]
+__all__ = ["FORMS", "Context", "Corpus", "Data", "Form", "Identity", "Part", "open_corpus",
+           "open_data"]
 
 
 def open_corpus(spec: str, ctx: Context) -> Corpus:
@@ -43,12 +46,52 @@ def open_corpus(spec: str, ctx: Context) -> Corpus:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One of several sources (``[[data.sources]]``) and its corpus."""
+
+    source: SourceConfig
+    corpus: Corpus
+
+    def identity(self) -> dict[str, Any]:
+        """Its corpus' identity, with its name, weight, and the licence it states (or its
+        form knows)."""
+        out = self.corpus.identity.to_dict()
+        out.update(name=self.source.label, weight=self.source.weight,
+                   licence=self.source.licence or out.get("licence", ""))
+        return out
+
+
+@dataclass
+class Mixed:
+    """Several sources as one corpus: one identity (its digest is that of every source's, in
+    order) and their pairs one source after another."""
+
+    identity: Identity
+    parts: tuple[Part, ...]
+
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        return itertools.chain.from_iterable(p.corpus.pairs() for p in self.parts)
+
+
+def mixed(parts: tuple[Part, ...], cfg: DataConfig) -> Mixed:
+    ids = [p.identity() for p in parts]
+    licences = [i["licence"] for i in ids]
+    licence = ("; ".join(f"{i['name']}: {i['licence']}" for i in ids)
+               if all(licences) else "")  # one source without a licence: none is stated
+    digest = combined_sha256({str(n): i["sha256"] for n, i in enumerate(ids)})  # in order
+    identity = Identity("sources", " + ".join(i["name"] for i in ids), digest, cfg.source,
+                        cfg.target, licence, [f for i in ids for f in i["files"]])
+    return Mixed(identity, parts)
+
+
+@dataclass(frozen=True)
 class Data:
     """The corpus and the held-out sets a data config declares."""
 
-    corpus: Corpus
+    corpus: Corpus  # data.corpus, or the sources as one (:class:`Mixed`)
     valid: Corpus | None  # None: held out from the corpus
     test: Corpus | None
+    parts: tuple[Part, ...] = ()  # data.sources, each opened; () for data.corpus
 
     def held_out_digests(self) -> dict[str, str]:
         return {name: c.identity.sha256 for name, c in (("valid", self.valid),
@@ -57,6 +100,8 @@ class Data:
     def identity(self) -> dict[str, Any]:
         """What a run records as the data it was trained on (``corpus.json``)."""
         out: dict[str, Any] = {"corpus": self.corpus.identity.to_dict()}
+        if self.parts:
+            out["sources"] = [p.identity() for p in self.parts]
         for name, c in (("valid", self.valid), ("test", self.test)):
             if c is not None:
                 out[name] = c.identity.to_dict()
@@ -68,4 +113,8 @@ def open_data(cfg: DataConfig, data_dir: Path, *, source: str | None = None,
     ctx = Context(cfg, Path(data_dir), source, log)
     held = {name: open_corpus(spec, replace(ctx, option=f"data.{name}")) if spec else None
             for name, spec in (("valid", cfg.valid), ("test", cfg.test))}
-    return Data(open_corpus(cfg.corpus, ctx), held["valid"], held["test"])
+    if not cfg.sources:
+        return Data(open_corpus(cfg.corpus, ctx), held["valid"], held["test"])
+    parts = tuple(Part(s, open_corpus(s.corpus, replace(ctx, option=f"data.sources[{i}].corpus")))
+                  for i, s in enumerate(cfg.sources, 1))
+    return Data(mixed(parts, cfg), held["valid"], held["test"], parts)

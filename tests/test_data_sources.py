@@ -1,0 +1,183 @@
+"""Several sources ([[data.sources]]): mixed by weight, each with its own filters and licence,
+recorded with their counts; data.corpus stays the one-source shorthand."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nmt.config import SourceConfig, load_config
+from nmt.data.cache import cache_key
+from nmt.data.prepare import prepare, weighted
+from nmt.errors import ConfigError, DataError
+
+ADJ = [("red", "rouge"), ("big", "grand"), ("small", "petit"), ("old", "vieux"),
+       ("new", "neuf"), ("blue", "bleu"), ("green", "vert"), ("black", "noir")]
+EN = ["I see the {} dog.", "We like the {} house.", "She reads a {} book.", "They want a {} car."]
+FR = ["Je vois le chien {}.", "Nous aimons la maison {}.", "Elle lit un livre {}.",
+      "Ils veulent une voiture {}."]
+
+
+def write(prefix: Path, n: int, offset: int, noise: list[tuple[str, str]] = ()) -> str:
+    pairs = [(EN[i % 4].format(ADJ[i // 4 % 8][0]) + f" {i + offset}",
+              FR[i % 4].format(ADJ[i // 4 % 8][1]) + f" {i + offset}") for i in range(n)]
+    pairs += list(noise)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{prefix}.en").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    Path(f"{prefix}.fr").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
+    return str(prefix)
+
+
+def config(tmp_path: Path, sources: str, extra: str = "") -> Path:
+    path = tmp_path / "mix.toml"
+    path.write_text("[data]\nvocab_size = 60\nvalid_frac = 0.1\ntest_frac = 0.1\n"
+                    f"langid = false\n{extra}\n{sources}", encoding="utf-8")
+    return path
+
+
+NOISE = [(f"Room {i}.", f"Chambre {i + 1}.") for i in range(10)]  # the digits filter's
+
+
+def two_sources(tmp_path: Path, weight_b: float) -> Path:
+    a = write(tmp_path / "a" / "train", 400, 0, NOISE)
+    b = write(tmp_path / "b" / "train", 100, 1000, NOISE[:5])
+    return config(tmp_path, f'[[data.sources]]\ncorpus = "{a}"\nlicence = "CC0"\n\n'
+                            f'[[data.sources]]\ncorpus = "{b}"\nweight = {weight_b}\n'
+                            'name = "bee"\nfilters = "none"\nlicence = "CC BY 4.0"\n')
+
+
+@pytest.mark.parametrize("weight_b", [3.0, 0.5, 1.0, 2.5])
+def test_two_weighted_sources_give_the_intended_proportions(weight_b: float,
+                                                             tmp_path: Path) -> None:
+    cfg = load_config(two_sources(tmp_path, weight_b))
+    p = prepare(cfg.data, tmp_path / "data", log=lambda m: None)
+    a, b = p.meta["sources"]
+    assert (a["name"], b["name"]) == (str(tmp_path / "a" / "train"), "bee")
+    # a's noise went (its filters), b's stayed (filters = "none")
+    assert (a["read"], a["kept"], a["filtered"]["digits"]) == (410, 400, 10)
+    assert (b["read"], b["kept"], b["filtered"]) == (105, 105, {})
+    assert a["train_pairs_weighted"] == a["train_pairs"]
+    assert b["train_pairs_weighted"] == round(weight_b * b["train_pairs"])
+    train = p.splits["train"]
+    assert len(train) == a["train_pairs_weighted"] + b["train_pairs_weighted"]
+    numbers = [int(re.findall(r"\d+", x)[0]) for x in train.src_text]
+    from_b = sum(n >= 1000 or x.startswith("Room") for n, x in zip(numbers, train.src_text,
+                                                                     strict=True))
+    assert from_b == b["train_pairs_weighted"]  # b's own pairs, and its noise a filtered out
+    # held-out splits are never weighted: each pair once
+    for k in ("valid", "test"):
+        assert len(set(p.splits[k].src_text)) == len(p.splits[k])
+    assert p.identity["sources"][1]["train_pairs_weighted"] == b["train_pairs_weighted"]
+    assert p.identity["corpus"]["licence"] == (f"{tmp_path / 'a' / 'train'}: CC0; bee: CC BY 4.0")
+
+
+def test_the_weighted_sample_is_exact_and_seeded() -> None:
+    train = np.arange(100)
+    origin = np.array([0] * 60 + [1] * 40)
+    mix = weighted(train, origin, [1.0, 2.5], seed=1)
+    assert (origin[mix] == 0).sum() == 60 and (origin[mix] == 1).sum() == 100
+    assert np.array_equal(np.bincount(mix[origin[mix] == 1], minlength=100)[60:].clip(2, 3),
+                          np.bincount(mix[origin[mix] == 1], minlength=100)[60:])
+    assert np.array_equal(mix, weighted(train, origin, [1.0, 2.5], seed=1))
+    assert not np.array_equal(mix, weighted(train, origin, [1.0, 2.5], seed=2))
+    half = weighted(train, origin, [0.5, 1.0], seed=1)
+    assert (origin[half] == 0).sum() == 30 and len(set(half[origin[half] == 0])) == 30
+
+
+def test_a_pair_in_two_sources_is_kept_once(tmp_path: Path) -> None:
+    a = write(tmp_path / "a" / "train", 200, 0)
+    b = write(tmp_path / "b" / "train", 50, 0, [("A new one.", "Une nouvelle.")])
+    path = config(tmp_path, f'[[data.sources]]\ncorpus = "{a}"\n\n[[data.sources]]\n'
+                            f'corpus = "{b}"\nweight = 2\nname = "copy"\n')
+    p = prepare(load_config(path).data, tmp_path / "data", log=lambda m: None)
+    assert [(s["read"], s["kept"]) for s in p.meta["sources"]] == [(200, 200), (51, 1)]
+    assert p.meta["counts"]["duplicates"] == 50
+    only = write(tmp_path / "c" / "train", 50, 0)  # nothing but pairs of a: one line
+    path = config(tmp_path, f'[[data.sources]]\ncorpus = "{a}"\n\n[[data.sources]]\n'
+                            f'corpus = "{only}"\nname = "only"\n')
+    with pytest.raises(DataError, match=r"c/train\.en, .*c/train\.fr: no usable en-fr pairs in "
+                                        r"50 read \(.*50 duplicates"):
+        prepare(load_config(path).data, tmp_path / "data", log=lambda m: None)
+
+
+def test_the_run_records_its_sources(tmp_path: Path, tiny_data_dir: Path) -> None:
+    from conftest import invoke
+
+    path = two_sources(tmp_path, 2.0)
+    runs = tmp_path / "runs"
+    code, out, err = invoke("train", "--config", str(path), "--runs-dir", str(runs),
+                            "--run-name", "mix", "--data-dir", str(tmp_path / "data"),
+                            "--set", "model.d_model=16", "--set", "model.d_ff=32",
+                            "--set", "model.n_layers=1", "--set", "train.max_steps=2",
+                            "--set", "train.eval_sentences=-1", "--set", "train.device=cpu")
+    assert code == 0, err
+    record = json.loads((runs / "mix" / "corpus.json").read_text())
+    assert [s["name"] for s in record["sources"]][1] == "bee"
+    assert record["sources"][1]["weight"] == 2.0 and "read" in record["sources"][0]
+    saved = load_config(runs / "mix" / "config.toml", saved=True)
+    assert saved.data.sources == load_config(path).data.sources
+
+
+def test_the_cache_key_follows_the_mix_not_the_names() -> None:
+    one = load_config(None, ['data.sources=[{corpus="a", weight=2}, {corpus="b"}]']).data
+    renamed = load_config(None, ['data.sources=[{corpus="x/a", weight=2, name="A"}, '
+                                 '{corpus="b", licence="CC0"}]']).data
+    heavier = load_config(None, ['data.sources=[{corpus="a", weight=3}, {corpus="b"}]']).data
+    assert cache_key(one, "d") == cache_key(renamed, "d") != cache_key(heavier, "d")
+    assert cache_key(load_config(None, []).data, "d") != cache_key(one, "d")
+
+
+def test_data_corpus_and_data_sources_are_exclusive(tmp_path: Path) -> None:
+    path = config(tmp_path, '[[data.sources]]\ncorpus = "a"\n', extra='corpus = "b"')
+    with pytest.raises(ConfigError, match="data.corpus and data.sources: expected one"):
+        load_config(path)
+
+
+FIELDS = [f for f in SourceConfig.__dataclass_fields__]
+BAD = st.one_of(st.none(), st.just([]), st.just([1]), st.just({"a": 1}), st.integers(-10**20,
+                10**20), st.floats(), st.text(max_size=10), st.booleans())
+
+
+@settings(max_examples=200, deadline=None)
+@given(field=st.sampled_from(FIELDS), value=BAD, index=st.sampled_from([0, 1]))
+def test_any_value_of_any_source_field_is_a_config_or_one_line(field: str, value: object,
+                                                               index: int) -> None:
+    """Every field of a source mutated to any type: a config, or one line naming the source's
+    field (data.sources[N].KEY), never a traceback."""
+    import tomllib
+
+    sources = [{"corpus": "a", "weight": 2.0}, {"corpus": "b", "name": "bee"}]
+    if value is None:
+        sources[index].pop(field, None)
+    else:
+        sources[index][field] = value
+    try:
+        cfg = load_config(None, [f"data.sources={_toml(sources)}"])
+    except ConfigError as e:
+        msg = str(e)
+        assert "\n" not in msg
+        assert f"data.sources[{index + 1}]" in msg or "data.sources:" in msg or "--set" in msg
+    else:
+        assert cfg.data.sources[index].corpus
+        assert 0 < cfg.data.sources[index].weight <= 1000
+        again = load_config(None, [f"data.sources={_toml([_plain(s) for s in cfg.data.sources])}"])
+        assert again.data.sources == cfg.data.sources
+        assert tomllib.loads(cfg.to_toml())["data"]["sources"]
+
+
+def _plain(s: SourceConfig) -> dict[str, object]:
+    import dataclasses
+
+    return dataclasses.asdict(s)
+
+
+def _toml(sources: list[dict[str, object]]) -> str:
+    from nmt.config import _toml_value
+
+    return _toml_value(sources)
