@@ -92,6 +92,9 @@ class DataConfig:
     # in a script written without spaces (Chinese, Japanese, Thai) each character counts
     valid_frac: float = 0.02  # share of distinct source sentences held out for validation
     test_frac: float = 0.02  # share of distinct source sentences held out for testing
+    valid_size: int = 3000  # at most this many source sentences held out for validation (0:
+    # no cap): the field validates on a few thousand, however large the corpus
+    test_size: int = 3000  # at most this many held out for testing (0: no cap)
     split_seed: int = 1  # seed of the grouped train/valid/test split
     tokenizer: str = field(default="sentencepiece", metadata=_choice("sentencepiece", "word"))
     sp_model_type: str = field(default="unigram", metadata=_choice("unigram", "bpe"))
@@ -102,6 +105,11 @@ class DataConfig:
     min_freq: int = 2  # word-level tokenizer: minimum count to enter the vocabulary
     truncate: int = 0  # cut encoded sentences (with <eos>) to N tokens (0: never); d2l uses 10
 
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, as JSON and TOML hold it (the sources as a list of tables)."""
+        return {**dataclasses.asdict(self), "sources": [dataclasses.asdict(s)
+                                                        for s in self.sources]}
 
     @property
     def natural_text(self) -> bool:
@@ -314,7 +322,7 @@ class Config:
     decode: DecodeConfig = field(default_factory=DecodeConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        data = dataclasses.asdict(self.data)
+        data = self.data.to_dict()
         data.pop("corpus" if self.data.sources else "sources")  # one or the other is the data
         return {"data": data, "model": self.model.to_dict(),
                 "train": dataclasses.asdict(self.train), "decode": dataclasses.asdict(self.decode)}
@@ -410,8 +418,9 @@ def from_dict(raw: dict[str, Any], where: str = "config", *, saved: bool = False
         if name == "model":
             sections[name] = _model_from_table(table, where, saved)
             continue
-        if name == "data" and saved:  # saved before these existed: none ran
-            table = {"filters": "none", "langid": False, **table}
+        if name == "data" and saved:  # saved before these existed: none ran, nothing capped
+            table = {"filters": "none", "langid": False, "valid_size": 0, "test_size": 0,
+                     **table}
         cls = SECTIONS[name]
         known = {f.name: f for f in fields(cls)}
         values = {}

@@ -46,3 +46,21 @@ def test_small_corpora_still_hold_out_but_keep_training_data() -> None:
     assert n_held_out(10, 0.01) == 1  # rounds to 0, but a positive fraction asks for some
     assert n_held_out(2, 0.4) == 0 and n_held_out(5, 0.49) == 2
     assert n_held_out(1000, 0.0) == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(3, 400), st.floats(0.01, 0.24), st.integers(0, 50), st.integers(0, 2**32))
+def test_held_out_sizes_are_capped_by_count(n: int, frac: float, cap: int, seed: int) -> None:
+    """data.valid_size / test_size cap the held-out source sentences (0: no cap); the split
+    stays grouped and the fraction still rules below the cap."""
+    src = [f"s{i % n}" for i in range(2 * n)]  # every sentence twice: two references
+    parts = grouped_split(src, frac, frac, seed, valid_size=cap, test_size=cap)
+    for k in ("valid", "test"):
+        sentences = {src[i] for i in parts[k]}
+        assert len(sentences) == n_held_out(n, frac, cap)
+        assert len(parts[k]) == 2 * len(sentences)  # both references held out
+        if cap:
+            assert len(sentences) <= max(cap, 1)
+    uncapped = grouped_split(src, frac, frac, seed)
+    if not cap or cap >= round(frac * n):
+        assert all(np.array_equal(parts[k], uncapped[k]) for k in parts)

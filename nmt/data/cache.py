@@ -40,6 +40,9 @@ _PATHS = {"corpus", "valid", "test"}
 # Fields added after CACHE_VERSION 2: left out of the key at their defaults, so that the caches
 # of the configs that existed before them keep their keys
 _ADDED = ("source", "target", "columns", "character_coverage", "case_forms", "sources")
+# Fields added with a default that may change the arrays: left out of the key at the value
+# that reproduces what came before them (no cap)
+_BEFORE = {"valid_size": 0, "test_size": 0}
 
 
 @dataclass
@@ -97,6 +100,8 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
     ``valid`` / ``test`` files with the digests ``held_out``, when given)."""
     skip = _NOT_IN_KEY | _PATHS | _TOKENIZER_ONLY.get(cfg.tokenizer, set())
     skip |= {k for k in _ADDED if getattr(cfg, k) == getattr(_DEFAULTS, k)}
+    skip |= {k for k, v in _BEFORE.items() if getattr(cfg, k) == v}
+    skip |= {f"{k}_size" for k in ("valid", "test") if not getattr(cfg, f"{k}_frac")}  # moot
     if cfg.filters == "none":  # the caches built before filters existed, when none ran
         skip.add("filters")
     if not cfg.langid:  # the same for the language check

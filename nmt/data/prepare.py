@@ -390,7 +390,8 @@ def build_cache(
     given = {name: read_pairs(c, cfg, held_out=True) for name, c in
              (("valid", data.valid), ("test", data.test)) if c is not None}
     index = grouped_split(src, 0.0 if "valid" in given else cfg.valid_frac,
-                          0.0 if "test" in given else cfg.test_frac, cfg.split_seed)
+                          0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
+                          cfg.valid_size, cfg.test_size)
     texts = {k: ([src[i] for i in idx], [tgt[i] for i in idx], [ref[i] for i in idx])
              for k, idx in index.items()}
     train_sources = set(texts["train"][0])
@@ -433,7 +434,7 @@ def build_cache(
              f"vocabularies src {tok.src_vocab_size:,}, tgt {tok.tgt_vocab_size:,}")
     log(f"tokenizer: {tok.kind}, {vocab}")
     digest = data.corpus.identity.sha256
-    meta = {"version": CACHE_VERSION, "corpus_sha256": digest, "data": dataclasses.asdict(cfg),
+    meta = {"version": CACHE_VERSION, "corpus_sha256": digest, "data": cfg.to_dict(),
             "corpus": data.identity(), "counts": counts, "filtered": cleaned.filtered,
             "sources": sources,
             "longest": {str(k): v for k, v in cleaned.longest.items()},

@@ -18,25 +18,31 @@ def group_ids(src: list[str]) -> tuple[np.ndarray, int]:
     return ids, len(index)
 
 
-def n_held_out(n_groups: int, frac: float) -> int:
-    """Groups for a held-out split: ``round(frac * n)``, at least 1 when ``frac > 0`` (so a small
-    corpus still validates), and never so many that training is left empty."""
+def n_held_out(n_groups: int, frac: float, cap: int = 0) -> int:
+    """Groups for a held-out split: ``round(frac * n)``, at most ``cap`` (0: no cap), at least 1
+    when ``frac > 0`` (so a small corpus still validates), and never so many that training is
+    left empty."""
     if frac <= 0 or n_groups < 3:
         return 0
-    return min(max(1, round(frac * n_groups)), (n_groups - 1) // 2)
+    wanted = round(frac * n_groups)
+    if cap:
+        wanted = min(wanted, cap)
+    return min(max(1, wanted), (n_groups - 1) // 2)
 
 
 def grouped_split(
-    src: list[str], valid_frac: float, test_frac: float, seed: int
+    src: list[str], valid_frac: float, test_frac: float, seed: int, valid_size: int = 0,
+    test_size: int = 0,
 ) -> dict[str, np.ndarray]:
-    """Pair indices (ascending, int64) of ``train``, ``valid`` and ``test``.
+    """Pair indices (ascending, int64) of ``train``, ``valid`` and ``test``: ``*_frac`` of the
+    distinct source sentences, at most ``*_size`` of them (0: no cap).
 
     The sentences are shuffled with ``seed`` (numpy PCG64): the first groups of the permutation
     go to test, the next to valid, the rest to train. Same input and seed, same split.
     """
     groups, n = group_ids(src)
     perm = np.random.default_rng(seed).permutation(n)
-    n_test, n_valid = n_held_out(n, test_frac), n_held_out(n, valid_frac)
+    n_test, n_valid = n_held_out(n, test_frac, test_size), n_held_out(n, valid_frac, valid_size)
     which = np.zeros(n, dtype=np.int8)  # 0 train, 1 valid, 2 test, per group
     which[perm[:n_test]] = 2
     which[perm[n_test:n_test + n_valid]] = 1
