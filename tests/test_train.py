@@ -385,3 +385,37 @@ def test_final_line_gives_flops_and_share_of_the_cpu_peak(
         float(split.splits["train"].tgt_lengths().mean()) + 1)
     assert gflops == pytest.approx(tokens_per_sec * per_token / 1e9, rel=0.01)
     assert share == pytest.approx(100 * gflops / 32, rel=0.01)
+
+
+
+def test_the_time_budget_says_when_it_will_cut_a_fixed_step_run_short() -> None:
+    from nmt.config import TrainConfig
+    from nmt.training.loop import time_budget_warning
+
+    t = TrainConfig(max_steps=12_000, max_minutes=60)
+    line = time_budget_warning(t, 20, 8.0, 0.4)  # 8 s + 11,980 x 0.4 s = 80 min > 60
+    assert line == ("warning: at 0.4 s a step, the 12,000 steps of train.max_steps take about "
+                    "80.0 min; train.max_minutes = 60 stops training near step 9,000 (raise "
+                    "train.max_minutes, or lower train.max_steps)")
+    assert time_budget_warning(t, 20, 8.0, 0.25) is None  # 50 min: within the budget
+    assert time_budget_warning(TrainConfig(max_steps=12_000), 20, 8.0, 10.0) is None  # no budget
+    assert time_budget_warning(TrainConfig(max_minutes=1), 20, 8.0, 10.0) is None  # no steps
+    assert time_budget_warning(t, 12_000, 8.0, 10.0) is None
+
+
+def test_nmt_train_warns_early_when_the_budget_is_short(tiny_data_dir: Path,
+                                                        tmp_path: Path) -> None:
+    """A budget of 3 seconds for 100,000 steps: said after the first steps, in the terminal's
+    lines and in the run's log, not only at the end."""
+    from conftest import invoke
+
+    sets = [x for s in [*TINY, "train.max_steps=100000", "train.max_minutes=0.05",
+                        "train.eval_every=0", "train.eval_sentences=-1"] for x in ("--set", s)]
+    code, out, err = invoke("train", "--config", "configs/demo.toml", "--runs-dir",
+                            str(tmp_path / "runs"), "--run-name", "short", "--data-dir",
+                            str(tiny_data_dir), *sets)
+    assert code == 0, err
+    said = [line for line in (out + err).splitlines() if "stops training near step" in line]
+    assert len(said) == 1 and "train.max_minutes = 0.05" in said[0]
+    log = (tmp_path / "runs" / "short" / "train.log").read_text()
+    assert "stops training near step" in log

@@ -57,6 +57,9 @@ class TerminalDisplay(Display):
 
         tqdm.write(line)
 
+    def note(self, line: str) -> None:
+        self.validation(line)
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()

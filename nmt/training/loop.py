@@ -200,6 +200,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     out_of_time = bool(t.max_minutes and prog.elapsed >= 60 * t.max_minutes)  # as saved
     interrupted = False
     run.started = run.last_save = time.perf_counter()  # tokens/s count from the first step
+    estimated = not (t.max_steps and t.max_minutes)  # whether the budget's estimate is said
     model.train()
     with stop.installed():
         while not (reason := stop_reason(t, prog, out_of_time, interrupted)):
@@ -221,6 +222,14 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
             record = account(run, state, loss, n_tokens, invocation_tokens)
             display.step(epoch, -(-done // t.accum_steps), -(-n_batches // t.accum_steps),
                          record)
+            if not estimated and dist.main:
+                steps, seconds = prog.step - first_step + 1, time.perf_counter() - run.started
+                if steps >= ESTIMATE_STEPS or seconds >= 0.1 * 60 * t.max_minutes:
+                    estimated = True
+                    line = time_budget_warning(t, prog.step, run.clock(), seconds / steps)
+                    if line:
+                        run.mlog.text(line)
+                        display.note(line)
             if validation_due(t, prog) and not interrupted:  # else owed: done on --resume
                 validate(run, state)
     display.close()
@@ -289,6 +298,28 @@ def training_forward(model: nn.Module, t: TrainConfig, dist: Dist,
 # --- stopping ----------------------------------------------------------------------------------
 
 INTERRUPTED = "interrupted"
+
+
+ESTIMATE_STEPS = 20  # steps (or a tenth of the time budget) before the budget's estimate
+
+
+def time_budget_warning(t: TrainConfig, step: int, elapsed: float,
+                        seconds_per_step: float) -> str | None:
+    """After ``step`` steps and ``elapsed`` training seconds (across resumes): a line saying that
+    ``train.max_minutes`` will stop a run of ``train.max_steps`` short, with the estimate at
+    ``seconds_per_step``; None when the budget allows every step (or either limit is off).
+    Validations come on top of the estimate, so a run it allows may still be stopped."""
+    if not (t.max_steps and t.max_minutes) or step >= t.max_steps:
+        return None
+    needed = elapsed + (t.max_steps - step) * seconds_per_step
+    budget = 60 * t.max_minutes
+    if needed <= budget:
+        return None
+    reached = step + max(budget - elapsed, 0) / max(seconds_per_step, 1e-9)
+    return (f"warning: at {seconds_per_step:.3g} s a step, the {t.max_steps:,} steps of "
+            f"train.max_steps take about {needed / 60:.1f} min; train.max_minutes = "
+            f"{t.max_minutes:g} stops training near step {int(reached):,} (raise "
+            "train.max_minutes, or lower train.max_steps)")
 
 
 def stop_reason(t: TrainConfig, prog: Progress, out_of_time: bool, interrupted: bool) -> str:

@@ -61,6 +61,9 @@ class Display:
     def validation(self, line: str) -> None:
         """After every validation, its one-line summary."""
 
+    def note(self, line: str) -> None:
+        """A line to show once while training (the time budget's estimate)."""
+
     def close(self) -> None:
         """When the loop ends."""
 
