@@ -297,10 +297,16 @@ def score_examples(
 def export(
     run: Path | str | None = None, checkpoint: str = "best", *, to: str = "ctranslate2",
     quantization: str | None = None, output: Path | str | None = None, overwrite: bool = False,
+    score_first: bool = True, data_dir: Path | str | None = None,
+    log: Callable[[str], None] = _say,
 ) -> Path:
     """``nmt export``: write the run's export for ``to`` (a target of
     :data:`nmt.export.TARGETS`) to ``output`` (default ``exports/`` and the target's name for
-    it); ``overwrite`` replaces only an earlier export of that target. Returns the path."""
+    it); ``overwrite`` replaces only an earlier export of that target. Returns the path.
+
+    Its model card (:mod:`nmt.export.model_card`) has the checkpoint's test scores; with
+    ``score_first`` a checkpoint ``nmt bleu`` never scored is scored first (on the data in
+    ``data_dir``; when that fails, the export says so and goes on without scores)."""
     from nmt.export import export_target
     from nmt.runs.paths import latest_run
 
@@ -312,9 +318,21 @@ def export(
 
         path = run_dir / "config.toml"
         check(load_config(path) if path.is_file() else None, quantization, f"--run {run_dir}")
+    from nmt.export.model_card import scores
     from nmt.runs.loading import load_run
 
-    written: Path = target.export(load_run(run_dir, checkpoint, "cpu"),
+    loaded = load_run(run_dir, checkpoint, "cpu")
+    if score_first and not scores(run_dir, loaded.checkpoint_path.name):
+        from nmt.evaluate import evaluate_run
+        from nmt.translation.translator import Translator
+
+        log(f"scoring {run_dir} on its test split for the model card (--no-score skips it)")
+        try:
+            evaluate_run(loaded, Translator.from_run(loaded), split="test",
+                         data_dir=Path(data_dir) if data_dir is not None else None, log=log)
+        except NmtError as e:
+            log(f"warning: not scored ({e}); the model card says so")
+    written: Path = target.export(loaded,
                                   Path(output) if output is not None else None, quantization,
                                   overwrite)
     return written

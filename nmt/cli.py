@@ -417,12 +417,19 @@ def export(
         bool, typer.Option("--overwrite", help="Replace an earlier export or package at "
                            "--output (nothing else: not a run, not a folder of one's own).")
     ] = False,
+    no_score: Annotated[
+        bool, typer.Option("--no-score", help="Do not score a checkpoint nmt bleu never "
+                           "scored for the model card (it then says 'not measured').")
+    ] = False,
+    data_dir: DataDirOpt = None,
 ) -> None:
-    """Export a Transformer run to CTranslate2 or as an Argos Translate package."""
+    """Export a Transformer run to CTranslate2 or as an Argos Translate package, with its model
+    card (data, licence, training, test scores)."""
     from nmt.api import export as export_run
 
     typer.echo(str(export_run(run, checkpoint, to=to, quantization=quantization, output=output,
-                              overwrite=overwrite)))
+                              overwrite=overwrite, score_first=not no_score, data_dir=data_dir,
+                              log=lambda line: typer.echo(line, err=True))))
 
 
 # --- nmt plot / runs / attention --------------------------------------------------------------

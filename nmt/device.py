@@ -33,6 +33,26 @@ def resolve_device(name: str = "auto", what: str = "device") -> torch.device:
     return device
 
 
+def hardware(device: torch.device) -> str:
+    """What ``device`` is, for a run's log and its model card: the GPU's name, or the CPU's
+    model and the threads torch uses."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type != "cpu":
+        return device.type
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f
+                          if line.startswith("model name")), "")
+    except OSError:
+        pass
+    import platform
+
+    return f"{model or platform.processor() or platform.machine()}, " \
+           f"{torch.get_num_threads()} threads"
+
+
 def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
     """The autocast dtype for ``precision`` on ``device``, or None for plain fp32.
 

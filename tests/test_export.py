@@ -400,15 +400,17 @@ def test_export_holds_what_a_user_needs(exports: dict[str, Path]) -> None:
 
 def test_export_command_and_its_refusals(runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "out"
-    code, stdout, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--to",
+    code, stdout, _ = invoke("export", "--no-score", "--run", str(runs["sentencepiece"]), "--to",
                              "ctranslate2", "--output", str(out))
     assert code == 0 and stdout.strip() == str(out) and (out / "model.bin").is_file()
     before = (out / "model.bin").read_bytes()
-    code, _, err = invoke("export", "--run", str(runs["sentencepiece"]), "--output", str(out),
+    code, _, err = invoke("export", "--no-score",
+                          "--run", str(runs["sentencepiece"]), "--output", str(out),
                           "--quantization", "int8")
     assert code != 0 and "already exists" in err and "--overwrite" in err
     assert (out / "model.bin").read_bytes() == before  # nothing written over
-    code, _, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--output", str(out),
+    code, _, _ = invoke("export", "--no-score",
+                        "--run", str(runs["sentencepiece"]), "--output", str(out),
                         "--quantization", "int8", "--overwrite")
     assert code == 0 and (out / "model.bin").stat().st_size < len(before)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no leftovers
@@ -416,7 +418,8 @@ def test_export_command_and_its_refusals(runs: dict[str, Path], tmp_path: Path) 
         (["--to", "onnx"], "--to onnx: expected one of ctranslate2, argos"),
         (["--quantization", "int3"], "--quantization int3: expected one of int8"),
     ):
-        code, _, err = invoke("export", "--run", str(runs["sentencepiece"]), "--output",
+        code, _, err = invoke("export", "--no-score",
+                              "--run", str(runs["sentencepiece"]), "--output",
                               str(tmp_path / "x"), *args)
         assert code != 0 and words in err and len(err.strip().splitlines()) == 1
 
@@ -424,7 +427,7 @@ def test_export_command_and_its_refusals(runs: dict[str, Path], tmp_path: Path) 
 def test_gru_run_is_refused_in_one_line(tmp_path: Path) -> None:
     run = make_run(tmp_path / "gru", "gru", trained=False)
     for to in ("ctranslate2", "argos"):
-        code, out, err = invoke("export", "--run", str(run), "--to", to, "--output",
+        code, out, err = invoke("export", "--no-score", "--run", str(run), "--to", to, "--output",
                                 str(tmp_path / "out"))
         assert code != 0 and out == ""
         assert err.strip() == (f"error: --run {run}: a GRU model cannot be exported to "
@@ -510,7 +513,7 @@ def test_missing_ctranslate2_is_one_line(runs: dict[str, Path],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ctranslate2", None)
     for args in (["translate", "--engine", "ctranslate2", "a"], ["bleu", "--engine",
-                 "ctranslate2"], ["export", "--to", "argos"]):
+                 "ctranslate2"], ["export", "--no-score", "--to", "argos"]):
         code, out, err = invoke(*args, "--run", str(runs["word-postnorm"]))
         assert code == 1 and out == ""
         assert "the ctranslate2 package is not installed; pip install 'nmt[ctranslate2]'" in err
@@ -526,7 +529,8 @@ def test_argos_package(runs: dict[str, Path], tmp_path: Path) -> None:
     import sentencepiece as spm
 
     path = tmp_path / "en_fr.argosmodel"
-    code, out, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--to", "argos",
+    code, out, _ = invoke("export", "--no-score",
+                          "--run", str(runs["sentencepiece"]), "--to", "argos",
                           "--output", str(path))
     assert code == 0 and out.strip() == str(path)
     with zipfile.ZipFile(path) as z:
@@ -556,7 +560,8 @@ def test_argos_package(runs: dict[str, Path], tmp_path: Path) -> None:
     assert sources == [[sp.piece_to_id(t) for t in p] + [EOS_ID] for p in pieces]
     expected = [h.tokens for h in search_ids(ours.model, sources, ours.cfg)]
     assert_greedy_equal_up_to_ties(ours.model, sources, expected, got, limits)
-    code, _, err = invoke("export", "--run", str(runs["word-postnorm"]), "--to", "argos",
+    code, _, err = invoke("export", "--no-score",
+                          "--run", str(runs["word-postnorm"]), "--to", "argos",
                           "--output", str(tmp_path / "w.argosmodel"))
     assert code != 0 and "one SentencePiece model" in err
 
@@ -670,7 +675,8 @@ def test_argostranslate_installs_and_translates_the_package(runs: dict[str, Path
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "argostranslate", "spacy",
                         "-c", str(pins)], check=True, timeout=3000)
     package = tmp_path / "en_fr.argosmodel"
-    code, _, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--to", "argos",
+    code, _, _ = invoke("export", "--no-score",
+                        "--run", str(runs["sentencepiece"]), "--to", "argos",
                         "--output", str(package))
     assert code == 0
     sentences = ["he likes the big dog .", "we want the small cake .", "they see the car ."]
@@ -752,7 +758,8 @@ def test_libretranslate_serves_the_package(runs: dict[str, Path], tmp_path: Path
                 done.stderr.strip()[-300:]]
             pytest.skip(f"libretranslate could not be installed from PyPI: {lines[-1]}")
     package = tmp_path / "en_fr.argosmodel"
-    code, _, _ = invoke("export", "--run", str(runs["sentencepiece"]), "--to", "argos",
+    code, _, _ = invoke("export", "--no-score",
+                        "--run", str(runs["sentencepiece"]), "--to", "argos",
                         "--output", str(package))
     assert code == 0
     home = tmp_path / "home"

@@ -59,7 +59,7 @@ def toy_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
 def test_a_registered_target_is_listed_by_the_help(toy_target: str) -> None:
     """``--to``'s help is read when the help is shown (typer builds the command from the
     annotations, postponed in nmt/cli.py, each time the app runs), not when nmt.cli is imported."""
-    code, out, _ = invoke("export", "--help")
+    code, out, _ = invoke("export", "--no-score", "--help")
     assert code == 0
     assert "toy: a summary line for the toy target" in " ".join(
         line.strip(" │") for line in out.splitlines())
@@ -71,18 +71,20 @@ def test_a_registered_target_exports_a_run(toy_target: str, tmp_path: Path) -> N
 
     run = make_run(tmp_path / "run")
     output = tmp_path / "out" / "toy.txt"
-    code, out, err = invoke("export", "--to", "toy", "--run", str(run), "--output", str(output))
+    code, out, err = invoke("export", "--no-score",
+                            "--to", "toy", "--run", str(run), "--output", str(output))
     assert code == 0, err
     assert out.strip() == str(output)
     assert output.read_text().startswith("step 200, ")
     assert importlib.import_module(toy_target).checked == [f"--run {run}"]
 
-    code, _, err = invoke("export", "--to", "toy", "--run", str(run), "--quantization", "int8",
+    code, _, err = invoke("export", "--no-score",
+                          "--to", "toy", "--run", str(run), "--quantization", "int8",
                           "--output", str(tmp_path / "other.txt"))
     assert code == 1 and "--quantization int8: the toy target keeps float32" in err
     assert not (tmp_path / "other.txt").exists()
 
 
 def test_an_unknown_target_lists_the_registered_ones(toy_target: str) -> None:
-    code, _, err = invoke("export", "--to", "nope")
+    code, _, err = invoke("export", "--no-score", "--to", "nope")
     assert code == 1 and "--to nope: expected one of ctranslate2, argos, toy" in err

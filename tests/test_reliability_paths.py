@@ -75,7 +75,8 @@ def test_export_overwrite_refuses_what_is_not_an_export(layout: Path, ct2: objec
                                                         why: str) -> None:
     output = output.replace("ABSOLUTE", str(layout))
     before = tree(layout)
-    code, out, err = invoke("export", "--run", "runs/demo", "--output", output, "--overwrite")
+    code, out, err = invoke("export", "--no-score",
+                            "--run", "runs/demo", "--output", output, "--overwrite")
     line = one_line(code, err)
     assert line.startswith(f"error: --output {Path(output)}: ") and why in line, line
     assert out == "" and tree(layout) == before  # nothing deleted, nothing left beside it
@@ -84,24 +85,25 @@ def test_export_overwrite_refuses_what_is_not_an_export(layout: Path, ct2: objec
 def test_export_overwrite_replaces_an_earlier_export_or_an_empty_directory(
     layout: Path, ct2: object
 ) -> None:
-    code, out, err = invoke("export", "--run", "runs/demo", "--output", "exports/e")
+    code, out, err = invoke("export", "--no-score", "--run", "runs/demo", "--output", "exports/e")
     assert code == 0 and out.strip() == "exports/e", err
     meta = json.loads(Path("exports/e/nmt-export.json").read_text())
-    code, _, err = invoke("export", "--run", "runs/demo", "--output", "exports/e")
+    code, _, err = invoke("export", "--no-score", "--run", "runs/demo", "--output", "exports/e")
     assert "already exists; choose another name or pass --overwrite" in one_line(code, err)
     for spelling in ("exports/e", "./exports/e/", f"{layout}/exports/../exports/e"):
-        code, _, err = invoke("export", "--run", "runs/demo", "--output", spelling,
+        code, _, err = invoke("export", "--no-score", "--run", "runs/demo", "--output", spelling,
                               "--quantization", "int8", "--overwrite")
         assert code == 0, err
         assert json.loads(Path("exports/e/nmt-export.json").read_text())["quantization"] == "int8"
     assert sorted(p.name for p in Path("exports").iterdir()) == ["e"]  # nothing left aside
     Path("exports/empty").mkdir()
-    code, _, err = invoke("export", "--run", "runs/demo", "--output", "exports/empty",
+    code, _, err = invoke("export", "--no-score", "--run", "runs/demo", "--output", "exports/empty",
                           "--overwrite")
     assert code == 0 and Path("exports/empty/model.bin").is_file(), err
     # an export holding a file nmt did not write is not replaced
     Path("exports/e/notes.txt").write_text("mine\n")
-    code, _, err = invoke("export", "--run", "runs/demo", "--output", "exports/e", "--overwrite")
+    code, _, err = invoke("export", "--no-score",
+                          "--run", "runs/demo", "--output", "exports/e", "--overwrite")
     assert "holds notes.txt, which nmt export did not write" in one_line(code, err)
     assert Path("exports/e/notes.txt").read_text() == "mine\n"
     assert json.loads(Path("exports/e/nmt-export.json").read_text())["run"] == meta["run"]
@@ -109,7 +111,7 @@ def test_export_overwrite_replaces_an_earlier_export_or_an_empty_directory(
 
 def test_export_output_dot_without_overwrite_is_one_line(layout: Path, ct2: object) -> None:
     for output in (".", ".."):
-        code, _, err = invoke("export", "--run", "runs/demo", "--output", output)
+        code, _, err = invoke("export", "--no-score", "--run", "runs/demo", "--output", output)
         assert f"--output {output}: already exists" in one_line(code, err)
 
 
@@ -117,7 +119,7 @@ def test_export_default_output_is_named_as_such(layout: Path, ct2: object) -> No
     """Without --output, a refusal names the default path, not an option the user never gave."""
     Path("exports/demo-ctranslate2").mkdir(parents=True)
     Path("exports/demo-ctranslate2/notes.txt").write_text("mine\n")
-    code, _, err = invoke("export", "--run", "runs/demo", "--overwrite")
+    code, _, err = invoke("export", "--no-score", "--run", "runs/demo", "--overwrite")
     line = one_line(code, err)
     assert line.startswith("error: exports/demo-ctranslate2: is not an nmt export"), line
     assert Path("exports/demo-ctranslate2/notes.txt").read_text() == "mine\n"
@@ -154,7 +156,7 @@ def sp_run(tmp_path: Path) -> Path:
 def test_argos_overwrite_replaces_only_a_package_nmt_wrote(sp_run: Path, tmp_path: Path,
                                                            ct2: object) -> None:
     package = tmp_path / "p.argosmodel"
-    args = ["export", "--run", str(sp_run), "--to", "argos", "--output"]
+    args = ["export", "--no-score", "--run", str(sp_run), "--to", "argos", "--output"]
     code, _, err = invoke(*args, str(package))
     assert code == 0 and zipfile.is_zipfile(package), err
     code, _, err = invoke(*args, str(package), "--overwrite")  # nmt's own package: replaced

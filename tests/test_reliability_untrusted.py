@@ -95,7 +95,7 @@ def two_runs(tmp_path: Path) -> tuple[Path, Path]:
     ["translate", "a b"],
     ["bleu", "--src", "SRC", "--ref", "SRC"],
     ["attention", "a b", "--output", "OUT/att.png"],
-    ["export", "--to", "ctranslate2", "--output", "OUT/export"],
+    ["export", "--no-score", "--to", "ctranslate2", "--output", "OUT/export"],
 ], ids=["translate", "bleu", "attention", "export"])
 def test_a_checkpoint_is_refused_with_another_runs_tokenizer(
     two_runs: tuple[Path, Path], tmp_path: Path, command: list[str]

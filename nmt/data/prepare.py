@@ -450,6 +450,11 @@ def record(data: Data, meta: dict[str, Any]) -> dict[str, Any]:
     sources, each one's counts as the cache has them (read, kept, removed by each filter,
     training pairs before and after its weight)."""
     identity = data.identity()
+    counts, filtered = meta.get("counts"), meta.get("filtered")
+    if isinstance(counts, dict) and isinstance(filtered, dict):  # what cleaning kept, all told
+        identity["cleaning"] = {"read": counts.get("read"), "kept": counts.get("kept"),
+                                "duplicates": counts.get("duplicates"),
+                                "too_long": counts.get("too_long"), "filtered": filtered}
     counted = meta.get("sources")
     if identity.get("sources") and isinstance(counted, list) and len(counted) == len(
             identity["sources"]):

@@ -6,7 +6,7 @@ directory as it stands)::
 
     nmt-SRC_TGT-NAME/       (nmt-en_fr-NAME for the default pair)
       metadata.json         package_version, argos_version, from/to code and name, type
-      README.md             what the model is, the data's licence (the run's corpus.json)
+      README.md             what the model is and its model card (data, licences, scores)
       sentencepiece.model   the joint SentencePiece model: Argos encodes and decodes with it
       model/                the CTranslate2 export of :mod:`nmt.export.ct2_convert`
                             (``add_source_eos``, so the bare pieces Argos passes get the
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.errors import ConfigError, NmtError
+from nmt.export.model_card import card_markdown, model_card
 
 if TYPE_CHECKING:
     from nmt.config import Config, DataConfig
@@ -66,8 +67,8 @@ def metadata(run: LoadedRun) -> dict[str, Any]:
         "package_version": "1.0", "argos_version": ARGOS_VERSION, "type": "translate",
         "from_code": src.code, "from_name": src.name, "to_code": tgt.code, "to_name": tgt.name,
         "links": [],
-        "nmt": {"run": str(run.run_dir), "checkpoint": run.checkpoint_path.name,
-                "step": run.step, "arch": run.config.model.arch},
+        "nmt": {"run": Path(run.run_dir).resolve().name, "checkpoint": run.checkpoint_path.name,
+                "step": run.step, "arch": run.config.model.arch, "card": model_card(run)},
     }
 
 
@@ -79,7 +80,6 @@ def _textbook_style(data: DataConfig) -> str:
 
 
 def _readme(run: LoadedRun) -> str:
-    from nmt.data.corpora.record import licence
     from nmt.data.languages import language
 
     m = run.config.model
@@ -93,8 +93,7 @@ def _readme(run: LoadedRun) -> str:
         + (f"It was trained on {_textbook_style(data)}; Argos Translate passes text as it "
            "comes, so write input that way for the best results.\n\n"
            if not data.natural_text else "")
-        + "## Data and licence\n\n"
-        + licence(run.run_dir, data.corpus) + "\n"
+        + card_markdown(model_card(run))
     )
 
 

@@ -61,6 +61,7 @@ from nmt.export.ct2_directory import (
     vocabulary,
     why_not_an_export,
 )
+from nmt.export.model_card import card_markdown, model_card
 from nmt.files import replaceable_output
 
 if TYPE_CHECKING:
@@ -191,8 +192,9 @@ class TransformerConverter(Converter):  # type: ignore[misc]
         return spec
 
 
-def _readme(meta: dict[str, Any]) -> str:
-    """The exported directory's README: what is in it and the Python lines that use it."""
+def _readme(meta: dict[str, Any], card: str) -> str:
+    """The exported directory's README: what is in it, the Python lines that use it, and its
+    model card (``card``: :func:`nmt.export.model_card.card_markdown`)."""
     tok = meta["tokenizer"]
     data = meta["data"]
     norm = (f"normalize(s, lowercase={data['lowercase']}, policy={data['normalization']!r}, "
@@ -248,7 +250,7 @@ def _readme(meta: dict[str, Any]) -> str:
     )
     return (
         f"# {meta['source_language']}→{meta['target_language']} Transformer for CTranslate2\n\n"
-        f"Exported by `nmt export` from `{meta['run']}` ({meta['checkpoint']}, step "
+        f"Exported by `nmt export` from the run `{meta['run']}` ({meta['checkpoint']}, step "
         f"{meta['step']}), weights {meta['quantization']}, CTranslate2 "
         f"{meta['ctranslate2_version']}.\n\n"
         "- `model.bin`, `config.json`, `*_vocabulary.json`: the CTranslate2 model.\n"
@@ -262,8 +264,7 @@ def _readme(meta: dict[str, Any]) -> str:
         "These lines decode greedily, as `nmt translate` does by default, and give the same "
         "output. `nmt translate --engine ctranslate2 --model DIR` also batches by length, "
         "streams files and runs beam search.\n\n"
-        "Training data: the Tatoeba project (https://tatoeba.org), as packaged by "
-        "ManyThings.org (https://www.manythings.org/anki/), CC-BY 2.0 (France).\n"
+        + card
     )
 
 
@@ -299,7 +300,8 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
         "format": FORMAT, "engine": "ctranslate2",
         "ctranslate2_version": ctranslate2.__version__,
         "quantization": quantization or "float32",
-        "run": str(run.run_dir), "checkpoint": run.checkpoint_path.name, "step": run.step,
+        "run": Path(run.run_dir).resolve().name, "checkpoint": run.checkpoint_path.name,
+        "step": run.step,
         **checkpoint_stamp(run.checkpoint_path),
         "source_language": run.config.data.source, "target_language": run.config.data.target,
         "tokenizer": {"kind": run.tokenizer.kind, "joint": run.tokenizer.joint,
@@ -324,7 +326,8 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
         run.tokenizer.save(tmp)
         shutil.copyfile(Path(normalize_module.__file__), tmp / "normalize.py")
         (tmp / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(_readme(meta), encoding="utf-8")
+        (tmp / "README.md").write_text(_readme(meta, card_markdown(model_card(run))),
+                                       encoding="utf-8")
         replace_dir(tmp, target)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)

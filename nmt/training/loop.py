@@ -40,7 +40,7 @@ from nmt.config import Config, TrainConfig
 from nmt.data.batching import Collator
 from nmt.data.corpora.record import write_record
 from nmt.data.prepare import Prepared
-from nmt.device import resolve_device, set_threads
+from nmt.device import hardware, resolve_device, set_threads
 from nmt.errors import ConfigError
 from nmt.models.build import build_model, count_parameters
 from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
@@ -186,7 +186,8 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
             if prepared.identity:  # nmt bleu scores the run on this data only
                 write_record(run_dir, prepared.identity)
     run.mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, "
-                  f"{count_parameters(model):,} parameters, device {device}, "
+                  f"{count_parameters(model):,} parameters, device {device} "
+                  f"({hardware(device)}), "
                   f"{dist.world_size} process(es)")
     forward = training_forward(model, t, dist, device)
 
