@@ -154,6 +154,12 @@ def train(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue runs/NAME exactly where it stopped.")
     ] = False,
+    from_: Annotated[
+        Path | None,
+        typer.Option("--from", help="Continue a trained run's model (its best.pt, model and "
+                     "tokenizer) on the data --config and --set give; a new optimizer, "
+                     "schedule and step count."),
+    ] = None,
     run_name: Annotated[
         str | None, typer.Option("--run-name", help="Run directory name (default: config name).")
     ] = None,
@@ -178,7 +184,7 @@ def train(
     from nmt.data.download import default_data_dir
     from nmt.training.command import run_train_command, speed_summary
 
-    if config is None and not resume:
+    if config is None and not resume and from_ is None:
         raise NmtError("--config: expected a TOML config, e.g. --config configs/demo.toml")
     overrides = list(set_ or [])
     if max_minutes is not None:
@@ -186,7 +192,7 @@ def train(
     result = run_train_command(
         config, overrides, run_name=run_name, runs_dir=runs_dir,
         data_dir=data_dir or default_data_dir(), resume=resume, overwrite=overwrite,
-        log=lambda s: console.print(s, highlight=False, markup=False),
+        log=lambda s: console.print(s, highlight=False, markup=False), parent=from_,
     )
     if not result.main:  # under torchrun, rank 0 reports
         return

@@ -589,11 +589,41 @@ def parse_override(text: str) -> tuple[str, str, Any]:
 
 
 def load_config(
-    path: str | Path | None, overrides: list[str] | tuple[str, ...] = (), *, saved: bool = False
+    path: str | Path | None, overrides: list[str] | tuple[str, ...] = (), *, saved: bool = False,
+    base: dict[str, dict[str, Any]] | None = None,
 ) -> Config:
     """Load a TOML config (or the defaults when ``path`` is None) and apply ``--set`` overrides.
 
-    ``saved``: a run's own ``config.toml``, read as :func:`from_dict` reads a checkpoint's."""
+    ``saved``: a run's own ``config.toml``, read as :func:`from_dict` reads a checkpoint's.
+    ``base``: the tables the file and the overrides apply to, key by key, instead of the
+    defaults (a parent run's config, for ``nmt train --from``)."""
+    raw = read_toml(path)
+    where = "defaults" if path is None else str(path)
+    if base is not None:
+        bottom = {k: dict(v) for k, v in base.items()}
+        given: dict[str, Any] = raw["data"] if isinstance(raw.get("data"), dict) else {}
+        for one, other in (("corpus", "sources"), ("sources", "corpus")):
+            if one in given:  # the file's choice of data replaces the base's
+                bottom.get("data", {}).pop(other, None)
+        raw = {**bottom, **{k: {**bottom.get(k, {}), **v} if isinstance(v, dict) else v
+                            for k, v in raw.items()}}
+    from_dict(raw, where, saved=saved)  # report file errors before override errors
+    return from_dict(_with_overrides(raw, overrides),
+                     where if not overrides else f"{where} (with --set)", saved=saved)
+
+
+def _with_overrides(raw: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    for text in overrides:
+        section, name, value = parse_override(text)
+        table = raw.setdefault(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"--set {text}: [{section}] is not a table")
+        table[name] = value
+    return raw
+
+
+def read_toml(path: str | Path | None) -> dict[str, Any]:
+    """The tables of the TOML file ``path`` ({} for None); a one-line error naming it."""
     raw: dict[str, Any] = {}
     where = "defaults"
     if path is not None:
@@ -612,14 +642,7 @@ def load_config(
             raise ConfigError(f"{where}: not valid TOML: nested too deeply") from None
         except OSError as e:
             raise ConfigError(f"{where}: cannot read ({e.strerror or e})") from None
-    from_dict(raw, where, saved=saved)  # report file errors before override errors
-    for text in overrides:
-        section, name, value = parse_override(text)
-        table = raw.setdefault(section, {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"--set {text}: [{section}] is not a table")
-        table[name] = value
-    return from_dict(raw, where if not overrides else f"{where} (with --set)", saved=saved)
+    return raw
 
 
 def _toml_value(value: Any) -> str:

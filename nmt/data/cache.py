@@ -95,9 +95,11 @@ class Prepared:
     identity: dict[str, Any] = field(default_factory=dict)  # Data.identity(): what a run records
 
 
-def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = None) -> str:
+def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = None,
+              tokenizer: str | None = None) -> str:
     """16 hex digits naming the cache of ``cfg`` on the corpus with SHA-256 ``digest`` (and the
-    ``valid`` / ``test`` files with the digests ``held_out``, when given)."""
+    ``valid`` / ``test`` files with the digests ``held_out``, and the given tokenizer's digest,
+    when given)."""
     skip = _NOT_IN_KEY | _PATHS | _TOKENIZER_ONLY.get(cfg.tokenizer, set())
     skip |= {k for k in _ADDED if getattr(cfg, k) == getattr(_DEFAULTS, k)}
     skip |= {k for k, v in _BEFORE.items() if getattr(cfg, k) == v}
@@ -114,6 +116,8 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
         content["casing"] = "dotted-i"  # Turkish/Azerbaijani capitals, added after version 2
     if held_out:
         content["held_out"] = held_out
+    if tokenizer:
+        content["tokenizer"] = tokenizer
     blob = json.dumps(content, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

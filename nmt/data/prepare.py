@@ -69,13 +69,16 @@ def prepare(
     source: str | None = None,
     log: Callable[[str], None] = print,
     rebuild: bool = False,
+    tokenizer: Tokenizer | None = None,
 ) -> Prepared:
     """Open the declared data (downloading the corpus when missing), then load the cache or
-    build it."""
+    build it. ``tokenizer``: encode with it instead of training one (a model continued on new
+    data keeps its parent's; its digest is part of the cache's key)."""
     data_dir = Path(data_dir)
     data = open_data(cfg, data_dir, source=source, log=log)
     digest = data.corpus.identity.sha256
-    cache_dir = data_dir / "cache" / cache_key(cfg, digest, data.held_out_digests())
+    cache_dir = data_dir / "cache" / cache_key(cfg, digest, data.held_out_digests(),
+                                               None if tokenizer is None else tokenizer.digest())
     if cache_dir.is_dir() and not rebuild:
         try:
             prepared = load_cache(cache_dir)
@@ -84,7 +87,7 @@ def prepare(
             return prepared
         except (DataError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             log(f"cache {cache_dir} unreadable ({e}); rebuilding")
-    return build_cache(cfg, data, cache_dir, log=log)
+    return build_cache(cfg, data, cache_dir, log=log, tokenizer=tokenizer)
 
 
 # --- reading and cleaning --------------------------------------------------------------------
@@ -383,6 +386,7 @@ def weighted(train: np.ndarray, origin: np.ndarray, weights: Sequence[float],
 
 def build_cache(
     cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
+    tokenizer: Tokenizer | None = None,
 ) -> Prepared:
     t0 = time.perf_counter()
     cleaned, origin, parts = read_sources(cfg, data, log)
@@ -402,7 +406,11 @@ def build_cache(
         if overlap:
             log(f"warning: {overlap:,} of the {len(set(s)):,} source sentences of data.{name} "
                 f"({getattr(cfg, name)}) are also in the training data (data.corpus)")
-    tok = train_tokenizer(cfg, *texts["train"][:2])  # on the text as written, not the copies
+    if tokenizer is None:
+        tok = train_tokenizer(cfg, *texts["train"][:2])  # on the text as written, not copies
+    else:
+        tok = tokenizer
+        log(f"tokenizer: the given one ({tok.kind}, digest {tok.digest()[:12]}...)")
     sources: list[dict[str, Any]] = []
     if data.parts:
         train = np.asarray(index["train"], dtype=np.int64)

@@ -89,6 +89,17 @@ def _hardware(run_dir: Path) -> str:
     return f"{device} ({what})" if what else device
 
 
+def _parent(run_dir: Path) -> dict[str, Any] | None:
+    """The run this one continued (``nmt train --from``), as its ``parent.json`` says."""
+    from nmt.errors import NmtError
+    from nmt.training.finetune import read_parent
+
+    try:
+        return read_parent(run_dir)
+    except NmtError:
+        return {"run": "unreadable parent.json"}
+
+
 def model_card(run: LoadedRun) -> dict[str, Any]:
     """The card's facts, as ``metadata.json`` holds them."""
     from nmt.data.languages import language
@@ -125,6 +136,7 @@ def model_card(run: LoadedRun) -> dict[str, Any]:
                      "target_tokens": progress.get("tokens"),
                      "training_minutes": round(float(progress.get("elapsed", 0.0)) / 60, 1),
                      "hardware": _hardware(run.run_dir), "weights": run.weights},
+        "parent": _parent(run.run_dir),
         "scores": scores(run.run_dir, run.checkpoint_path.name),
         "argos_compute_type": ARGOS_COMPUTE_TYPE,
         "nmt_version": __version__,
@@ -148,7 +160,13 @@ def card_markdown(card: dict[str, Any]) -> str:
                 if isinstance(training.get("target_tokens"), int) else "")
              + f", {training['training_minutes']} min on {training['hardware']}; "
              f"{training['weights']} weights.",
-             f"- **nmt** {card['nmt_version']}.", "", "### Data", ""]
+             f"- **nmt** {card['nmt_version']}."]
+    parent = card.get("parent")
+    if parent:
+        lines.append(f"- **Continued from** run `{parent.get('run')}` "
+                     f"(`{parent.get('checkpoint')}`, step {parent.get('step')}, SHA-256 "
+                     f"{str(parent.get('sha256'))[:16]}…): its model and tokenizer.")
+    lines += ["", "### Data", ""]
     for source in card["data"]:
         what = [f"**{source['name']}**"]
         if source.get("form"):

@@ -12,17 +12,20 @@ import numpy as np
 from nmt.config import Config, TrainConfig
 from nmt.data.batching import Batch, collate, make_batches
 from nmt.data.prepare import Prepared, prepare
+from nmt.data.tokenizers import Tokenizer
 from nmt.errors import NmtError
 from nmt.training.distributed import Dist, barrier
 
 
-def prepare_data(cfg: Config, data_dir: Path, dist: Dist, log: Callable[[str], None]) -> Prepared:
-    """The cached, encoded splits: rank 0 builds the cache, the others load it afterwards."""
+def prepare_data(cfg: Config, data_dir: Path, dist: Dist, log: Callable[[str], None],
+                 tokenizer: Tokenizer | None = None) -> Prepared:
+    """The cached, encoded splits: rank 0 builds the cache, the others load it afterwards.
+    ``tokenizer``: encode with it (a continued model's) instead of training one."""
     if dist.main:
-        prepared = prepare(cfg.data, data_dir, log=log)
+        prepared = prepare(cfg.data, data_dir, log=log, tokenizer=tokenizer)
     barrier(dist)
     if not dist.main:
-        prepared = prepare(cfg.data, data_dir, log=lambda s: None)
+        prepared = prepare(cfg.data, data_dir, log=lambda s: None, tokenizer=tokenizer)
     if len(prepared.splits["train"]) == 0:
         raise NmtError("data: the training split is empty (check data.max_pairs and the fractions)")
     return prepared

@@ -11,6 +11,7 @@ from typing import Any
 from nmt.config import load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.runs.directory import check_run_name, config_for_resume
+from nmt.training.finetune import child_config, open_parent
 from nmt.training.loop import INTERRUPTED, Display, TrainResult, train
 
 
@@ -104,19 +105,30 @@ def speed_summary(result: TrainResult) -> str:
 def run_train_command(
     config_path: Path | None, overrides: list[str], *, run_name: str | None, runs_dir: Path,
     data_dir: Path, resume: bool, overwrite: bool, log: Callable[[str], None],
+    parent: Path | None = None,
 ) -> TrainResult:
     """What ``nmt train`` does: resolve config and run directory, train with a progress bar,
-    then draw the curves of a run that was not interrupted."""
-    name = default_run_name(config_path) if run_name is None else check_run_name(run_name)
+    then draw the curves of a run that was not interrupted. ``parent``: continue that run's
+    model on the data the config gives (:mod:`nmt.training.finetune`)."""
+    if parent is not None and resume:
+        raise ConfigError("--from: a resumed run continues from its own checkpoint; give --from "
+                          "to start a run, --resume to continue one")
+    opened = open_parent(parent) if parent is not None else None
+    if run_name is None and opened is not None and config_path is None:
+        name = f"{opened.run_dir.resolve().name}-continued"
+    else:
+        name = default_run_name(config_path) if run_name is None else check_run_name(run_name)
     run_dir = runs_dir / name
     if resume:
         if not (run_dir / "config.toml").is_file():
             raise CheckpointError(f"--resume: {run_dir}/config.toml not found; nothing to resume")
         cfg = config_for_resume(run_dir, overrides, config_path)
+    elif opened is not None:
+        cfg = child_config(opened, config_path, overrides)
     else:
         cfg = load_config(config_path, overrides)
     result = train(cfg, run_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, log=log,
-                   display=TerminalDisplay(log))
+                   display=TerminalDisplay(log), parent=opened)
     if result.main and result.progress.stop_reason != INTERRUPTED:
         write_plots(run_dir)
     return result

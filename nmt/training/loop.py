@@ -44,6 +44,7 @@ from nmt.device import hardware, resolve_device, set_threads
 from nmt.errors import ConfigError
 from nmt.models.build import build_model, count_parameters
 from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
+from nmt.runs.loading import run_tokenizer
 from nmt.training.batches import batch_groups, prepare_data, valid_batches
 from nmt.training.cost import training_flops_per_target_token
 from nmt.training.distributed import (
@@ -54,6 +55,7 @@ from nmt.training.distributed import (
     init_distributed,
 )
 from nmt.training.ema import ExponentialMovingAverage
+from nmt.training.finetune import Parent, read_parent, start_from_parent
 from nmt.training.optim import build_optimizer
 from nmt.training.state import (
     Display,
@@ -141,8 +143,10 @@ def train(
     log: Callable[[str], None] = print,
     display: Display | None = None,
     stop: StopFlag | None = None,
+    parent: Parent | None = None,
 ) -> TrainResult:
-    """Train ``cfg`` into ``run_dir`` (see the module docstring); returns a summary."""
+    """Train ``cfg`` into ``run_dir`` (see the module docstring); returns a summary. ``parent``:
+    start from that run's model, on its tokenizer (:mod:`nmt.training.finetune`)."""
     dist = init_distributed(cfg.train.device)
     ok = False
     try:
@@ -153,7 +157,7 @@ def train(
             result = _train(cfg, run_dir, dist, data_dir, resume, overwrite,
                             log if dist.main else (lambda s: None),
                             display if display is not None and dist.main else Display(),
-                            stop or StopFlag())
+                            stop or StopFlag(), parent)
         ok = True
         return result
     finally:
@@ -162,13 +166,23 @@ def train(
 
 def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
            overwrite: bool, log: Callable[[str], None], display: Display,
-           stop: StopFlag) -> TrainResult:
+           stop: StopFlag, parent: Parent | None) -> TrainResult:
     t = cfg.train
     device = training_device(t, dist)
     saved = open_run_dir(run_dir, cfg, dist, resume, overwrite)
-    prepared = prepare_data(cfg, data_dir, dist, log)
+    tokenizer = None  # trained on the data, unless the model continues another's
+    if parent is not None and saved is None:
+        tokenizer = parent.tokenizer()
+    elif saved is not None and read_parent(run_dir) is not None:
+        tokenizer = run_tokenizer(run_dir)  # the parent's, as the child saved it
+    prepared = prepare_data(cfg, data_dir, dist, log, tokenizer)
     model = build_model(cfg.model, prepared.tokenizer.src_vocab_size,
                         prepared.tokenizer.tgt_vocab_size, joint_vocab=prepared.tokenizer.joint)
+    if parent is not None and saved is None:
+        start_from_parent(model, parent, run_dir) if dist.main else model.load_state_dict(
+            parent.weights())
+        log(f"continuing {parent.run_dir} ({parent.checkpoint.name}): its model and tokenizer; "
+            "a new optimizer, schedule and step count")
     model.to(device)
     optimizer, scheduler = build_optimizer(t, model)
     ema = ExponentialMovingAverage(model, t.ema_decay) if t.ema_decay else None

@@ -1,0 +1,140 @@
+"""Continuing a trained model on new data: ``nmt train --from RUN``.
+
+The child run takes the parent's model and tokenizer; ``--config`` and ``--set`` apply to the
+parent's config, key by key, and give the new ``[data]`` (its corpus or ``[[data.sources]]``,
+filters, splits), ``[train]`` and ``[decode]``. A setting that would change the model or the
+tokenizer is refused in one line naming it. The new corpus is encoded with the parent's
+tokenizer (:func:`nmt.data.prepare.prepare`'s ``tokenizer``), the weights start as the parent's
+``best.pt`` translates (its moving average when it keeps one), and the optimizer, the
+learning-rate schedule and the step counter start afresh, as OpenNMT-py's ``train_from`` with
+``reset_optim`` and JoeyNMT's ``load_model`` with its resets do. The child records its parent in
+``parent.json``: its name, checkpoint, step and the checkpoint's SHA-256.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nmt.config import Config, load_config
+from nmt.errors import CheckpointError, ConfigError
+from nmt.files import atomic_write_text
+
+if TYPE_CHECKING:
+    from nmt.data.tokenizers import Tokenizer
+    from nmt.models.base import EncoderDecoder
+
+PARENT_FILE = "parent.json"
+PARENT_CHECKPOINT = "best"
+# [data] settings that decide what the ids mean: they are the parent's
+TOKENIZER_KEYS = ("source", "target", "tokenizer", "sp_model_type", "vocab_size", "joint_vocab",
+                  "character_coverage", "min_freq", "lowercase", "normalization")
+
+
+@dataclass(frozen=True)
+class Parent:
+    """The run a child continues: its directory, the checkpoint it starts from, its config."""
+
+    run_dir: Path
+    checkpoint: Path
+    config: Config
+
+    def tokenizer(self) -> Tokenizer:
+        from nmt.runs.loading import run_tokenizer
+
+        return run_tokenizer(self.run_dir)
+
+    def weights(self) -> dict[str, Any]:
+        """The weights the parent translates with (its moving average when it keeps one)."""
+        from nmt.runs.loading import load_run
+
+        loaded = load_run(self.run_dir, str(self.checkpoint), "cpu")
+        return loaded.model.state_dict()
+
+    def record(self) -> dict[str, Any]:
+        """What the child's ``parent.json`` says."""
+        from nmt.runs.checkpoint import load_checkpoint
+
+        step = load_checkpoint(self.checkpoint, mmap=True).get("progress", {}).get("step")
+        digest = hashlib.sha256()
+        with self.checkpoint.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return {"run": self.run_dir.resolve().name, "checkpoint": self.checkpoint.name,
+                "step": step, "sha256": digest.hexdigest()}
+
+
+def open_parent(run_dir: Path) -> Parent:
+    """The run ``--from`` names, checked: a run directory with a config and a best checkpoint."""
+    from nmt.runs.directory import checkpoint_config
+    from nmt.runs.paths import resolve_checkpoint
+
+    run_dir = Path(run_dir).expanduser()
+    if not run_dir.is_dir():
+        raise CheckpointError(f"--from {run_dir}: run directory not found")
+    checkpoint = resolve_checkpoint(run_dir, PARENT_CHECKPOINT)
+    return Parent(run_dir, checkpoint, checkpoint_config(checkpoint))
+
+
+def child_config(parent: Parent, config_path: Path | None, overrides: list[str]) -> Config:
+    """The child's config: ``config_path`` and ``overrides`` applied to the parent's, with the
+    model and the tokenizer's settings left as the parent's (a one-line error otherwise)."""
+    was = parent.config
+    theirs = was.model.to_dict()
+    given = _model_table(config_path, overrides)
+    for key, value in given.items():
+        if theirs.get(key, object()) != value:
+            raise ConfigError(f"model.{key}: {value!r:.40} would change the model of --from "
+                              f"{parent.run_dir} ({key} = {theirs.get(key)!r:.40}); a continued "
+                              "model keeps it")
+    cfg = load_config(config_path, overrides, base=was.to_dict())
+    for key in TOKENIZER_KEYS:
+        if getattr(cfg.data, key) != getattr(was.data, key):
+            raise ConfigError(f"data.{key}: {getattr(cfg.data, key)!r:.40} would change the "
+                              f"tokenizer of --from {parent.run_dir} ({key} = "
+                              f"{getattr(was.data, key)!r:.40}); a continued model keeps it")
+    if cfg.model != was.model:
+        mine, theirs = cfg.model.to_dict(), was.model.to_dict()
+        key = next(k for k in {**mine, **theirs} if mine.get(k) != theirs.get(k))
+        raise ConfigError(f"model.{key}: {mine.get(key)!r:.40} would change the model of --from "
+                          f"{parent.run_dir} ({key} = {theirs.get(key)!r:.40}); a continued "
+                          "model keeps it")
+    return dataclasses.replace(cfg, model=was.model)
+
+
+def _model_table(config_path: Path | None, overrides: list[str]) -> dict[str, Any]:
+    """The ``[model]`` keys the child's config file and overrides give."""
+    from nmt.config import parse_override, read_toml
+
+    raw = read_toml(config_path).get("model", {})
+    table = dict(raw) if isinstance(raw, dict) else {}
+    for text in overrides:
+        section, name, value = parse_override(text)
+        if section == "model":
+            table[name] = value
+    return table
+
+
+def start_from_parent(model: EncoderDecoder, parent: Parent, run_dir: Path) -> None:
+    """Load the parent's weights into ``model`` and record the parent in the child's run."""
+    model.load_state_dict(parent.weights())
+    atomic_write_text(run_dir / PARENT_FILE, json.dumps(parent.record(), indent=1) + "\n")
+
+
+def read_parent(run_dir: Path) -> dict[str, Any] | None:
+    """A run's ``parent.json`` (None: it was not continued from another)."""
+    path = Path(run_dir) / PARENT_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        raise CheckpointError(f"{path}: unreadable; expected the parent an nmt run "
+                              "records") from None
+    if not (isinstance(record, dict) and isinstance(record.get("run"), str)):
+        raise CheckpointError(f"{path}: expected the parent an nmt run records")
+    return record

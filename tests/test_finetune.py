@@ -1,0 +1,97 @@
+"""nmt train --from RUN: the parent's model and tokenizer on new data, its weights as the start,
+a new optimizer and step count, the parent recorded; what would change the model or the
+tokenizer is refused in one line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import invoke
+from test_train import tiny_config
+
+from nmt.runs.checkpoint import load_checkpoint
+from nmt.runs.loading import load_run, run_tokenizer
+from nmt.training.loop import train
+
+
+@pytest.fixture()
+def parent(tiny_data_dir: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "runs" / "parent"
+    train(tiny_config("transformer", "train.max_steps=4", "train.eval_every=2"), run,
+          data_dir=tiny_data_dir, log=lambda s: None)
+    return run
+
+
+def new_corpus(tmp_path: Path) -> str:
+    """In-domain pairs the parent never saw, with words its vocabulary does not have."""
+    pairs = [(f"The zebra number {i} runs.", f"Le zèbre numéro {i} court.") for i in range(60)]
+    (tmp_path / "new.en").write_text("".join(s + "\n" for s, _ in pairs))
+    (tmp_path / "new.fr").write_text("".join(t + "\n" for _, t in pairs))
+    return str(tmp_path / "new")
+
+
+def continue_(parent: Path, tmp_path: Path, tiny_data_dir: Path, *sets: str,
+              name: str = "child") -> tuple[int, str, str]:
+    args = [x for s in ("train.eval_sentences=-1", f"data.corpus={new_corpus(tmp_path)}",
+                        "data.langid=false", *sets) for x in ("--set", s)]
+    return invoke("train", "--from", str(parent), "--runs-dir", str(tmp_path / "runs"),
+                  "--run-name", name, "--data-dir", str(tiny_data_dir), *args)
+
+
+def test_the_child_starts_from_the_parents_model_on_its_tokenizer(
+        parent: Path, tmp_path: Path, tiny_data_dir: Path) -> None:
+    code, _, err = continue_(parent, tmp_path, tiny_data_dir, "train.lr=0",
+                             "train.max_steps=3", "train.eval_every=3")
+    assert code == 0, err
+    child = tmp_path / "runs" / "child"
+    # the new corpus is encoded with the parent's tokenizer (its own would be other words)
+    assert run_tokenizer(child).digest() == run_tokenizer(parent).digest()
+    # lr 0: the child's weights are the parent's, so it started from them
+    theirs = load_run(parent, "best").model.state_dict()
+    mine = load_checkpoint(child / "checkpoints" / "last.pt")["model"]
+    assert mine.keys() == theirs.keys()
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine)
+    # a new optimizer and step count
+    assert load_checkpoint(child / "checkpoints" / "last.pt")["progress"]["step"] == 3
+    record = json.loads((child / "parent.json").read_text())
+    best = parent / "checkpoints" / "best.pt"
+    assert record == {"run": "parent", "checkpoint": "best.pt",
+                      "step": load_checkpoint(best)["progress"]["step"],
+                      "sha256": hashlib.sha256(best.read_bytes()).hexdigest()}
+    # it learns the new data from there, and resumes on the parent's tokenizer
+    code, _, err = invoke("train", "--resume", "--run-name", "child", "--runs-dir",
+                          str(tmp_path / "runs"), "--data-dir", str(tiny_data_dir),
+                          "--set", "train.max_steps=5", "--set", "train.lr=0.003")
+    assert code == 0, err
+    assert load_checkpoint(child / "checkpoints" / "last.pt")["progress"]["step"] == 5
+    assert run_tokenizer(child).digest() == run_tokenizer(parent).digest()
+
+
+@pytest.mark.parametrize(("setting", "says"), [
+    ("data.min_freq=3", "data.min_freq: 3 would change the tokenizer of --from"),
+    ("data.tokenizer=sentencepiece", "data.tokenizer: 'sentencepiece' would change the "
+                                     "tokenizer"),
+    ("data.source=de", "data.source: 'de' would change the tokenizer"),
+    ("model.d_model=32", "model.d_model: 32 would change the model of --from"),
+    ("model.arch=gru", "model.arch: 'gru' would change the model"),
+])
+def test_what_would_change_the_model_or_tokenizer_is_refused(
+        parent: Path, tmp_path: Path, tiny_data_dir: Path, setting: str, says: str) -> None:
+    code, out, err = continue_(parent, tmp_path, tiny_data_dir, setting, name="refused")
+    assert code == 2 and says in " ".join(err.split()) and err.startswith("error: "), err
+    assert not (tmp_path / "runs" / "refused").exists()
+
+
+def test_from_and_resume_together_and_a_missing_parent_are_one_line(
+        parent: Path, tmp_path: Path, tiny_data_dir: Path) -> None:
+    code, _, err = invoke("train", "--from", str(parent), "--resume", "--runs-dir",
+                          str(tmp_path / "runs"))
+    assert code == 2 and "--from: a resumed run continues from its own checkpoint" in " ".join(
+        err.split())
+    code, _, err = invoke("train", "--from", str(tmp_path / "nope"), "--runs-dir",
+                          str(tmp_path / "runs"))
+    assert code != 0 and "run directory not found" in err and "--from" in err
