@@ -127,7 +127,8 @@ def test_valid_and_test_files_are_used_as_given(tiny_data_dir: Path, tmp_path: P
         shared, distinct = len({en for en, _ in held} & train), len({en for en, _ in held})
         assert shared and (f"warning: {shared} of the {distinct} source sentences of "
                            f"data.{name}") in "\n".join(messages)
-    assert set(p.identity) == {"corpus", "valid", "test"}
+    assert set(p.identity) == {"corpus", "valid", "test", "cleaning"}
+    assert p.identity["cleaning"]["kept"] == p.meta["counts"]["kept"]  # what the run records
 
 
 class ToyForm:
