@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from nmt import arguments
 from nmt.errors import ConfigError, DataError, NmtError
 
 if TYPE_CHECKING:
@@ -79,8 +80,9 @@ def open_translator(
     """The translator ``nmt translate`` uses: of the run directory ``run`` (default: the latest
     under runs/) and its ``checkpoint`` (best, last or a file), decoded by ``engine``;
     ``beam``/``batch_size``/``max_tokens`` override the run's [decode]."""
-    run = Path(run) if run is not None else None
-    model = Path(model) if model is not None else None
+    run, model = arguments.path(run, "run"), arguments.path(model, "model")
+    beam, batch_size, max_tokens, max_src_tokens = _decode_arguments(
+        checkpoint, device, averaged, compute_type, beam, batch_size, max_tokens, max_src_tokens)
     engine = engine_of(engine, model)
     _check_no_ema(engine, averaged)
     if engine == "ctranslate2":
@@ -97,6 +99,22 @@ def open_translator(
     loaded = load_run(run, checkpoint, device, averaged=averaged)
     return Translator.from_run(loaded, beam=beam, batch_size=batch_size, max_tokens=max_tokens,
                                max_src_tokens=max_src_tokens)
+
+
+def _decode_arguments(
+    checkpoint: Any, device: Any, averaged: Any, compute_type: Any, beam: Any, batch_size: Any,
+    max_tokens: Any, max_src_tokens: Any = None,
+) -> tuple[int | None, int | None, int | None, int | None]:
+    """The options every translating call shares, checked as ``nmt translate`` checks them."""
+    for name, value in (("checkpoint", checkpoint), ("device", device),
+                        ("compute_type", compute_type)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name}: expected a string, got {value!r:.60}")
+    arguments.flag(averaged, "averaged")
+    return (arguments.count(beam, "beam", "decode.beam"),
+            arguments.count(batch_size, "batch_size", "decode.batch_size"),
+            arguments.count(max_tokens, "max_tokens", "decode.max_tokens"),
+            arguments.count(max_src_tokens, "max_src_tokens", "decode.max_src_tokens"))
 
 
 def _say(message: str) -> None:
@@ -130,6 +148,11 @@ def translate_lines(
         read_lines,
     )
 
+    if sentences is not None:
+        sentences = arguments.sentences(sentences)
+    if not (callable(translator) or hasattr(translator, "translate_stream")):
+        raise TypeError(f"translator: expected a translator (open_translator) or a function "
+                        f"that opens one, got {translator!r:.60}")
     if sentences is not None and input is not None:
         raise DataError("--input: give sentences as arguments or --input FILE, not both")
     input_ = Path(input) if input is not None else None
@@ -228,8 +251,9 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
             beam: int | None, batch_size: int | None, max_tokens: int | None,
             ) -> tuple[ScoredRun, StreamTranslator, str]:
     """The run, its translator and the tag of the engine in the saved files."""
-    run = Path(run) if run is not None else None
-    model = Path(model) if model is not None else None
+    run, model = arguments.path(run, "run"), arguments.path(model, "model")
+    beam, batch_size, max_tokens, _ = _decode_arguments(
+        checkpoint, device, averaged, compute_type, beam, batch_size, max_tokens)
     engine = engine_of(engine, model)
     _check_no_ema(engine, averaged)
     if engine == "ctranslate2":
@@ -270,6 +294,12 @@ def score(
     run directory (see :func:`nmt.evaluate.evaluate`). ``limit`` > 0 scores the first N."""
     from nmt.evaluate import evaluate_run
 
+    split = arguments.choice(split, "split", arguments.SPLITS)
+    src, data_dir = arguments.path(src, "src"), arguments.path(data_dir, "data_dir")
+    refs = arguments.paths(refs, "refs")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise TypeError(f"limit: expected a count >= 0 (0: all), got {limit!r:.60}")
+    arguments.flag(textbook_input, "textbook_input")
     scored, translator, tag = _scored(run, checkpoint, engine, model, device, averaged,
                                       compute_type, beam, batch_size, max_tokens)
     return evaluate_run(scored, translator, split=split,
@@ -310,6 +340,15 @@ def export(
     from nmt.export import export_target
     from nmt.runs.paths import latest_run
 
+    run, output = arguments.path(run, "run"), arguments.path(output, "output")
+    data_dir = arguments.path(data_dir, "data_dir")
+    for name, value in (("checkpoint", checkpoint), ("to", to)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name}: expected a string, got {value!r:.60}")
+    if quantization is not None and not isinstance(quantization, str):
+        raise TypeError(f"quantization: expected a string, got {quantization!r:.60}")
+    arguments.flag(overwrite, "overwrite")
+    arguments.flag(score_first, "score_first")
     target = export_target(to)
     run_dir = Path(run) if run is not None else latest_run()
     check = getattr(target, "check", None)

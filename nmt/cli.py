@@ -369,6 +369,7 @@ def bleu(
     import json
 
     from nmt.api import score, score_examples
+    from nmt.arguments import SPLITS, choice
 
     settings: dict[str, Any] = dict(
         engine=engine, model=model, device=device, averaged=not no_ema,
@@ -380,6 +381,7 @@ def bleu(
         for r in [] if json_ else rows:
             typer.echo(f"{r['src']} => {r['hyp']}, bleu {r['bleu']:.3f} (reference: {r['ref']})")
         return
+    choice(split, "--split", SPLITS)  # the API's own check names its parameter
     report = score(run, checkpoint, split=split, src=src, refs=list(ref or []), limit=limit,
                    data_dir=data_dir, textbook_input=textbook_input, log=_warn, **settings)
     if json_:

@@ -168,7 +168,7 @@ def test_bleu_on_the_runs_test_split(
     assert Path(report["hypotheses"]).name == "hyp.test.txt"
     code, _, err = invoke("bleu", "--run", str(run_dir), "--data-dir", str(data_dir),
                           "--split", "dev")
-    assert code != 0 and "--split dev: expected one of" in err
+    assert code != 0 and "--split: expected one of train, valid, test, got 'dev'" in err
 
 
 def test_bleu_examples(run_dir: Path) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from nmt import arguments
 from nmt.config import DataConfig, DecodeConfig
 from nmt.data.normalize import is_natural_text, normalize, upper
 from nmt.data.tokenizers import EOS_ID
@@ -154,7 +155,7 @@ class StreamTranslator:
         """Raw sentences -> translations, in input order. A natural-text run reads a sentence
         typed in capitals in sentence case and gives it back in capitals
         (:mod:`nmt.translation.input_case`)."""
-        read = [self.as_read(t) for t in texts]
+        read = [self.as_read(t) for t in arguments.sentences(texts, "texts")]  # a list
         outputs = self.translate_as_written([source for source, _ in read], on_truncate)
         return [upper(out, self.target_lang) if shouted else out
                 for out, (_, shouted) in zip(outputs, read, strict=True)]

@@ -1,0 +1,94 @@
+"""The arguments of the Python API, checked as the command line checks its options: one rule
+per kind of argument (a list of sentences, a count, a path, a choice), each error naming the
+parameter and what was expected, raised before any model is loaded.
+
+The command line goes through the same functions (:mod:`nmt.api`), so both refuse alike: a
+:class:`TypeError` for a value of the wrong type, a :class:`~nmt.errors.ConfigError` for one out
+of range.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from nmt.config import int_limit
+from nmt.errors import ConfigError
+
+SPLITS = ("train", "valid", "test")  # what nmt bleu scores a run on
+
+
+def _shown(value: Any) -> str:
+    return f"{value!r:.60}"
+
+
+def sentences(value: Any, name: str = "sentences") -> Iterable[str]:
+    """A list (or any iterable) of sentences, each a ``str``; one string is refused (it would
+    be read as a list of characters), as are bytes and items that are not strings. A list is
+    checked now; another iterable item by item as it is read (it may be a stream)."""
+    if isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(f"{name}: expected a list of sentences, got one {type(value).__name__} "
+                        f"({_shown(value)}); wrap it in a list: [{_shown(value)}]")
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{name}: expected a list of sentences, got {_shown(value)}")
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _sentence(item, f"{name}[{i}]")
+        return value
+    return (_sentence(item, f"{name}[{i}]") for i, item in enumerate(value))
+
+
+def _sentence(item: Any, name: str) -> str:
+    if not isinstance(item, str):
+        raise TypeError(f"{name}: expected a sentence (str), got {_shown(item)}")
+    return item
+
+
+def count(value: Any, name: str, key: str, *, optional: bool = True) -> int | None:
+    """A count of at least 1 and at most what the config allows for ``key`` (``decode.beam``):
+    ``None`` (the run's own) when ``optional``."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}: expected an integer, got {_shown(value)}")
+    if not 1 <= value <= int_limit(key):
+        raise ConfigError(f"{name}: expected 1 <= {name} <= {int_limit(key)}, got {value}")
+    return value
+
+
+def path(value: Any, name: str, *, optional: bool = True) -> Path | None:
+    """A path (``str`` or ``os.PathLike``), ``None`` when ``optional``."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)) or value == "":
+        raise TypeError(f"{name}: expected a path, got {_shown(value)}")
+    return Path(value)
+
+
+def paths(value: Any, name: str) -> list[Path]:
+    """A list of paths; one path on its own is refused (it would be read as characters)."""
+    if isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name}: expected a list of paths, got one ({_shown(value)}); wrap it "
+                        f"in a list: [{_shown(value)}]")
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{name}: expected a list of paths, got {_shown(value)}")
+    return [p for i, v in enumerate(value) if (p := path(v, f"{name}[{i}]", optional=False))]
+
+
+def choice(value: Any, name: str, choices: Iterable[str]) -> str:
+    """One of ``choices``."""
+    allowed = tuple(choices)
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected one of {', '.join(allowed)}, got {_shown(value)}")
+    if value not in allowed:
+        raise ConfigError(f"{name}: expected one of {', '.join(allowed)}, got {_shown(value)}")
+    return value
+
+
+def flag(value: Any, name: str) -> bool:
+    """``True`` or ``False``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: expected True or False, got {_shown(value)}")
+    return value
