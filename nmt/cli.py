@@ -393,7 +393,11 @@ def bleu(
     typer.echo(f"{report.run_dir} ({report.checkpoint}, step {report.step}) on {report.data}: "
                f"{report.sentences} sentences, {search}, {report.sentences_per_second:.1f} "
                "sentences/s")
-    for label, s in (("multi-ref", report.multi), ("single-ref", report.single)):
+    # one reference per source: the two scores are one, printed once
+    shown = (("multi-ref", report.multi), ("single-ref", report.single))
+    if report.multi.references <= 1:
+        shown = (("", report.multi),)
+    for label, s in shown:
         typer.echo(f"BLEU {label:10s} {s.bleu:6.2f}  {s.bleu_signature}  "
                    f"(case-insensitive {s.bleu_ci:.2f})")
         typer.echo(f"chrF {label:10s} {s.chrf:6.2f}  {s.chrf_signature}")

@@ -73,12 +73,24 @@ def autocast(device: torch.device, precision: str) -> Iterator[None]:
             yield
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity (``taskset``, a container's cpuset), not
+    the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def set_threads(threads: int, what: str = "train.threads") -> None:
-    """Pin torch's CPU thread count (0 keeps torch's default). More threads than the machine
-    has CPUs is refused: it only slows torch down, and a huge count can crash it."""
-    cpus = os.cpu_count() or 1
+    """Pin torch's CPU thread count; 0: torch's default, at most the CPUs this process may use.
+    More threads than that is refused: they only slow torch down (and a huge count can crash
+    it)."""
+    cpus = usable_cpus()
     if threads > cpus:
-        raise ConfigError(f"{what}: expected 0 (torch's default) to {cpus}, the CPUs of this "
-                          f"machine; got {threads}")
+        raise ConfigError(f"{what}: expected 0 (torch's default) to {cpus}, the CPUs this "
+                          f"process may use; got {threads}")
     if threads > 0:
         torch.set_num_threads(threads)
+    elif torch.get_num_threads() > cpus:
+        torch.set_num_threads(cpus)

@@ -23,6 +23,21 @@ TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt
 _STARTED = time.time()  # temporary files older than this process are not being written by it
 
 
+def user_path(value: str | os.PathLike[str], where: str) -> Path:
+    """A path as a user wrote it in a config or an environment variable, where no shell expanded
+    ``~``: ``~`` and ``~user`` expanded here, in one place; a user without a home directory is
+    one line naming ``where`` (the key or option), not Python's RuntimeError."""
+    path = Path(value)
+    if not str(value).startswith("~"):
+        return path
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        user = str(value).split("/", 1)[0][1:] or "the current user"
+        raise NmtError(f"{where}: {value}: cannot expand ~ ({user} has no home directory "
+                       "here); write the path out") from None
+
+
 def atomic_write_bytes(path: Path, write: Any, where: str | None = None) -> None:
     """Call ``write(fileobj)`` on a temporary file beside ``path``, fsync, then rename over it.
 

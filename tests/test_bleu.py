@@ -128,9 +128,18 @@ def test_bleu_human_output_and_beam(run_dir: Path, tmp_path: Path) -> None:
     assert code == 0
     lines = out.split("\n")
     assert "2 sentences, beam 3" in lines[0]
-    assert lines[1].startswith("BLEU multi-ref") and "nrefs:1|case:mixed" in lines[1]
-    assert lines[2].startswith("chrF multi-ref") and "nc:6" in lines[2]
+    # one reference per sentence: multi- and single-reference are one score, printed once
+    assert lines[1].startswith("BLEU ") and "nrefs:1|case:mixed" in lines[1]
+    assert lines[2].startswith("chrF ") and "nc:6" in lines[2]
+    assert "multi-ref" not in out and "single-ref" not in out
+    assert lines[3].startswith("hypotheses: ")
     assert (run_dir / "hyp.file-t.en.beam3.txt").is_file()
+    ref2 = tmp_path / "r2.fr"
+    ref2.write_text("c b a\nd e\n", encoding="utf-8")  # two references: both scores shown
+    code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref),
+                          "--ref", str(ref2))
+    assert code == 0 and [x.split()[1] for x in out.split("\n")[1:5]] == [
+        "multi-ref", "multi-ref", "single-ref", "single-ref"]
 
 
 @pytest.mark.parametrize(

@@ -607,6 +607,9 @@ def test_readme_python_api_lines_run(runs: dict[str, Path], tmp_path: Path,
     shutil.copytree(runs["sentencepiece"], tmp_path / "runs" / "demo",
                     ignore=shutil.ignore_patterns("ctranslate2"))
     monkeypatch.chdir(tmp_path)
+    # scored already, so that export() puts the score in its model card instead of scoring
+    (tmp_path / "runs" / "demo" / "scores.test.json").write_text(json.dumps(
+        {"checkpoint": "best.pt", "multi": {"bleu": 1.0, "chrf": 2.0}}))
     pairs = toy_pairs(5, seed=3)
     (tmp_path / "news.en").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
     (tmp_path / "news.fr").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
@@ -614,7 +617,7 @@ def test_readme_python_api_lines_run(runs: dict[str, Path], tmp_path: Path,
     assert inspect.getsource(output_length) in without_nmt  # the one definition, not a variant
     exec(compile(with_nmt, "README.md", "exec"), {})
     assert (tmp_path / "runs" / "demo" / "scores.file-news.en.json").is_file()  # score() saved
-    export = tmp_path / "demo-ct2"
+    export = tmp_path / "exports" / "demo-ct2"
     assert (export / "model.bin").is_file()
     done = subprocess.run([sys.executable, "-c", BLOCK_NMT + without_nmt], cwd=export,
                           capture_output=True, text=True, timeout=120)

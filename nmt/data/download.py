@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from nmt.errors import DataError, os_reason
-from nmt.files import make_dirs, remove_stale_files, umask_mode
+from nmt.files import make_dirs, remove_stale_files, umask_mode, user_path
 
 CORPUS_URL = "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
 CORPUS_SHA256 = "0bb85dbaa1c896844649094d7eaf2e34bee34e84fe362b26ce7e8f2e12aae104"  # fra.txt
@@ -167,7 +167,7 @@ def resolve_source(source: str | None, archive: Archive = FRA_ENG) -> str:
             continue
         if value.startswith(("http://", "https://")):
             return value
-        path = Path(value).expanduser()
+        path = user_path(value, name)
         if path.is_dir():
             path = path / archive.zip_name
             if not path.is_file():

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-import os
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -36,14 +35,6 @@ MAX_WORKERS = 8
 _rules: Any = None  # a worker's copy of the rules
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, as ``taskset`` sets it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def _start(rules: Rules[Any]) -> None:
     global _rules
     _rules = rules
@@ -61,7 +52,10 @@ def judged_pairs(rules: Rules[V], pairs: Iterable[tuple[str, str]],
     pairs = iter(pairs)
     for s, t in itertools.islice(pairs, SERIAL_PAIRS):
         yield rules.verdict(s, t)
-    workers = min(usable_cpus(), MAX_WORKERS) if workers is None else workers
+    if workers is None:
+        from nmt.device import usable_cpus  # torch: only for a corpus this large
+
+        workers = min(usable_cpus(), MAX_WORKERS)
     first = list(itertools.islice(pairs, CHUNK))
     if workers <= 1 or len(first) < CHUNK:  # one CPU, or the corpus ended: no pool for it
         for s, t in itertools.chain(first, pairs):

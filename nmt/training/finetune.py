@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, load_config
 from nmt.errors import CheckpointError, ConfigError
-from nmt.files import atomic_write_text
+from nmt.files import atomic_write_text, user_path
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -73,7 +73,7 @@ def open_parent(run_dir: Path) -> Parent:
     from nmt.runs.directory import checkpoint_config
     from nmt.runs.paths import resolve_checkpoint
 
-    run_dir = Path(run_dir).expanduser()
+    run_dir = user_path(run_dir, "--from")
     if not run_dir.is_dir():
         raise CheckpointError(f"--from {run_dir}: run directory not found")
     checkpoint = resolve_checkpoint(run_dir, PARENT_CHECKPOINT)

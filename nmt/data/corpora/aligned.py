@@ -25,10 +25,11 @@ class Aligned:
     name = "aligned"
 
     def claims(self, spec: str, ctx: Context) -> bool:
-        return any(resolve(f"{spec}.{code}").is_file() for code in (ctx.cfg.source, ctx.cfg.target))
+        return any(resolve(f"{spec}.{code}", ctx.option).is_file()
+                   for code in (ctx.cfg.source, ctx.cfg.target))
 
     def open(self, spec: str, ctx: Context) -> Corpus:
-        paths = [resolve(f"{spec}.{code}") for code in (ctx.cfg.source, ctx.cfg.target)]
+        paths = [resolve(f"{spec}.{code}", ctx.option) for code in (ctx.cfg.source, ctx.cfg.target)]
         for path, other in ((paths[0], paths[1]), (paths[1], paths[0])):
             if not path.is_file():
                 raise DataError(f"{path}: file not found ({ctx.option} = {spec!r} reads aligned "

@@ -166,6 +166,9 @@ def combined_sha256(parts: dict[str, str]) -> str:
     return sha256(json.dumps(parts, sort_keys=True).encode())
 
 
-def resolve(spec: str) -> Path:
-    """A path in the config: ``~`` expanded, relative to the working directory."""
-    return Path(spec).expanduser()
+def resolve(spec: str, where: str = "data.corpus") -> Path:
+    """A path in the config: ``~`` expanded (:func:`nmt.files.user_path`), relative to the
+    working directory."""
+    from nmt.files import user_path
+
+    return user_path(spec, where)

@@ -60,7 +60,7 @@ class Tatoeba:
             return True
         if spec.lower().endswith(".txt"):
             return not ctx.cfg.columns  # with columns, a .txt is the user's own TSV
-        return bool(PAIR_NAME.fullmatch(spec)) and not resolve(spec).exists()
+        return bool(PAIR_NAME.fullmatch(spec)) and not resolve(spec, ctx.option).exists()
 
     def open(self, spec: str, ctx: Context) -> Corpus:
         where = f"{ctx.option} = {spec!r}"
@@ -71,7 +71,7 @@ class Tatoeba:
             data = read_bytes(path, str(path))
             return tatoeba_corpus(lambda: data, str(path), other, ctx, form=self.name, spec=spec,
                                   digest=sha256(data), files=[str(path)])
-        path = resolve(spec)
+        path = resolve(spec, ctx.option)
         if spec.lower().endswith(".zip"):
             read_bytes(path, str(path))  # file not found, a directory
             from nmt.data.download import read_archive

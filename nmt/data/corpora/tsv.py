@@ -25,7 +25,7 @@ class Tsv:
         return bool(ctx.cfg.columns) or spec.lower().endswith(".tsv")
 
     def open(self, spec: str, ctx: Context) -> Corpus:
-        path = resolve(spec)
+        path = resolve(spec, ctx.option)
         if not ctx.cfg.columns:
             raise ConfigError(f"data.columns: expected the language of each column of {path}, "
                               'e.g. columns = ["en", "fr"]')
