@@ -394,9 +394,9 @@ def bleu(
                f"{report.sentences} sentences, {search}, {report.sentences_per_second:.1f} "
                "sentences/s")
     # one reference per source: the two scores are one, printed once
-    shown = (("multi-ref", report.multi), ("single-ref", report.single))
+    shown = [("multi-ref", report.multi), ("single-ref", report.single)]
     if report.multi.references <= 1:
-        shown = (("", report.multi),)
+        shown = [("", report.multi)]
     for label, s in shown:
         typer.echo(f"BLEU {label:10s} {s.bleu:6.2f}  {s.bleu_signature}  "
                    f"(case-insensitive {s.bleu_ci:.2f})")
