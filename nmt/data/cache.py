@@ -7,7 +7,9 @@ docs/DATA.md.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -156,9 +158,17 @@ def _write_cache(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
         if cache_dir.exists():  # a rebuild, or another process won the race: replace it
             old = cache_dir.with_name(f".{cache_dir.name}-old-{os.getpid()}")
-            os.replace(cache_dir, old)
+            with contextlib.suppress(FileNotFoundError):  # another rebuild moved it first
+                os.replace(cache_dir, old)
             shutil.rmtree(old, ignore_errors=True)
-        os.replace(tmp, cache_dir)
+        try:
+            os.replace(tmp, cache_dir)
+        except OSError as e:
+            # another process put its cache of the same key in place between the check above
+            # and here: the same arrays (the key says so), complete (renamed into place whole)
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not (
+                    cache_dir / "meta.json").is_file():
+                raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

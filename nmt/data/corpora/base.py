@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -118,17 +119,42 @@ def direction(columns: Sequence[str], cfg: DataConfig, where: str) -> tuple[int,
 
 
 def tab_pairs(load: Callable[[], bytes], where: str, columns: Sequence[str],
-              cfg: DataConfig) -> Callable[[], Iterator[tuple[str, str]]]:
+              cfg: DataConfig, log: Callable[[str], None] = print,
+              ) -> Callable[[], Iterator[tuple[str, str]]]:
     """The reader of a tab-separated file whose columns hold the languages ``columns``: its
     (source, target) pairs in the config's direction (:func:`direction`, checked now; ``load``
-    gives the file's bytes when the reader is called)."""
+    gives the file's bytes when the reader is called). Lines whose number of fields differs
+    from most lines' are said once, with their count and the first one (:func:`odd_rows`)."""
     src_col, tgt_col = direction(columns, cfg, where)
 
     def read() -> Iterator[tuple[str, str]]:
-        for row in tab_rows(decode_lines(load(), where), where, columns):
+        widths: Counter[int] = Counter()
+        first: dict[int, int] = {}
+        for i, row in enumerate(tab_rows(decode_lines(load(), where), where, columns), 1):
+            widths[len(row)] += 1
+            first.setdefault(len(row), i)
             yield row[src_col], row[tgt_col]
+        line = odd_rows(widths, first, where)
+        if line:
+            log(line)
 
     return read
+
+
+def odd_rows(widths: Counter[int], first: dict[int, int], where: str) -> str | None:
+    """A warning when some lines have another number of tab-separated fields than most: the
+    sign of a quoted field holding a tab (``"Go<TAB>now."``), which splits a sentence in two
+    and shifts the columns after it."""
+    if len(widths) < 2:
+        return None
+    usual = widths.most_common(1)[0][0]
+    odd = {w: n for w, n in widths.items() if w != usual}
+    n = sum(odd.values())
+    line = min(first[w] for w in odd)
+    return (f"warning: {where}: {n:,} line{'s' if n > 1 else ''} of {sum(widths.values()):,} "
+            f"{'have' if n > 1 else 'has'} another number of tab-separated fields than the "
+            f"{usual} of most (first: line {line}): a quoted field holding a tab, or a stray "
+            "tab? Such lines are read by their first columns")
 
 
 def decode_lines(data: bytes, where: str) -> list[str]:

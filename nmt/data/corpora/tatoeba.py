@@ -49,7 +49,7 @@ def tatoeba_corpus(load: Callable[[], bytes], where: str, other: str, ctx: Conte
                    form: str, spec: str, digest: str, files: list[str]) -> Corpus:
     """The pairs of a Tatoeba text file, whose bytes ``load`` returns when they are read."""
     return Lazy(Identity(form, spec, digest, ctx.cfg.source, ctx.cfg.target, TATOEBA_LICENCE,
-                         files), tab_pairs(load, where, ("en", other), ctx.cfg))
+                         files), tab_pairs(load, where, ("en", other), ctx.cfg, ctx.log))
 
 
 class Tatoeba:

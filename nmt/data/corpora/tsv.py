@@ -34,7 +34,8 @@ class Tsv:
         data = read_bytes(path, str(path))
         identity = Identity(self.name, spec, sha256(data), ctx.cfg.source, ctx.cfg.target,
                             files=[str(path)])
-        return Lazy(identity, tab_pairs(lambda: data, str(path), columns, ctx.cfg))
+        return Lazy(identity, tab_pairs(lambda: data, str(path), columns, ctx.cfg,
+                                                  ctx.log))
 
 
 FORM = Tsv()
