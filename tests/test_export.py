@@ -460,6 +460,14 @@ def test_translate_engine_ctranslate2_matches_nmt(runs: dict[str, Path], tmp_pat
     os.utime(ckpt, ns=(ckpt.stat().st_atime_ns, ckpt.stat().st_mtime_ns + 10**9))
     run_export_dir(run)  # a newer checkpoint: exported again
     assert made.stat().st_mtime_ns != stamp
+    # a damaged or edited export of the run is made again, as a damaged data cache is
+    for damage in ("[]", "{}", "not json", '{"format": 5}'):
+        (made.parent / "nmt-export.json").write_text(damage)
+        (made.parent / "stray.txt").write_text("left by something")
+        code, again, err = invoke("translate", "--run", str(run), "--engine", "ctranslate2",
+                                  "--input", "-", input=lines)
+        assert code == 0 and again == theirs, (damage, err)
+        assert not (made.parent / "stray.txt").exists()
     # --model DIR, with beam and an output file
     export = export_run(load_run(run, "best"), tmp_path / "exp")
     code, _, _ = invoke("translate", "--model", str(export), "--beam", "3", "a b c", "d e",

@@ -342,12 +342,16 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
 
 def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
     """The on-the-fly export of ``run_dir``'s checkpoint (:func:`run_export`), made, or made
-    again when the checkpoint changed since."""
+    again when the checkpoint changed since or the export was damaged (that directory is the
+    run's own: :func:`run_export` refused a link planted on the way, so what is removed is in
+    the run)."""
     from nmt.runs.loading import load_run
 
     found = run_export(run_dir, checkpoint)
     if found.current:
         return found.directory
     run = load_run(found.run_dir, str(found.checkpoint), "cpu")
+    if found.directory.is_dir() and why_not_an_export(found.directory):
+        shutil.rmtree(found.directory)  # damaged or edited: rebuilt, as a damaged cache is
     return export_run(run, found.directory, overwrite=True,
                       where=run_export_where(found.directory))

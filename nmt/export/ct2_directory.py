@@ -120,10 +120,13 @@ def run_export(run_dir: Path | None, checkpoint: str = "best") -> RunExport:
     if meta_path.is_file():
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             meta = {}
+        meta = meta if isinstance(meta, dict) else {}  # damaged: made again
+        data: dict[str, Any] = meta["data"] if isinstance(meta.get("data"), dict) else {}
+        truncate = data.get("truncate", 0)
         current = (meta.get("format") == FORMAT and meta.get("quantization") == "float32"
-                   and meta.get("add_source_eos") == (meta.get("data", {}).get("truncate", 0) <= 0)
+                   and isinstance(truncate, int) and meta.get("add_source_eos") == (truncate <= 0)
                    and all(meta.get(k) == v for k, v in checkpoint_stamp(path).items()))
     return RunExport(run_dir, path, target, current)
 
