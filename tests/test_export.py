@@ -918,3 +918,87 @@ def test_startup_benchmark_times_each_command_and_checks_the_engines_agree(
     assert (tmp_path / "startup.json").is_file()
     assert "| nmt --help |" in (tmp_path / "startup.md").read_text(encoding="utf-8")
     assert markdown(result).count("\n| ") == len(rows) + 1  # header and one line a command
+
+
+# --- an export's files, damaged or crafted: one line or a correct result --------------------------
+
+META_MUTATIONS = {"deleted": ..., "null": None, "a list": [1], "text": "x", "huge": 10**30,
+                  "negative": -5, "NaN": float("nan"), "a table": {"a": 1}, "true": True}
+
+
+def _meta_fields(meta: dict[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key, value in meta.items():
+        out.append(prefix + key)
+        if isinstance(value, dict):
+            out += _meta_fields(value, f"{prefix}{key}.")
+    return out
+
+
+def _mutated(meta: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    import copy
+
+    meta = copy.deepcopy(meta)
+    *parents, last = field.split(".")
+    table = meta
+    for part in parents:
+        table = table[part]
+    if value is ...:
+        del table[last]
+    else:
+        table[last] = value
+    return meta
+
+
+def _translate_with(export: Path) -> tuple[int, str, str]:
+    return invoke("translate", "--model", str(export), "a b c", "d e")
+
+
+def test_every_field_of_an_exports_metadata_mutated_is_one_line_or_a_translation(
+        exports: dict[str, Path], tmp_path: Path) -> None:
+    """Each field of nmt-export.json (nested ones too) deleted, null, a list, text, a huge or
+    negative number, NaN, a table or true: `nmt translate --model` gives a one-line error or a
+    translation, never a traceback and never a silent empty line."""
+    import shutil
+
+    source = exports["word-postnorm"]
+    meta = json.loads((source / "nmt-export.json").read_text())
+    code, good, _ = _translate_with(source)
+    assert code == 0 and all(good.splitlines())
+    export = tmp_path / "crafted"
+    shutil.copytree(source, export)
+    tried = 0
+    for field in _meta_fields(meta):
+        for name, value in META_MUTATIONS.items():
+            (export / "nmt-export.json").write_text(
+                json.dumps(_mutated(meta, field, value), allow_nan=True))
+            code, out, err = _translate_with(export)  # a traceback would raise here
+            tried += 1
+            if code == 0:
+                assert len(out.splitlines()) == 2 and all(out.splitlines()), (field, name, out)
+            else:
+                lines = err.strip().splitlines()
+                assert len(lines) == 1 and lines[0].startswith("error: "), (field, name, err)
+    assert tried > 100
+
+
+def test_files_of_another_export_put_beside_one_are_refused(exports: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    import shutil
+
+    sp, word = exports["sentencepiece"], exports["word-postnorm"]
+    mixed = tmp_path / "vocabulary"  # the model's vocabulary of another export
+    shutil.copytree(word, mixed)
+    shutil.copyfile(sp / "shared_vocabulary.json", mixed / "shared_vocabulary.json")
+    code, out, err = _translate_with(mixed)
+    assert code != 0 and "shared_vocabulary.json: not the vocabulary of this export's " \
+                         "tokenizer" in " ".join(err.split()) and not out
+    swapped = tmp_path / "tokenizer"  # another export's tokenizer files
+    shutil.copytree(sp, swapped)
+    for name in ("tokenizer.json", "spm.model"):
+        (swapped / name).unlink()
+    for f in word.iterdir():
+        if f.name == "tokenizer.json" or f.name.endswith("vocab.txt"):
+            shutil.copyfile(f, swapped / f.name)
+    code, out, err = _translate_with(swapped)
+    assert code != 0 and len(err.strip().splitlines()) == 1 and not out, err

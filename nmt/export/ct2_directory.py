@@ -152,4 +152,66 @@ def read_export(directory: Path, where: str | None = None) -> dict[str, Any]:
         raise CheckpointError(f"{path}: unreadable ({e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an nmt export (expected format {FORMAT!r})")
+    check_export_meta(meta, path)
     return meta
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def check_export_meta(meta: dict[str, Any], path: Path) -> None:
+    """The fields of ``nmt-export.json`` that reading an export uses, with their types and
+    bounds, in one place: a one-line :class:`CheckpointError` naming the file and the field
+    (``decode`` is checked as a config's ``[decode]`` when it is read)."""
+    from nmt.data.languages import LANGUAGES
+    from nmt.data.normalize import POLICIES
+
+    def bad(field: str, expected: str) -> CheckpointError:
+        value: Any = meta
+        for part in field.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return CheckpointError(f"{path}: {field}: expected {expected}, got {value!r:.40}")
+
+    if not isinstance(meta.get("decode"), dict):
+        raise bad("decode", "a table of [decode] settings")
+    data = meta.get("data")
+    if not isinstance(data, dict):
+        raise bad("data", "a table with lowercase, normalization and truncate")
+    if not isinstance(data.get("lowercase"), bool):
+        raise bad("data.lowercase", "true or false")
+    if not (isinstance(data.get("normalization"), str) and data["normalization"] in POLICIES):
+        raise bad("data.normalization", f"one of {', '.join(POLICIES)}")
+    if not (_is_int(data.get("truncate")) and 0 <= data["truncate"] <= 1 << 20):
+        raise bad("data.truncate", "a count >= 0")
+    positions = meta.get("max_positions")
+    if positions is not None and not (_is_int(positions) and 1 <= positions <= 1 << 24):
+        raise bad("max_positions", "a count >= 1 (or null)")
+    if not isinstance(meta.get("add_source_eos", True), bool):
+        raise bad("add_source_eos", "true or false")
+    for key in ("source_language", "target_language"):
+        if meta.get(key) is not None and not (isinstance(meta[key], str)
+                                              and meta[key] in LANGUAGES):
+            raise bad(key, "a language code nmt knows")
+    tokenizer = meta.get("tokenizer")
+    if tokenizer is not None and not (isinstance(tokenizer, dict) and isinstance(
+            tokenizer.get("digest", ""), str)):
+        raise bad("tokenizer", "a table with the tokenizer's digest")
+
+
+def check_model_vocabulary(directory: Path, tokenizer: Tokenizer, where: str) -> None:
+    """The CTranslate2 model's vocabularies are the tokenizer's pieces, in id order: files of
+    another export put beside it are refused in one line instead of decoding wrong ids."""
+    names = (("shared_vocabulary.json", "src"),) if (
+        directory / "shared_vocabulary.json").is_file() else (
+        ("source_vocabulary.json", "src"), ("target_vocabulary.json", "tgt"))
+    for name, side in names:
+        try:
+            tokens = json.loads((directory / name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise CheckpointError(f"{where}: {name} is missing; export the run again") from None
+        except (OSError, ValueError, RecursionError) as e:
+            raise CheckpointError(f"{directory / name}: unreadable ({e})") from None
+        if tokens != vocabulary(tokenizer, side):
+            raise CheckpointError(f"{directory / name}: not the vocabulary of this export's "
+                                  "tokenizer (files of another export?); export the run again")

@@ -25,8 +25,13 @@ import ctranslate2
 
 from nmt.config import DataConfig, DecodeConfig, from_dict
 from nmt.data.tokenizers import EOS_ID, Tokenizer, load_tokenizer
-from nmt.errors import CheckpointError, ConfigError, first_line
-from nmt.export.ct2_directory import META_FILE, read_export, vocabulary
+from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
+from nmt.export.ct2_directory import (
+    META_FILE,
+    check_model_vocabulary,
+    read_export,
+    vocabulary,
+)
 from nmt.translation.rules import decode_batches, length_penalty
 from nmt.translation.translator import (
     StreamTranslator,
@@ -117,13 +122,20 @@ class CT2Translator(StreamTranslator):
             raise CheckpointError(f"{where}: CTranslate2 cannot load it "
                                   f"({first_line(e, 200)})") from None
         data = meta["data"]
-        tokenizer = load_tokenizer(directory)
+        try:
+            tokenizer = load_tokenizer(directory)
+        except NmtError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a tokenizer file of another export, damaged
+            raise CheckpointError(f"{where}: its tokenizer files do not load "
+                                  f"({first_line(e, 120)}); export the run again") from None
         recorded = meta.get("tokenizer")
         digest = recorded.get("digest") if isinstance(recorded, dict) else None  # older: none
         if digest is not None and digest != tokenizer.digest():
             raise CheckpointError(
                 f"--model {directory}: its tokenizer files are not the ones it was exported "
                 f"with (vocabulary digest {tokenizer.digest()[:12]}, expected {digest[:12]})")
+        check_model_vocabulary(directory, tokenizer, where)
         return cls(translator, tokenizer, cfg, bool(data["lowercase"]),
                    str(data["normalization"]), int(data["truncate"]),
                    meta.get("max_positions"), max_src_tokens, compute_type, directory,
