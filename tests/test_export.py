@@ -463,11 +463,16 @@ def test_translate_engine_ctranslate2_matches_nmt(runs: dict[str, Path], tmp_pat
     # a damaged or edited export of the run is made again, as a damaged data cache is
     for damage in ("[]", "{}", "not json", '{"format": 5}'):
         (made.parent / "nmt-export.json").write_text(damage)
-        (made.parent / "stray.txt").write_text("left by something")
         code, again, err = invoke("translate", "--run", str(run), "--engine", "ctranslate2",
                                   "--input", "-", input=lines)
         assert code == 0 and again == theirs, (damage, err)
-        assert not (made.parent / "stray.txt").exists()
+    # but a file nmt did not write there is never removed: refused, as before
+    (made.parent / "nmt-export.json").write_text("[]")
+    (made.parent / "mine.txt").write_text("notes")
+    code, _, err = invoke("translate", "--run", str(run), "--engine", "ctranslate2", "a")
+    assert code != 0 and "only an earlier export (or an empty directory) is replaced" in err
+    assert (made.parent / "mine.txt").read_text() == "notes"
+    (made.parent / "mine.txt").unlink()
     # --model DIR, with beam and an output file
     export = export_run(load_run(run, "best"), tmp_path / "exp")
     code, _, _ = invoke("translate", "--model", str(export), "--beam", "3", "a b c", "d e",

@@ -35,6 +35,7 @@ The directory's layout is :mod:`nmt.export.ct2_directory`; translating with it,
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 import tempfile
@@ -52,6 +53,7 @@ from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
 from nmt.export import output_path
 from nmt.export.ct2_directory import (
+    EXPORT_ENTRIES,
     FORMAT,
     META_FILE,
     checkpoint_stamp,
@@ -342,16 +344,19 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
 
 def run_export_dir(run_dir: Path | None, checkpoint: str = "best") -> Path:
     """The on-the-fly export of ``run_dir``'s checkpoint (:func:`run_export`), made, or made
-    again when the checkpoint changed since or the export was damaged (that directory is the
-    run's own: :func:`run_export` refused a link planted on the way, so what is removed is in
-    the run)."""
+    again when the checkpoint changed since or its metadata was damaged (that directory is the
+    run's own: :func:`run_export` refused a link planted on the way, and only files an export
+    writes are removed)."""
     from nmt.runs.loading import load_run
 
     found = run_export(run_dir, checkpoint)
     if found.current:
         return found.directory
     run = load_run(found.run_dir, str(found.checkpoint), "cpu")
-    if found.directory.is_dir() and why_not_an_export(found.directory):
-        shutil.rmtree(found.directory)  # damaged or edited: rebuilt, as a damaged cache is
+    if found.directory.is_dir() and why_not_an_export(found.directory) and all(
+            e.is_file() and any(fnmatch.fnmatchcase(e.name, pattern) for pattern in
+                                EXPORT_ENTRIES) for e in found.directory.iterdir()):
+        shutil.rmtree(found.directory)  # damaged metadata, nothing else: made again, as a
+        # damaged cache is (a file nmt did not write there is refused by export_run instead)
     return export_run(run, found.directory, overwrite=True,
                       where=run_export_where(found.directory))
