@@ -61,7 +61,9 @@ def _ct2_directory(run: Path | None, checkpoint: str, model: Path | None) -> tup
     from nmt.export.ct2_directory import run_export, run_export_where
 
     if model is not None:
-        return Path(model), f"--model {model}"
+        from nmt.export.ct2_directory import export_directory
+
+        return export_directory(Path(model), f"--model {model}"), f"--model {model}"
     found = run_export(run, checkpoint)
     directory = found.directory
     if not found.current:  # made again: converting needs torch, reading an export does not

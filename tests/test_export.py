@@ -552,6 +552,16 @@ def test_argos_package(runs: dict[str, Path], tmp_path: Path) -> None:
         assert top == {"nmt-en_fr-sentencepiece"}
         z.extractall(tmp_path / "installed")
     root = tmp_path / "installed" / "nmt-en_fr-sentencepiece"
+    # wherever an export is accepted: the unpacked package is one; the zip says what to pass
+    code, out, err = invoke("translate", "--model", str(path), "He likes the big dog.")
+    assert code != 0 and not out and len(err.strip().splitlines()) == 1
+    assert "an Argos Translate package (a zip file); unpack it (unzip en_fr.argosmodel) and " \
+           "pass the export inside it: --model nmt-en_fr-sentencepiece/model" in \
+           " ".join(err.split())
+    code, unpacked, err = invoke("translate", "--model", str(root), "He likes the big dog.")
+    code2, inner, _ = invoke("translate", "--model", str(root / "model"),
+                             "He likes the big dog.")
+    assert code == code2 == 0 and unpacked == inner and unpacked.strip(), err
     meta = json.loads((root / "metadata.json").read_text())
     assert (meta["from_code"], meta["to_code"], meta["type"]) == ("en", "fr", "translate")
     assert meta["package_version"] and meta["argos_version"]

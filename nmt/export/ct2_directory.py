@@ -135,6 +135,29 @@ def run_export_where(directory: Path) -> str:
     """How messages name the on-the-fly export ``directory`` (the user named no directory)."""
     return f"{directory} (the run's export for --engine ctranslate2)"
 
+def export_directory(path: Path, where: str) -> Path:
+    """The export ``--model`` names: an export directory, or the folder of an unpacked Argos
+    Translate package (its ``model/`` is the export). A package file (``.argosmodel``, a zip)
+    is one line saying what to unpack and pass."""
+    import zipfile
+
+    path = Path(path)
+    if path.is_file() and zipfile.is_zipfile(path):
+        try:
+            with zipfile.ZipFile(path) as z:
+                tops = sorted({n.split("/")[0] for n in z.namelist() if "/" in n})
+        except (OSError, zipfile.BadZipFile):
+            tops = []
+        folder = tops[0] if len(tops) == 1 else "FOLDER"
+        raise CheckpointError(f"{where}: an Argos Translate package (a zip file); unpack it "
+                              f"(unzip {path.name}) and pass the export inside it: --model "
+                              f"{folder}/model")
+    if path.is_dir() and not (path / META_FILE).exists() and (
+            path / "model" / META_FILE).is_file():
+        return path / "model"  # an unpacked Argos package
+    return path
+
+
 def read_export(directory: Path, where: str | None = None) -> dict[str, Any]:
     """``nmt-export.json`` of an exported directory (a one-line error if it is not one, starting
     with ``where``: how the user named it, by default ``--model DIRECTORY``)."""

@@ -29,6 +29,7 @@ from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.export.ct2_directory import (
     META_FILE,
     check_model_vocabulary,
+    export_directory,
     read_export,
     vocabulary,
 )
@@ -105,8 +106,8 @@ class CT2Translator(StreamTranslator):
         ``compute_type`` (``default``: the export's weights, or ``int8``, ``float32``, ...)
         converts at load, ``threads`` is CTranslate2's ``intra_threads`` (0: its default).
         ``where`` names the export in errors (default ``--model DIRECTORY``)."""
-        directory = Path(directory)
         where = where or f"--model {directory}"
+        directory = export_directory(Path(directory), where)
         meta = read_export(directory, where)
         cfg = from_dict({"decode": meta["decode"]}, where=str(directory / META_FILE)).decode
         cfg = decode_settings(cfg, beam, batch_size, max_tokens)
