@@ -123,12 +123,6 @@ class LanguageCheck:
             if lang is not None:
                 self.judged[side][lang] += 1
 
-    def other_side(self, src: str, tgt: str) -> int | None:
-        """:meth:`judge` and :meth:`tally` in one: the side in another language, or None."""
-        judged, other = self.judge(src, tgt)
-        self.tally(judged)
-        return other
-
     def check_files(self) -> None:
         """A :class:`DataError` when a side's judged lines are mostly one other language."""
         names = [language_name(code).split(" (")[0] for code in self.langs]

@@ -49,17 +49,3 @@ def check_same_data(run_dir: Path, prepared: dict[str, Any], split: str) -> None
             raise DataError(f"--split {split}: {run_dir} was trained on {_what(was)}, but the "
                             f"data prepared now is {_what(now)}; score it on the data it was "
                             "trained on (--data-dir), or on files with --src and --ref")
-
-
-def licence(run_dir: Path, corpus: str) -> str:
-    """What a package says about its training data's licence: the record's, for a run made
-    before runs recorded their data that of the built-in corpus (Tatoeba), for the user's own
-    files a sentence saying that nothing is known."""
-    from nmt.data.corpora.base import TATOEBA_LICENCE
-
-    record = read_record(run_dir)
-    identity = record["corpus"] if record else {"corpus": corpus, "licence": TATOEBA_LICENCE}
-    if identity.get("licence"):
-        return f"Trained on {identity['corpus']}: {identity['licence']}."
-    return (f"Trained on the user's own data ({identity.get('corpus')}); its licence is not "
-            "recorded: state it here before sharing this package.")
