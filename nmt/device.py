@@ -1,19 +1,26 @@
-"""Device and precision are decided here, once: ``auto`` means cuda, then mps, then cpu."""
+"""Device and precision are decided here, once: ``auto`` means cuda, then mps, then cpu.
+
+torch is imported by the functions that use it, so that :func:`usable_cpus` (data preparation's
+workers count with it) costs no torch import."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from collections.abc import Iterator
-
-import torch
+from typing import TYPE_CHECKING
 
 from nmt.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def resolve_device(name: str = "auto", what: str = "device") -> torch.device:
     """``"auto"`` -> the best available device; otherwise validate the requested one. ``what``
     names the option or config key in error messages."""
+    import torch
+
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -36,6 +43,8 @@ def resolve_device(name: str = "auto", what: str = "device") -> torch.device:
 def hardware(device: torch.device) -> str:
     """What ``device`` is, for a run's log and its model card: the GPU's name, or the CPU's
     model and the threads torch uses."""
+    import torch
+
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     if device.type != "cpu":
@@ -58,6 +67,8 @@ def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
 
     Mixed precision is used on CUDA only: on CPU bf16 autocast is slower for these small models.
     """
+    import torch
+
     if precision == "fp32" or device.type != "cuda":
         return None
     return {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
@@ -65,6 +76,8 @@ def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
 
 @contextlib.contextmanager
 def autocast(device: torch.device, precision: str) -> Iterator[None]:
+    import torch
+
     dtype = autocast_dtype(device, precision)
     if dtype is None:
         yield
@@ -86,6 +99,8 @@ def set_threads(threads: int, what: str = "train.threads") -> None:
     """Pin torch's CPU thread count; 0: torch's default, at most the CPUs this process may use.
     More threads than that is refused: they only slow torch down (and a huge count can crash
     it)."""
+    import torch
+
     cpus = usable_cpus()
     if threads > cpus:
         raise ConfigError(f"{what}: expected 0 (torch's default) to {cpus}, the CPUs this "

@@ -19,6 +19,8 @@ import multiprocessing
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
+from nmt.device import usable_cpus
+
 V = TypeVar("V", covariant=True)
 
 
@@ -53,8 +55,6 @@ def judged_pairs(rules: Rules[V], pairs: Iterable[tuple[str, str]],
     for s, t in itertools.islice(pairs, SERIAL_PAIRS):
         yield rules.verdict(s, t)
     if workers is None:
-        from nmt.device import usable_cpus  # torch: only for a corpus this large
-
         workers = min(usable_cpus(), MAX_WORKERS)
     first = list(itertools.islice(pairs, CHUNK))
     if workers <= 1 or len(first) < CHUNK:  # one CPU, or the corpus ended: no pool for it
