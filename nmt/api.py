@@ -110,8 +110,7 @@ def _decode_arguments(
     """The options every translating call shares, checked as ``nmt translate`` checks them."""
     for name, value in (("checkpoint", checkpoint), ("device", device),
                         ("compute_type", compute_type)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name}: expected a string, got {value!r:.60}")
+        arguments.text(value, name)
     arguments.flag(averaged, "averaged")
     return (arguments.count(beam, "beam", "decode.beam"),
             arguments.count(batch_size, "batch_size", "decode.batch_size"),
@@ -344,11 +343,9 @@ def export(
 
     run, output = arguments.path(run, "run"), arguments.path(output, "output")
     data_dir = arguments.path(data_dir, "data_dir")
-    for name, value in (("checkpoint", checkpoint), ("to", to)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name}: expected a string, got {value!r:.60}")
-    if quantization is not None and not isinstance(quantization, str):
-        raise TypeError(f"quantization: expected a string, got {quantization!r:.60}")
+    arguments.text(checkpoint, "checkpoint")
+    arguments.text(to, "to")
+    arguments.text(quantization, "quantization", optional=True)
     arguments.flag(overwrite, "overwrite")
     arguments.flag(score_first, "score_first")
     target = export_target(to)

@@ -87,6 +87,15 @@ def choice(value: Any, name: str, choices: Iterable[str]) -> str:
     return value
 
 
+def text(value: Any, name: str, *, optional: bool = False) -> str | None:
+    """A string (``None`` too when ``optional``)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, got {_shown(value)}")
+    return value
+
+
 def flag(value: Any, name: str) -> bool:
     """``True`` or ``False``."""
     if not isinstance(value, bool):
