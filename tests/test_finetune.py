@@ -94,4 +94,8 @@ def test_from_and_resume_together_and_a_missing_parent_are_one_line(
         err.split())
     code, _, err = invoke("train", "--from", str(tmp_path / "nope"), "--runs-dir",
                           str(tmp_path / "runs"))
-    assert code != 0 and "run directory not found" in err and "--from" in err
+    assert code != 0 and "expected a run directory, got nothing there" in err and "--from" in err
+    (tmp_path / "file").write_text("x")
+    code, _, err = invoke("train", "--from", str(tmp_path / "file"), "--runs-dir",
+                          str(tmp_path / "runs"))
+    assert code != 0 and "expected a run directory, got a file" in " ".join(err.split())

@@ -75,7 +75,8 @@ def open_parent(run_dir: Path) -> Parent:
 
     run_dir = user_path(run_dir, "--from")
     if not run_dir.is_dir():
-        raise CheckpointError(f"--from {run_dir}: run directory not found")
+        raise CheckpointError(f"--from {run_dir}: expected a run directory, got "
+                              + ("a file" if run_dir.exists() else "nothing there"))
     checkpoint = resolve_checkpoint(run_dir, PARENT_CHECKPOINT)
     return Parent(run_dir, checkpoint, checkpoint_config(checkpoint))
 
