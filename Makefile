@@ -109,12 +109,14 @@ demo: install ## download, train the small CPU demo model (10-14 min), translate
 # wheels of every dependency but torch for the GPU machine's CPython 3.12, and the corpus
 # (GPU_PRESENT=FILE, that machine's `pip list --format=freeze`, leaves out what it has).
 # gpu-check, on the GPU machine: installs the bundle offline, then runs STEP (tests, speed,
-# transformer, gru, decode; default all, in that order), at most 9 minutes each, writing
-# GPU_OUT/STEP.json and STEP.md. Without a CUDA device each step says it is skipped.
+# transformer, gru, decode; default all, in that order) within GPU_SECONDS (default 480: one
+# lease's command), writing GPU_OUT/STEP.json and STEP.md. Without a CUDA device each step
+# says it is skipped.
 GPU_BUNDLE ?= build/gpu-bundle
 GPU_PYTHON ?= python3
 GPU_OUT ?= bench/out/gpu
 STEP ?= all
+GPU_SECONDS ?= 480
 
 gpu-bundle: ## download what the GPU check needs besides torch into build/gpu-bundle/
 	$(PYTHON) -m bench.gpu bundle --dest $(GPU_BUNDLE) $(if $(GPU_PRESENT),--present $(GPU_PRESENT)) \
@@ -126,7 +128,7 @@ gpu-check: ## on a CUDA machine: STEP=tests|speed|transformer|gru|decode (defaul
 	    -r $(GPU_BUNDLE)/requirements.txt; \
 	fi
 	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m bench.gpu check --step $(STEP) --out $(GPU_OUT) \
-		--bundle $(GPU_BUNDLE) $(if $(REQUIRE_GPU),--require-gpu)
+		--seconds $(GPU_SECONDS) --bundle $(GPU_BUNDLE) $(if $(REQUIRE_GPU),--require-gpu)
 
 clean: ## remove caches (keeps data/ and runs/)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -360,7 +360,8 @@ def test_speed_measurement_runs_on_the_cpu(tiny_data_dir: Path,
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--step", "train"], "--step train: expected all or one of tests, speed, transformer"),
-    (["--minutes", "9"], "--minutes: expected 0 < minutes <= 8.5 (a step has 9)"),
+    (["--seconds", "30"], "--seconds 30: expected 60 to 3600"),
+    (["--workers", "-1"], "--workers -1: expected 0 or more"),
 ])
 def test_bad_check_options_are_one_line_errors(args: list[str], message: str, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
