@@ -36,6 +36,7 @@ from ties import (
 from nmt.config import Config, DataConfig, DecodeConfig, ModelConfig, from_dict
 from nmt.data.normalize import normalize
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SentencePieceTokenizer, Tokenizer
+from nmt.errors import ConfigError
 from nmt.files import atomic_write_text
 from nmt.models.build import build_model
 from nmt.runs.checkpoint import save_checkpoint
@@ -531,6 +532,43 @@ def test_missing_ctranslate2_is_one_line(runs: dict[str, Path],
         assert code == 1 and out == ""
         assert "the ctranslate2 package is not installed; pip install 'nmt[ctranslate2]'" in err
         assert len(err.strip().splitlines()) == 1
+
+
+def test_cuda_that_ctranslate2_cannot_use_falls_back_or_is_one_line(
+        runs: dict[str, Path], exports: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """CTranslate2's wheels load cuBLAS at the first product: on a machine whose CUDA is of
+    another major release (CUDA 13 only, as on the GPU check's H200) the model loads on CUDA and
+    the first sentence fails. ``auto`` says so and translates on the CPU; ``cuda`` is one line."""
+    import ctranslate2
+
+    import nmt.export.ct2_translate as ct2
+
+    real = ctranslate2.Translator
+
+    class NoCublas:
+        def __init__(self, path: str, device: str = "cpu", **kwargs: Any) -> None:
+            self.device, self.inner = device, real(path, device="cpu", **kwargs)
+
+        def translate_batch(self, *args: Any, **kwargs: Any) -> Any:
+            if self.device == "cuda":
+                raise RuntimeError("Library libcublas.so.12 is not found or cannot be loaded")
+            return self.inner.translate_batch(*args, **kwargs)
+
+    monkeypatch.setattr(ctranslate2, "Translator", NoCublas)
+    monkeypatch.setattr(ctranslate2, "get_cuda_device_count", lambda: 1)
+    export = exports["word-postnorm"]
+    want = CT2Translator.from_export(export, device="cpu").translate(["a b c"])
+    capsys.readouterr()
+    chosen = CT2Translator.from_export(export, device="auto")
+    assert chosen.translator.device == "cpu" and chosen.translate(["a b c"]) == want
+    note = capsys.readouterr().err
+    assert note.startswith("note: CTranslate2 cannot run on CUDA here (Library libcublas.so.12")
+    with pytest.raises(ConfigError, match=r"^--device cuda: CTranslate2 cannot run on CUDA here "
+                       r"\(Library libcublas.so.12 .*\): install the CUDA libraries its wheel "
+                       "was built for, or use --device cpu$"):
+        CT2Translator.from_export(export, device="cuda")
+    assert ct2._cuda_unusable(real(str(export), device="cpu")) == ""
 
 
 # --- Argos Translate -----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ line differs.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,32 @@ def _ct2_device(device: str) -> tuple[str, int]:
     raise ConfigError(f"--device {device}: CTranslate2 runs on auto, cpu, cuda or cuda:N")
 
 
+def _load(directory: Path, device: str, index: int, compute_type: str, threads: int,
+          where: str) -> Any:
+    """``ctranslate2.Translator`` of the export: its refusals are one line."""
+    try:
+        return ctranslate2.Translator(str(directory), device=device, device_index=index,
+                                      compute_type=compute_type, intra_threads=threads)
+    except (RuntimeError, ValueError) as e:
+        if compute_type != "default" and "compute type" in str(e):
+            raise ConfigError(f"--compute-type {compute_type}: {first_line(e, 200)}") from None
+        raise CheckpointError(f"{where}: CTranslate2 cannot load it "
+                              f"({first_line(e, 200)})") from None
+
+
+def _cuda_unusable(translator: Any) -> str:
+    """Why a translator loaded on CUDA cannot translate ("" when it can). CTranslate2 loads
+    cuBLAS at the first product, so a wheel built for one CUDA major release loads its model on
+    a machine that has only another one (libcublas.so.12 beside CUDA 13), then fails at the
+    first sentence: one sentence of one token (unknown to any vocabulary, so read as its
+    ``<unk>``), translated here, finds out."""
+    try:
+        translator.translate_batch([["<unk>"]], max_decoding_length=1)
+    except RuntimeError as e:
+        return first_line(e, 160)
+    return ""
+
+
 @dataclass
 class CT2Translator(StreamTranslator):
     """An exported model with what is needed to translate raw text as ``nmt`` does:
@@ -112,16 +139,17 @@ class CT2Translator(StreamTranslator):
         cfg = from_dict({"decode": meta["decode"]}, where=str(directory / META_FILE)).decode
         cfg = decode_settings(cfg, beam, batch_size, max_tokens)
         dev, index = _ct2_device(device)
-        try:
-            translator = ctranslate2.Translator(str(directory), device=dev, device_index=index,
-                                                compute_type=compute_type,
-                                                intra_threads=threads)
-        except (RuntimeError, ValueError) as e:
-            if compute_type != "default" and "compute type" in str(e):
-                raise ConfigError(f"--compute-type {compute_type}: {first_line(e, 200)}"
-                                  ) from None
-            raise CheckpointError(f"{where}: CTranslate2 cannot load it "
-                                  f"({first_line(e, 200)})") from None
+        translator = _load(directory, dev, index, compute_type, threads, where)
+        if dev == "cuda":
+            unusable = _cuda_unusable(translator)
+            if unusable and device != "auto":
+                raise ConfigError(f"--device {device}: CTranslate2 cannot run on CUDA here "
+                                  f"({unusable}): install the CUDA libraries its wheel was "
+                                  "built for, or use --device cpu")
+            if unusable:
+                print(f"note: CTranslate2 cannot run on CUDA here ({unusable}); "
+                      "translating on the CPU", file=sys.stderr)
+                translator = _load(directory, "cpu", 0, compute_type, threads, where)
         data = meta["data"]
         try:
             tokenizer = load_tokenizer(directory)
