@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ import numpy as np
 from nmt.config import DataConfig
 from nmt.data.normalize import special_casing
 from nmt.data.tokenizers import SPECIALS, UNK_ID, Tokenizer, load_tokenizer
-from nmt.errors import DataError, write_errors
+from nmt.errors import DataError, first_line, write_errors
 from nmt.files import make_dirs, umask_mode
 
 CACHE_VERSION = 2  # bump when the cache layout or the preparation changes meaning
@@ -185,18 +186,41 @@ def load_cache(cache_dir: Path) -> Prepared:
     tok = load_tokenizer(cache_dir)
     splits = {}
     for k in SPLITS:
-        try:
-            with np.load(cache_dir / f"{k}.npz", allow_pickle=False) as z:
-                arrays = {name: z[name] for name in
-                          ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")}
-        except MemoryError:  # a damaged header: numpy allocates the shape it declares first
-            raise DataError(f"{cache_dir}/{k}.npz: declares arrays larger than memory") from None
+        arrays = _read_arrays(cache_dir / f"{k}.npz")
         src, tgt, ref = (_read_lines(cache_dir / f"{k}.{side}.txt")
                          for side in ("src", "tgt", "ref"))
         sp = Split(k, src_text=src, tgt_text=tgt, ref_text=ref, **arrays)
         _check_split(cache_dir / f"{k}.npz", sp, meta["pairs"][k], tok)
         splits[k] = sp
     return Prepared(tok, splits, cache_dir, meta["corpus_sha256"], meta)
+
+
+ARRAYS = ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")
+
+
+def _read_arrays(path: Path) -> dict[str, np.ndarray]:
+    """A split's arrays, each header checked against the bytes its member holds before numpy
+    reads it: numpy allocates the shape a header declares first, which is a ``MemoryError`` on
+    one machine and, where memory is overcommitted, an allocation that succeeds and a read
+    that fails later. A damaged archive is a :class:`DataError` naming the file."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            for name in ARRAYS:
+                info = z.getinfo(f"{name}.npy")
+                with z.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read_header(f)
+                    declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                    if declared != info.file_size - f.tell():
+                        raise DataError(f"{path}: {name} declares {declared:,} bytes of "
+                                        f"{dtype} {tuple(shape)}, the file holds "
+                                        f"{info.file_size - f.tell():,}")
+        with np.load(path, allow_pickle=False) as z:
+            return {name: z[name] for name in ARRAYS}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, MemoryError) as e:
+        raise DataError(f"{path}: unreadable ({first_line(e, 160)})") from None
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
