@@ -36,6 +36,19 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="needs a CUDA device, and none is visible")
 
 
+@pytest.fixture(autouse=True)
+def fp32_without_tf32() -> Any:
+    """The invariants below (cached = full pass, batched = one by one, GPU = CPU) hold in fp32
+    to 1e-4. PyTorch lets cuDNN's RNNs use TF32 (a 10-bit mantissa) by default on Ampere and
+    later GPUs (``torch.backends.cudnn.allow_tf32``), and cuDNN rounds the GRU's sequence and
+    its single steps differently then: 1e-3 apart on an H200, which is TF32, not a cache bug.
+    So these tests compute in fp32 proper, and put PyTorch's settings back after."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 def one_step(cfg: Config, data_dir: Path, device: torch.device) -> tuple[float, torch.dtype]:
     """One optimizer step of a freshly seeded model of ``cfg`` on a fixed batch of the tiny
     corpus: the step's summed cross-entropy and the dtype the output layer computed in."""
