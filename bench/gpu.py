@@ -546,9 +546,9 @@ def step_train(step: Step, config: str, data_dir: Path | None,
     valid = [r for r in records if r.get("valid_bleu") is not None]
     summary = (child.stdout.strip().splitlines() or [""])[-1]
     speed = re.search(r"([\d,]+) tokens/sec", child.stdout)
-    at_step = re.search(r";\s+step\s+([\d,]+)", child.stdout)
     scores = [bleu(step, run, beam, device=device, data_dir=data_dir) for beam in (1, 5)]
-    steps = int(at_step.group(1).replace(",", "")) if at_step else None
+    steps = max((int(r["step"]) for r in records if isinstance(r.get("step"), int)),
+                default=None)  # the metrics' last step (the summary line gives a range)
     tokens_per_s = int(speed.group(1).replace(",", "")) if speed else None
     best = max((r["valid_bleu"] for r in valid), default=None)
     result = {"status": "failed" if any("error" in s for s in scores) else "passed",
