@@ -347,6 +347,9 @@ INT_LIMITS: dict[str, int] = {
     "data.split_seed": 2**32 - 1,  # numpy's seeds are 32-bit
     "train.seed": 2**32 - 1,
     "decode.beam": 1000,
+    # SentencePiece's trainer spins without end near 2**31; the largest vocabularies in use are
+    # a few hundred thousand pieces
+    "data.vocab_size": 2**20,
 }
 
 

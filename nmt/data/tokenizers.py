@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -19,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from nmt import stoppable
+from nmt.device import usable_cpus
 from nmt.errors import ConfigError, DataError
 
 UNK_ID, PAD_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -205,27 +206,22 @@ def train_sentencepiece(
     (accents, « ») instead of mapping the rarest 0.05% to ``<unk>``; Chinese and Japanese, with
     thousands of characters, need less (``data.character_coverage = 0.9995``).
     """
-    import sentencepiece as spm
-
-    if hasattr(spm, "set_random_generator_seed"):
-        spm.set_random_generator_seed(seed)  # the input sampling below is then reproducible
-    model = io.BytesIO()
-    try:
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(lines),
-            model_writer=model,
-            model_type=model_type,
-            vocab_size=vocab_size,
-            character_coverage=character_coverage,
-            normalization_rule_name="identity",
-            unk_id=UNK_ID, pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID,
-            unk_piece=SPECIALS[UNK_ID], pad_piece=SPECIALS[PAD_ID],
-            bos_piece=SPECIALS[BOS_ID], eos_piece=SPECIALS[EOS_ID],
-            input_sentence_size=2_000_000,  # a sample bounds time and memory on huge corpora
-            shuffle_input_sentence=True,
-            num_threads=threads or os.cpu_count() or 1,
-            minloglevel=2,  # no progress chatter on stderr
-        )
+    settings = dict(
+        model_type=model_type,
+        vocab_size=vocab_size,
+        character_coverage=character_coverage,
+        normalization_rule_name="identity",
+        unk_id=UNK_ID, pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+        unk_piece=SPECIALS[UNK_ID], pad_piece=SPECIALS[PAD_ID],
+        bos_piece=SPECIALS[BOS_ID], eos_piece=SPECIALS[EOS_ID],
+        input_sentence_size=2_000_000,  # a sample bounds time and memory on huge corpora
+        shuffle_input_sentence=True,
+        num_threads=threads or usable_cpus(),
+        minloglevel=2,  # no progress chatter on stderr
+    )
+    try:  # in a child process: minutes of C++ on a large corpus, which Ctrl-C must still stop
+        return stoppable.call(_train_sentencepiece, lines, settings, seed,
+                              what="SentencePiece training")
     except RuntimeError as e:
         msg = " ".join(str(e).split()) or type(e).__name__
         limit = re.search(r"value <= (\d+)", msg)
@@ -241,6 +237,15 @@ def train_sentencepiece(
                               "data.character_coverage, 0.9995 for Chinese or Japanese)"
                               ) from None
         raise DataError(f"SentencePiece training failed: {msg}") from None
+
+
+def _train_sentencepiece(lines: list[str], settings: dict[str, Any], seed: int) -> bytes:
+    import sentencepiece as spm
+
+    if hasattr(spm, "set_random_generator_seed"):
+        spm.set_random_generator_seed(seed)  # the input sampling is then reproducible
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, **settings)
     return model.getvalue()
 
 

@@ -1,0 +1,115 @@
+"""Long native calls stay stoppable, and their limits are ones the library can meet.
+
+SentencePiece's trainer works for minutes inside one C++ call on a large corpus, where Python
+runs no signal handler: Ctrl-C and SIGTERM waited for it (``data.vocab_size=2000000000`` spun
+for more than ten minutes, only SIGKILL ended it). :func:`nmt.stoppable.call` runs such a call in
+a child; these tests stop a command whose child spins in C (OpenSSL's PBKDF2 over a billion
+rounds, which checks no signal either: called in the process itself, SIGTERM leaves it running)
+and check it ends at once, in the way the signal asks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nmt import stoppable
+from nmt.config import int_limit, load_config
+from nmt.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SPIN = textwrap.dedent("""
+    import hashlib, signal, sys
+    from nmt import stoppable
+    from nmt.cli import Terminated, _raise_terminated
+
+    signal.signal(signal.SIGTERM, _raise_terminated)
+
+    def spin():  # many minutes in C, which checks no signal
+        return hashlib.pbkdf2_hmac("sha256", b"x", b"y", 10**9)
+
+    print("started", flush=True)
+    try:
+        stoppable.call(spin, what="spinning")
+    except Terminated:
+        print("terminated", flush=True)
+        sys.exit(143)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+""")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads child processes from /proc")
+@pytest.mark.parametrize(("sig", "said", "status"), [
+    (signal.SIGTERM, "terminated", 143),
+    (signal.SIGINT, "interrupted", 130),
+])
+def test_a_signal_stops_a_native_call_at_once(sig: signal.Signals, said: str,
+                                              status: int) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", SPIN], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 20
+        while not _children(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        spinning = _children(proc.pid)
+        assert spinning, "the native call runs in a child"
+        time.sleep(0.3)
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=10)  # the call would take many minutes
+    finally:
+        proc.kill()
+    assert proc.returncode == status and out.strip() == said
+    for pid in spinning:  # the child was killed and reaped, not left spinning
+        assert not Path(f"/proc/{pid}").exists()
+
+
+def _fail() -> None:
+    raise ValueError("from the child")
+
+
+def _die() -> None:
+    os._exit(3)
+
+
+def test_a_call_returns_its_value_or_raises_its_exception_here() -> None:
+    assert stoppable.call(re.sub, "a", "b", "banana") == "bbnbnb"
+    assert stoppable.call(bytes, 5_000_000) == bytes(5_000_000)  # more than a pipe holds
+    with pytest.raises(ValueError, match="from the child"):
+        stoppable.call(_fail)
+    with pytest.raises(stoppable.ChildFailed, match="spinning: its process ended without an "
+                       "answer"):
+        stoppable.call(_die, what="spinning")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=int_limit("data.vocab_size") + 1, max_value=2**63))
+def test_a_vocabulary_sentencepiece_cannot_train_is_refused_when_parsed(size: int) -> None:
+    with pytest.raises(ConfigError, match=r"data\.vocab_size: expected at most 1048576"):
+        load_config(ROOT / "configs" / "demo.toml", [f"data.vocab_size={size}"])
