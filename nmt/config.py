@@ -25,6 +25,7 @@ from nmt.data.filters import parse as parse_filters
 from nmt.data.normalize import POLICIES, is_natural_text
 from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SPECIALS
 from nmt.errors import ConfigError
+from nmt.files import path_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -632,10 +633,9 @@ def read_toml(path: str | Path | None) -> dict[str, Any]:
     if path is not None:
         p = Path(path)
         where = str(p)
-        if p.is_dir():
-            raise ConfigError(f"{where}: expected a TOML config file, got a directory")
-        if not p.is_file():
-            raise ConfigError(f"{where}: config file not found")
+        problem = path_problem(p, called="config file")
+        if problem:
+            raise ConfigError(f"{where}: {problem}; expected a TOML config file")
         try:
             # utf-8-sig: a byte-order mark (Windows editors write one) is not TOML's business
             raw = tomllib.loads(p.read_text(encoding="utf-8-sig"))

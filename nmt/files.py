@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import glob
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,35 @@ from nmt.errors import NmtError, os_reason
 
 TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt"
 _STARTED = time.time()  # temporary files older than this process are not being written by it
+
+
+_KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"),
+          (stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISCHR, "character device"),
+          (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+
+
+def path_problem(path: Path, want: str = "file", called: str = "") -> str | None:
+    """What is wrong with ``path`` where a ``want`` ("file" or "directory") is expected, said
+    for a message after the path's name (``called`` names what is expected, default ``want``);
+    None when it is one. The one place that tells a
+    missing path from a directory, a FIFO, a device (``/dev/zero``), a broken or looping
+    symbolic link and an unreadable parent."""
+    try:
+        mode = path.stat().st_mode  # follows symbolic links
+    except FileNotFoundError:
+        if path.is_symlink():
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+        return f"{called or want} not found"
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link that loops (it points back to itself)"
+        if e.errno == errno.ENOTDIR:
+            return f"{called or want} not found (a part of the path is a file, not a directory)"
+        return f"cannot be read ({os_reason(e)})"
+    kind = next((name for test, name in _KINDS if test(mode)), "special file")
+    if kind == want:
+        return None
+    return f"is a {kind}, not a {called or want}"
 
 
 def user_path(value: str | os.PathLike[str], where: str) -> Path:

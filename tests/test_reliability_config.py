@@ -205,7 +205,8 @@ def test_byte_order_mark_and_empty_file_are_fine(tmp_path: Path) -> None:
 
 
 def test_a_directory_or_binary_file_as_config(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="expected a TOML config file, got a directory"):
+    with pytest.raises(ConfigError, match="is a directory, not a config file; expected a TOML "
+                       "config file"):
         load_config(tmp_path)
     binary = tmp_path / "model.pt"
     binary.write_bytes(b"PK\x03\x04\x00\xff\xfe")

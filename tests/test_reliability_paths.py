@@ -9,6 +9,7 @@ import json
 import os
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import invoke, tiny_corpus_sides
@@ -400,3 +401,60 @@ def test_default_pictures_are_named_without_an_option(tmp_path: Path,
     code, _, err = invoke("plot", str(run), "--output", str(tmp_path / "c.png"))
     assert one_line(code, err) == (f"error: --output {tmp_path / 'c.png'}: cannot write "
                                    "(Permission denied)")
+
+
+# --- a path that is not the file nmt reads: said for what it is -------------------------------
+
+PATH_KINDS = {
+    "missing": ("not found", lambda p, tmp: None),
+    "directory": ("is a directory, not a", lambda p, tmp: p.mkdir()),
+    "fifo": ("is a named pipe (FIFO), not a", lambda p, tmp: os.mkfifo(p)),
+    "device": ("is a character device, not a", lambda p, tmp: p.symlink_to("/dev/zero")),
+    "loop": ("a symbolic link that loops", lambda p, tmp: p.symlink_to(p)),
+    "broken link": ("which does not exist", lambda p, tmp: p.symlink_to(tmp / "gone")),
+}
+
+
+def _config_site(path: Path, tmp: Path) -> str:
+    from nmt.config import load_config
+    from nmt.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    return str(e.value)
+
+
+def _aligned_site(path: Path, tmp: Path) -> str:
+    """``path`` is the English side of an aligned corpus whose French side is a file."""
+    import dataclasses
+
+    from nmt.config import DataConfig
+    from nmt.data.prepare import prepare
+
+    Path(f"{tmp / 'corpus'}.fr").write_text("Bonjour.\n", encoding="utf-8")
+    cfg = dataclasses.replace(DataConfig(vocab_size=64), corpus=str(tmp / "corpus"))
+    with pytest.raises(NmtError) as e:
+        prepare(cfg, tmp / "data", log=lambda s: None)
+    return str(e.value)
+
+
+def _checkpoint_site(path: Path, tmp: Path) -> str:
+    from nmt.runs.checkpoint import load_checkpoint
+
+    with pytest.raises(NmtError) as e:
+        load_checkpoint(path)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("kind", sorted(PATH_KINDS))
+@pytest.mark.parametrize("site", [_config_site, _aligned_site, _checkpoint_site],
+                         ids=["config", "aligned side", "checkpoint"])
+def test_a_path_that_is_not_a_file_is_said_for_what_it_is(kind: str, site: Any,
+                                                          tmp_path: Path) -> None:
+    """Every kind of path, at every site that reads one named file: one line naming the path and
+    what it is (never "file not found" for a directory, never a hang on a FIFO)."""
+    said, make = PATH_KINDS[kind]
+    path = tmp_path / ("corpus.en" if site is _aligned_site else "target")
+    make(path, tmp_path)
+    message = site(path, tmp_path)
+    assert "\n" not in message and str(path) in message and said in message, message

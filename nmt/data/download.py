@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from nmt.errors import DataError, os_reason
-from nmt.files import make_dirs, remove_stale_files, umask_mode, user_path
+from nmt.files import make_dirs, path_problem, remove_stale_files, umask_mode, user_path
 
 CORPUS_URL = "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
 CORPUS_SHA256 = "0bb85dbaa1c896844649094d7eaf2e34bee34e84fe362b26ce7e8f2e12aae104"  # fra.txt
@@ -172,9 +172,9 @@ def resolve_source(source: str | None, archive: Archive = FRA_ENG) -> str:
             path = path / archive.zip_name
             if not path.is_file():
                 raise DataError(f"{name}={value}: directory has no {archive.zip_name}")
-        elif not path.is_file():
-            raise DataError(f"{name}={value}: file not found (expected {archive.zip_name}, a "
-                            "directory holding it, or an http(s) URL)")
+        elif path_problem(path):
+            raise DataError(f"{name}={value}: {path_problem(path)} (expected {archive.zip_name}, "
+                            "a directory holding it, or an http(s) URL)")
         elif name == "NMT_DATA_MIRROR" and archive != FRA_ENG and path.name != archive.zip_name:
             continue  # a one-file mirror of another corpus
         return str(path)
@@ -248,8 +248,9 @@ def checked_zip(path: Path, label: str, expected: str = ""
     :func:`_check_entry`: a missing, unreadable, non-zip or damaged archive (anywhere in the
     block, reads included) is a one-line :class:`DataError` after ``label`` (``expected`` is
     added to the "not a zip archive" message)."""
-    if not path.is_file():
-        raise DataError(f"{label}: file not found")
+    problem = path_problem(path)
+    if problem:
+        raise DataError(f"{label}: {problem}")
     try:  # is_zipfile says False for a file it cannot open
         path.open("rb").close()
     except OSError as e:

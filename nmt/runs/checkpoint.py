@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from nmt.errors import CheckpointError, first_line, os_reason
-from nmt.files import atomic_write_bytes, remove_stale_temp_files
+from nmt.files import atomic_write_bytes, path_problem, remove_stale_temp_files
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -66,8 +66,9 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu", *,
     the progress and the weights' shapes, not their values): their records are then not read,
     so their CRC-32 is not checked; everything else is.
     """
-    if not path.is_file():
-        raise CheckpointError(f"{path}: checkpoint not found")
+    problem = path_problem(path, called="checkpoint")
+    if problem:
+        raise CheckpointError(f"{path}: {problem}")
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed by the with block below
     except OSError as e:

@@ -19,6 +19,7 @@ from nmt.data.corpora.base import (
     sha256,
 )
 from nmt.errors import DataError
+from nmt.files import path_problem
 
 
 class Aligned:
@@ -31,9 +32,11 @@ class Aligned:
     def open(self, spec: str, ctx: Context) -> Corpus:
         paths = [resolve(f"{spec}.{code}", ctx.option) for code in (ctx.cfg.source, ctx.cfg.target)]
         for path, other in ((paths[0], paths[1]), (paths[1], paths[0])):
-            if not path.is_file():
-                raise DataError(f"{path}: file not found ({ctx.option} = {spec!r} reads aligned "
-                                f"files {paths[0]} and {paths[1]}; {other} is there)")
+            problem = path_problem(path)
+            if problem:
+                there = f"; {other} is there" if other.is_file() else ""
+                raise DataError(f"{path}: {problem} ({ctx.option} = {spec!r} reads aligned "
+                                f"files {paths[0]} and {paths[1]}{there})")
         data = [read_bytes(p, str(p)) for p in paths]
         digest = combined_sha256({"source": sha256(data[0]), "target": sha256(data[1])})
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from nmt.config import DataConfig
 from nmt.errors import DataError, os_reason
+from nmt.files import path_problem
 
 # The licence of everything taken from Tatoeba (the built-in corpus, the site's pairs)
 TATOEBA_LICENCE = (
@@ -174,9 +175,9 @@ def decode_lines(data: bytes, where: str) -> list[str]:
 
 
 def read_bytes(path: Path, where: str) -> bytes:
-    if not path.is_file():
-        raise DataError(f"{where}: file not found" if not path.exists() else
-                        f"{where}: expected a file")
+    problem = path_problem(path)
+    if problem:
+        raise DataError(f"{where}: {problem}")
     try:
         return path.read_bytes()
     except OSError as e:
