@@ -14,7 +14,7 @@ import pytest
 from conftest import invoke, tiny_corpus_lines
 
 from nmt.config import DataConfig, load_config
-from nmt.data.corpora import FORMS, Context, Corpus, Identity
+from nmt.data.corpora import FORMS, Context, Corpus, Identity, open_corpus
 from nmt.data.corpora.base import Lazy
 from nmt.data.prepare import Prepared, prepare
 from nmt.errors import ConfigError, DataError
@@ -379,3 +379,37 @@ def test_french_to_english_learns_to_translate_french(tiny_data_dir: Path,
 
     assert json.loads(out)["multi"]["bleu"] > 30
     assert json.loads((runs / "fr-en" / "corpus.json").read_text())["corpus"]["source"] == "fr"
+
+
+@pytest.mark.parametrize("form", ["aligned", "tsv"])
+@pytest.mark.parametrize("side", [0, 1])
+def test_a_line_longer_than_the_bound_drops_its_pair_and_is_said_once(
+        form: str, side: int, tmp_path: Path) -> None:
+    """Every corpus form reads a line up to MAX_LINE_BYTES: longer ones (two here, one exactly at
+    the bound kept) drop their pairs, the other lines stay aligned, one warning names the file,
+    the count and the first line."""
+    from nmt.data.corpora.base import MAX_LINE_BYTES
+
+    rows = pairs()[:40]
+    long = "a" * (MAX_LINE_BYTES + 1)
+    rest = len(f"\t{rows[30][1]}".encode()) if form == "tsv" else 0  # a TSV line holds both
+    at_bound = "b" * (MAX_LINE_BYTES - rest)
+    rows[7] = (long, rows[7][1]) if side == 0 else (rows[7][0], long)
+    rows[20] = (long, rows[20][1]) if side == 0 else (rows[20][0], long)
+    rows[30] = (at_bound, rows[30][1])
+    if form == "aligned":
+        write_aligned(tmp_path / "t", rows)
+        spec, where = str(tmp_path / "t"), f"{tmp_path / 't'}.{('en', 'fr')[side]}"
+    else:
+        (tmp_path / "t.tsv").write_text("".join(f"{e}\t{f}\n" for e, f in rows))
+        spec, where = str(tmp_path / "t.tsv"), str(tmp_path / "t.tsv")
+    logged: list[str] = []
+    cfg = dataclasses.replace(CFG, corpus=spec, columns="" if form == "aligned" else "en,fr")
+    ctx = Context(cfg, tmp_path / "data", log=logged.append)
+    read = list(open_corpus(spec, ctx).pairs())
+    expected = [r for i, r in enumerate(rows) if i not in (7, 20)]
+    assert [p for i, p in enumerate(read) if i not in (7, 20)] == expected
+    assert sorted(i for i, (e, f) in enumerate(read) if not e or not f) == [7, 20]
+    warnings = [m for m in logged if "longer than" in m]
+    assert warnings == [f"warning: {where}: 2 lines longer than 1 MiB (first: line 8) read as "
+                        "empty: their pairs are dropped"]

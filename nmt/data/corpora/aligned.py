@@ -41,7 +41,8 @@ class Aligned:
         digest = combined_sha256({"source": sha256(data[0]), "target": sha256(data[1])})
 
         def read() -> Iterator[tuple[str, str]]:
-            src, tgt = (decode_lines(d, str(p)) for d, p in zip(data, paths, strict=True))
+            src, tgt = (decode_lines(d, str(p), ctx.log)
+                        for d, p in zip(data, paths, strict=True))
             if len(src) != len(tgt):
                 short, long = (0, 1) if len(src) < len(tgt) else (1, 0)
                 raise DataError(f"{paths[short]}: ends at line {min(len(src), len(tgt))}, but "

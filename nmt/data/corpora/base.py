@@ -131,7 +131,8 @@ def tab_pairs(load: Callable[[], bytes], where: str, columns: Sequence[str],
     def read() -> Iterator[tuple[str, str]]:
         widths: Counter[int] = Counter()
         first: dict[int, int] = {}
-        for i, row in enumerate(tab_rows(decode_lines(load(), where), where, columns), 1):
+        for i, row in enumerate(tab_rows(decode_lines(load(), where, log), where, columns),
+                                 1):
             widths[len(row)] += 1
             first.setdefault(len(row), i)
             yield row[src_col], row[tgt_col]
@@ -158,20 +159,39 @@ def odd_rows(widths: Counter[int], first: dict[int, int], where: str) -> str | N
             "tab? Such lines are read by their first columns")
 
 
-def decode_lines(data: bytes, where: str) -> list[str]:
+# A corpus line is read up to this many bytes (as nmt translate reads its input): far beyond
+# any sentence, and a bound on what normalising one line costs (a 400 MB line took 5.8 GB).
+MAX_LINE_BYTES = 1 << 20
+
+
+def decode_lines(data: bytes, where: str, log: Callable[[str], None] = print) -> list[str]:
     """The lines of UTF-8 ``data``: a leading byte-order mark and a ``\\r`` before each ``\\n``
     are dropped; lines end at ``\\n`` only (``str.splitlines`` also splits at U+2028 and U+0085,
-    which would misalign two files). Undecodable bytes are one error naming the line."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise DataError(f"{where}: line {line}: not UTF-8 text (byte 0x{data[e.start]:02x}); "
-                        "save the file as UTF-8") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [x[:-1] if x.endswith("\r") else x for x in lines]
+    which would misalign two files). Undecodable bytes are one error naming the line. A line
+    longer than :data:`MAX_LINE_BYTES` is read as empty (its pair is then dropped as empty,
+    and the other file keeps its alignment), said once with the count and the first line."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    raw = data.split(b"\n")
+    if raw and raw[-1] == b"":
+        raw.pop()
+    lines, long = [], []
+    for i, line in enumerate(raw, 1):
+        if len(line) > MAX_LINE_BYTES:
+            long.append(i)
+            lines.append("")
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataError(f"{where}: line {i}: not UTF-8 text (byte 0x{line[e.start]:02x}); "
+                            "save the file as UTF-8") from None
+        lines.append(text[:-1] if text.endswith("\r") else text)
+    if long:
+        log(f"warning: {where}: {len(long):,} line{'s' if len(long) > 1 else ''} longer than "
+            f"{MAX_LINE_BYTES // 2**20} MiB (first: line {long[0]}) read as empty: "
+            f"{'their pairs are' if len(long) > 1 else 'its pair is'} dropped")
+    return lines
 
 
 def read_bytes(path: Path, where: str) -> bytes:
