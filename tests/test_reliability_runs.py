@@ -300,3 +300,19 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tiny_data_dir:
     payload = load_checkpoint(run / "checkpoints" / "last.pt")
     assert payload["progress"]["step"] == 1
     assert all(bool(torch.isfinite(w).all()) for w in payload["model"].values())
+
+
+def test_a_run_preparing_its_data_is_listed_as_starting(tmp_path: Path) -> None:
+    """``nmt train`` holds the run's lock from the start and writes config.toml only once its
+    data is prepared: in between, ``nmt runs`` says so (with the PID), not "not a run"."""
+    from nmt.runs.directory import lock_holder, run_lock
+    from nmt.runs.table import run_info
+
+    run = tmp_path / "runs" / "new"
+    run.mkdir(parents=True)
+    assert lock_holder(run) is None and run_info(run).state == "not a run"
+    with run_lock(run):
+        info = run_info(run)
+        assert info.state == "starting"
+        assert info.note == f"nmt train (PID {os.getpid()}) is preparing its data"
+    assert lock_holder(run) is None and run_info(run).state == "not a run"

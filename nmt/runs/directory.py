@@ -189,6 +189,28 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def lock_holder(run_dir: Path) -> str | None:
+    """The PID of the process that holds ``run_dir``'s :func:`run_lock` now (``"unknown"``
+    when it wrote none yet), or None when no process holds it. Only tries the lock: never
+    waits, never creates the lock file."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return None
+    try:
+        real = real_path(run_dir, str(run_dir))
+        fd = os.open(real.parent / f".{real.name}.lock", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except (OSError, NmtError):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+    finally:
+        os.close(fd)  # releases a lock this took
+    return None
+
+
 def config_for_resume(run_dir: Path, overrides: list[str],
                       config_path: Path | None = None) -> Config:
     """The config a resumed run continues with: the run's saved config, or ``config_path``

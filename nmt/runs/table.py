@@ -38,7 +38,8 @@ class RunInfo:
     test_bleu: float | None = None  # multi-reference sacrebleu BLEU of the newest test scoring
     test_beam: int = 1
     updated: float | None = None  # newest modification time of the run's files (epoch seconds)
-    state: str = ""  # done, unfinished, partial (no checkpoint yet), broken, not a run
+    state: str = ""  # done, unfinished, partial (no checkpoint yet), starting (a training
+    # process holds it before writing anything), broken, not a run
     status: str = ""  # the checkpoint's stop reason, or "unfinished"
     note: str = ""  # what is missing or broken; empty for a healthy run
 
@@ -137,6 +138,7 @@ def _newest_mtime(run_dir: Path) -> float | None:
 
 def run_info(run_dir: Path) -> RunInfo:
     """Everything :class:`RunInfo` holds for ``run_dir``; problems become ``note``."""
+    from nmt.runs.directory import lock_holder
     from nmt.runs.paths import checkpoint_path
 
     info = RunInfo(name=run_dir.name, path=run_dir)
@@ -162,6 +164,9 @@ def run_info(run_dir: Path) -> RunInfo:
         elif (run_dir / "config.toml").is_file():
             info.state = "partial"
             notes.append("no checkpoint yet")
+        elif (holder := lock_holder(run_dir)) is not None:
+            info.state = "starting"
+            notes.append(f"nmt train (PID {holder}) is preparing its data")
         else:
             info.state = "not a run"
             notes.append("not a run (no config.toml or checkpoint)")
