@@ -78,6 +78,10 @@ class DataConfig:
     # natural: text as written, only a Unicode clean-up (NFC, whitespace, invisible characters,
     # one apostrophe); full: that plus the textbook's space before , . ! ? (runs made before
     # natural text); recipe: only the recipe's rules (docs/DATA.md)
+    target_apostrophes: str = field(default="kept", metadata=_choice("kept", "straight"))
+    # kept: the target side keeps ’ and ‘ as the corpus writes them, so the model answers in
+    # its references' style (a corpus written with typographic apostrophes); straight: they
+    # become ' as on the source side (runs made before this setting)
     case_augment: float = 0.0  # natural text: share of training pairs added again with the
     # source lower-cased and its punctuation split off ("i'm home ."), so a cased model also
     # translates input typed the textbook's way (as Marian's case augmentation); 0: off
@@ -422,9 +426,10 @@ def from_dict(raw: dict[str, Any], where: str = "config", *, saved: bool = False
         if name == "model":
             sections[name] = _model_from_table(table, where, saved)
             continue
-        if name == "data" and saved:  # saved before these existed: none ran, nothing capped
+        if name == "data" and saved:  # saved before these existed: none ran, nothing capped,
+            # apostrophes straightened on both sides
             table = {"filters": "none", "langid": False, "valid_size": 0, "test_size": 0,
-                     **table}
+                     "target_apostrophes": "straight", **table}
         cls = SECTIONS[name]
         known = {f.name: f for f in fields(cls)}
         values = {}

@@ -213,7 +213,8 @@ def read_text_lines(path: Path, option: str) -> list[str]:
 
 
 def file_references(
-    src: Path, refs: Sequence[Path], lowercase: bool, policy: str, lang: str | None = None
+    src: Path, refs: Sequence[Path], lowercase: bool, policy: str, lang: str | None = None,
+    apostrophes: bool = True,
 ) -> tuple[list[str], list[list[str]]]:
     """``--src`` lines and, per line, its references from each ``--ref`` file: as written for a
     natural-text run (``policy="natural"``, not ``lowercase``), else normalised like the training
@@ -236,7 +237,8 @@ def file_references(
         if is_natural_text(lowercase, policy):
             r = [s[i].strip() for s in streams]
         else:
-            r = [normalize(s[i], lowercase, policy, lang) for s in streams]
+            r = [normalize(s[i], lowercase, policy, lang, apostrophes=apostrophes)
+                 for s in streams]
         per_sentence.append([x for x in r if x] or r[:1])
     return sources, per_sentence
 
@@ -324,7 +326,8 @@ def evaluate_run(
             raise DataError("--src: expected at least one --ref file with the references")
         data_cfg = run.config.data
         sources, references = file_references(
-            src, refs, data_cfg.lowercase, data_cfg.normalization, data_cfg.target)
+            src, refs, data_cfg.lowercase, data_cfg.normalization, data_cfg.target,
+            apostrophes=data_cfg.target_apostrophes == "straight")
         # "file-" keeps the scores of a user's file (even one named "test") apart from those of
         # the run's splits (hyp.test.txt, scores.test*.json), which `nmt runs` reports
         name, data = f"{FILE_PREFIX}{Path(src).name}", f"--src {src}"

@@ -413,3 +413,31 @@ def test_a_line_longer_than_the_bound_drops_its_pair_and_is_said_once(
     warnings = [m for m in logged if "longer than" in m]
     assert warnings == [f"warning: {where}: 2 lines longer than 1 MiB (first: line 8) read as "
                         "empty: their pairs are dropped"]
+
+
+@pytest.mark.parametrize("setting", ["kept", "straight"])
+def test_target_apostrophes_are_kept_as_the_corpus_writes_them(setting: str, tiny_data_dir: Path,
+                                                               tmp_path: Path) -> None:
+    """A corpus written with typographic apostrophes: the model learns to answer in that style
+    (the references' own), while its input reads alike however it is typed."""
+    curly = [(e.replace("'", "\u2019"), f.replace("'", "\u2019")) for e, f in pairs()]
+    curly += [(f"I\u2019m number {i}.", f"Je suis le num\u00e9ro {i}.") for i in range(30)]
+    assert sum("\u2019" in f for _, f in curly) > 10
+    write_aligned(tmp_path / "t", curly)
+    cfg = dataclasses.replace(CFG, corpus=str(tmp_path / "t"), target_apostrophes=setting,
+                              vocab_size=96)
+    p = prepare(cfg, tiny_data_dir, log=quiet)
+    sources = [s for split in p.splits.values() for s in split.src_text]
+    targets = [t for split in p.splits.values() for t in split.tgt_text]
+    assert not any("\u2019" in s for s in sources)
+    if setting == "kept":
+        assert any("\u2019" in t for t in targets) and not any("'" in t for t in targets)
+    else:
+        assert not any("\u2019" in t for t in targets) and any("'" in t for t in targets)
+
+
+def test_runs_saved_before_the_setting_straighten_target_apostrophes() -> None:
+    from nmt.config import from_dict
+
+    assert DataConfig().target_apostrophes == "kept"
+    assert from_dict({"data": {}}, saved=True).data.target_apostrophes == "straight"

@@ -45,10 +45,11 @@ def test_prepare_counts_splits_and_grouping(tiny_data_dir: Path,
     messages: list[str] = []
     p = prepare(tiny_data_config, tiny_data_dir, log=messages.append)
     counts = p.meta["counts"]
-    # the fake corpus repeats "Go.\tVa !" and writes "J’ai gagné." both ways: 2 duplicates
-    assert counts["read"] == 970 and counts["duplicates"] == 2 and counts["kept"] == 968
-    assert any("dropped 2 duplicates (0.21%)" in m for m in messages)
-    assert sum(len(s) for s in p.splits.values()) == 968
+    # the fake corpus repeats "Go.\tVa !" (a duplicate) and writes "J’ai gagné." both ways
+    # (two pairs: the target keeps its apostrophes as written, data.target_apostrophes)
+    assert counts["read"] == 970 and counts["duplicates"] == 1 and counts["kept"] == 969
+    assert any("dropped 1 duplicates (0.10%)" in m for m in messages)
+    assert sum(len(s) for s in p.splits.values()) == 969
     assert p.digest == sha256_file(tiny_data_dir / "fra-eng" / "fra.txt")
     sources = {k: set(s.src_text) for k, s in p.splits.items()}
     assert not (sources["train"] & sources["valid"] or sources["train"] & sources["test"]
@@ -96,9 +97,10 @@ def test_cache_key_depends_on_what_changes_the_arrays() -> None:
 
 # the shipped natural-text configs now also augment with capitals and title case
 # (data.case_forms), filter and language-check their pairs and cap their held-out splits, which
-# changes their data, so their keys; as they were, they keep them
+# changes their data, so their keys; as they were, they keep them (and so target apostrophes
+# straightened, as on the source side)
 OLD_FORMS = ["data.case_forms=textbook", "data.filters=none", "data.langid=false",
-             "data.valid_size=0", "data.test_size=0"]
+             "data.valid_size=0", "data.test_size=0", "data.target_apostrophes=straight"]
 
 
 @pytest.mark.parametrize(("config", "overrides", "key"), [

@@ -45,7 +45,7 @@ _PATHS = {"corpus", "valid", "test"}
 _ADDED = ("source", "target", "columns", "character_coverage", "case_forms", "sources")
 # Fields added with a default that may change the arrays: left out of the key at the value
 # that reproduces what came before them (no cap)
-_BEFORE = {"valid_size": 0, "test_size": 0}
+_BEFORE = {"valid_size": 0, "test_size": 0, "target_apostrophes": "straight"}
 
 
 @dataclass
@@ -107,6 +107,8 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
     skip |= {k for k in _ADDED if getattr(cfg, k) == getattr(_DEFAULTS, k)}
     skip |= {k for k, v in _BEFORE.items() if getattr(cfg, k) == v}
     skip |= {f"{k}_size" for k in ("valid", "test") if not getattr(cfg, f"{k}_frac")}  # moot
+    if cfg.normalization == "recipe":  # the recipe's rules keep ’ and ‘ on both sides anyway
+        skip.add("target_apostrophes")
     if cfg.filters == "none":  # the caches built before filters existed, when none ran
         skip.add("filters")
     if not cfg.langid:  # the same for the language check

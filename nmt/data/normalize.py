@@ -9,7 +9,8 @@ both languages and for scoring (sacrebleu's tokenizer treats every variant below
   corpus writes ``Va !`` with a plain space, U+00A0 or U+202F before ``!``: one spelling);
 - invisible characters (categories Cf, Cc, Cs) are deleted;
 - ``’`` and ``‘`` become ``'``, ``…`` becomes ``...`` (one spelling of the apostrophe and the
-  ellipsis).
+  ellipsis); on the target side ``’`` and ``‘`` stay as written unless
+  ``data.target_apostrophes = "straight"``, so the model writes what its references write.
 
 Case, punctuation and its spacing stay as written. ``full`` adds the textbook's tokenized style
 below; ``recipe`` is the textbook's rules only.
@@ -71,6 +72,9 @@ _TABLE = _CharMap()
 _JOINER_LANGS = frozenset({"fa", "ur", "ps", "ckb", "hi", "mr", "ne", "sa", "bn", "as", "pa",
                            "gu", "or", "ta", "te", "kn", "ml", "si"})
 _TABLE_KEEPING_JOINERS = _CharMap({0x200C: 0x200C, 0x200D: 0x200D})
+_KEPT_APOSTROPHES = {0x2019: 0x2019, 0x2018: 0x2018}
+_TABLE_KEEPING_APOSTROPHES = (_CharMap(_KEPT_APOSTROPHES),
+                              _CharMap({**_KEPT_APOSTROPHES, 0x200C: 0x200C, 0x200D: 0x200D}))
 _PUNCT = re.compile(r"(?<=[^ ])([,.!?])")  # the recipe: only when the previous char is not a space
 _OPEN_QUOTE = re.compile(r"«(?=[^ ])")
 _CLOSE_QUOTE = re.compile(r"(?<=[^ ])»")
@@ -103,7 +107,8 @@ def upper(text: str, lang: str | None) -> str:
 POLICIES = ("natural", "full", "recipe")
 
 
-def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None) -> str:
+def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None, *,
+              apostrophes: bool = True) -> str:
     """Normalise one sentence (see the module docstring for the policies). Callers pass the
     run's ``data.lowercase`` and ``data.normalization`` (no defaults here: the config's are
     the one place that says what a run does).
@@ -120,6 +125,10 @@ def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None) 
     (translation input of runs made before the pair was configurable); the zero-width
     (non-)joiners U+200C/U+200D are kept in the languages whose spelling uses them
     (Persian, Urdu, Hindi, Bengali, Tamil, ...) and deleted elsewhere.
+
+    ``apostrophes=False`` keeps ``’`` and ``‘`` as written (a target side whose corpus writes
+    them: ``data.target_apostrophes = "kept"``); the source side always straightens them, so
+    input typed either way reads alike.
     """
     if policy == "recipe":
         text = text.replace("\u202f", " ").replace("\xa0", " ")
@@ -127,6 +136,8 @@ def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None) 
     if policy not in POLICIES:
         raise ValueError(f"policy={policy!r}: expected one of {', '.join(POLICIES)}")
     table = _TABLE_KEEPING_JOINERS if lang in _JOINER_LANGS else _TABLE
+    if not apostrophes:
+        table = _TABLE_KEEPING_APOSTROPHES[table is _TABLE_KEEPING_JOINERS]
     text = unicodedata.normalize("NFC", text.translate(table))
     if lowercase:
         # lower() can decompose (``İ`` -> ``i̇``), so compose again

@@ -165,7 +165,8 @@ class PairRules:
     def verdict(self, raw_src: str, raw_tgt: str) -> Verdict:
         cfg = self.cfg
         s = normalize(raw_src, cfg.lowercase, cfg.normalization, lang=cfg.source)
-        t = normalize(raw_tgt, cfg.lowercase, cfg.normalization, lang=cfg.target)
+        t = normalize(raw_tgt, cfg.lowercase, cfg.normalization, lang=cfg.target,
+                      apostrophes=cfg.target_apostrophes == "straight")
         ref = reference_text(raw_tgt, t, cfg)
         if not s.strip() or not t.strip():
             return s, t, ref, 0, "empty", (None, None)
