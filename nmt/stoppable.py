@@ -2,25 +2,30 @@
 
 Python runs a signal's handler only between bytecodes, so while a C++ library works inside one
 call (SentencePiece training a vocabulary on a large corpus can take minutes) Ctrl-C and
-``kill`` wait for it to return. :func:`call` runs such a function in a forked child and waits
+``kill`` wait for it to return. :func:`call` runs such a function in a child process and waits
 for it in Python, a tenth of a second at a time: a signal in the parent interrupts the wait,
 the child is killed, and the parent goes on as it would have (``KeyboardInterrupt``, nmt's
-``Terminated``). The child is forked, not spawned, so it starts at once with the arguments
-already in its memory (nothing is pickled on the way in); it runs the native library alone,
-none of torch's thread pools, which is what makes forking a process that holds them safe.
+``Terminated``).
+
+The children come from multiprocessing's fork server: a process started clean (executed, not
+forked) on the first call, with the modules named in ``preload`` imported, from which each child
+is forked. Forking the caller itself is not safe: it may hold torch's and other libraries'
+threads, and a child forked while one of them held a lock waits on it for ever (seen in the test
+suite). The function and its arguments travel pickled.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from nmt.errors import NmtError
 
 T = TypeVar("T")
 POLL_SECONDS = 0.1
+_preloaded: set[str] = set()  # what the fork server is asked to import (when it starts)
 
 
 class ChildFailed(NmtError):
@@ -39,13 +44,18 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
     conn.close()
 
 
-def call(fn: Callable[..., T], *args: Any, what: str = "a native call") -> T:
-    """``fn(*args)`` in a forked child: its value, or its exception raised here. A signal that
+def call(fn: Callable[..., T], *args: Any, what: str = "a native call",
+         preload: Sequence[str] = ()) -> T:
+    """``fn(*args)`` in a child process: its value, or its exception raised here. A signal that
     raises here (Ctrl-C, SIGTERM under ``nmt``) kills the child first; a child that dies
-    without answering is a :class:`ChildFailed` naming ``what``."""
-    if "fork" not in multiprocessing.get_all_start_methods():  # not Linux or macOS: in-process
+    without answering is a :class:`ChildFailed` naming ``what``. ``preload``: modules the fork
+    server imports when it starts (the one holding ``fn``), so that no child imports them."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():  # not POSIX: in-process
         return fn(*args)
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    if preload:
+        context.set_forkserver_preload(sorted(set(_preloaded) | set(preload)))
+        _preloaded.update(preload)
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(send, fn, args), daemon=True)
     child.start()

@@ -35,13 +35,9 @@ SPIN = textwrap.dedent("""
     from nmt.cli import Terminated, _raise_terminated
 
     signal.signal(signal.SIGTERM, _raise_terminated)
-
-    def spin():  # many minutes in C, which checks no signal
-        return hashlib.pbkdf2_hmac("sha256", b"x", b"y", 10**9)
-
     print("started", flush=True)
-    try:
-        stoppable.call(spin, what="spinning")
+    try:  # many minutes in C, which checks no signal
+        stoppable.call(hashlib.pbkdf2_hmac, "sha256", b"x", b"y", 10**9, what="spinning")
     except Terminated:
         print("terminated", flush=True)
         sys.exit(143)
@@ -51,16 +47,20 @@ SPIN = textwrap.dedent("""
 """)
 
 
-def _children(pid: int) -> list[int]:
-    found = []
+def _descendants(pid: int) -> list[int]:
+    """The processes under ``pid``: its children, theirs, ... (read from /proc)."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        found += frontier
     return found
 
 
@@ -76,18 +76,20 @@ def test_a_signal_stops_a_native_call_at_once(sig: signal.Signals, said: str,
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
         deadline = time.monotonic() + 20
-        while not _children(proc.pid) and time.monotonic() < deadline:
+        while len(_descendants(proc.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        spinning = _children(proc.pid)
-        assert spinning, "the native call runs in a child"
+        spinning = _descendants(proc.pid)  # the fork server and the child it forked
+        assert len(spinning) >= 2, "the native call runs in a child"
         time.sleep(0.3)
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=10)  # the call would take many minutes
     finally:
         proc.kill()
     assert proc.returncode == status and out.strip() == said
-    for pid in spinning:  # the child was killed and reaped, not left spinning
-        assert not Path(f"/proc/{pid}").exists()
+    deadline = time.monotonic() + 5  # the fork server ends once its parent has
+    while any(Path(f"/proc/{pid}").exists() for pid in spinning) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in spinning if Path(f"/proc/{pid}").exists()]  # none left spinning
 
 
 def _fail() -> None:

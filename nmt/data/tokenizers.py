@@ -221,7 +221,7 @@ def train_sentencepiece(
     )
     try:  # in a child process: minutes of C++ on a large corpus, which Ctrl-C must still stop
         return stoppable.call(_train_sentencepiece, lines, settings, seed,
-                              what="SentencePiece training")
+                              what="SentencePiece training", preload=[__name__])
     except RuntimeError as e:
         msg = " ".join(str(e).split()) or type(e).__name__
         limit = re.search(r"value <= (\d+)", msg)
