@@ -15,6 +15,7 @@ ctranslate2, sentencepiece and sacrebleu.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -328,7 +329,7 @@ def score_examples(
 def export(
     run: Path | str | None = None, checkpoint: str = "best", *, to: str = "ctranslate2",
     quantization: str | None = None, output: Path | str | None = None, overwrite: bool = False,
-    score_first: bool = True, data_dir: Path | str | None = None,
+    score_first: bool = True, data_dir: Path | str | None = None, with_checkpoint: bool = False,
     log: Callable[[str], None] = _say,
 ) -> Path:
     """``nmt export``: write the run's export for ``to`` (a target of
@@ -337,7 +338,9 @@ def export(
 
     Its model card (:mod:`nmt.export.model_card`) has the checkpoint's test scores; with
     ``score_first`` a checkpoint ``nmt bleu`` never scored is scored first (on the data in
-    ``data_dir``; when that fails, the export says so and goes on without scores)."""
+    ``data_dir``; when that fails, the export says so and goes on without scores).
+    ``with_checkpoint``: the export also holds the checkpoint and what ``nmt train --from``
+    needs to continue the model (:mod:`nmt.runs.portable`)."""
     from nmt.export import export_target
     from nmt.runs.paths import latest_run
 
@@ -348,7 +351,12 @@ def export(
     arguments.text(quantization, "quantization", optional=True)
     arguments.flag(overwrite, "overwrite")
     arguments.flag(score_first, "score_first")
+    arguments.flag(with_checkpoint, "with_checkpoint")
     target = export_target(to)
+    if with_checkpoint and "with_checkpoint" not in inspect.signature(target.export).parameters:
+        from nmt.errors import ConfigError
+
+        raise ConfigError(f"--with-checkpoint: the target {to} cannot hold a checkpoint")
     run_dir = Path(run) if run is not None else latest_run()
     check = getattr(target, "check", None)
     if check is not None:  # refuse what the target cannot take before loading the weights
@@ -370,7 +378,8 @@ def export(
                          data_dir=Path(data_dir) if data_dir is not None else None, log=log)
         except NmtError as e:
             log(f"warning: not scored ({e}); the model card says so")
+    extra = {"with_checkpoint": True} if with_checkpoint else {}
     written: Path = target.export(loaded,
                                   Path(output) if output is not None else None, quantization,
-                                  overwrite)
+                                  overwrite, **extra)
     return written

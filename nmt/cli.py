@@ -433,6 +433,11 @@ def export(
         bool, typer.Option("--no-score", help="Do not score a checkpoint nmt bleu never "
                            "scored for the model card (it then says 'not measured').")
     ] = False,
+    with_checkpoint: Annotated[
+        bool, typer.Option("--with-checkpoint", help="Also put the PyTorch checkpoint, its "
+                           "tokenizer and config in the export (nmt-run/), so that nmt train "
+                           "--from can continue it.")
+    ] = False,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Export a Transformer run to CTranslate2 or as an Argos Translate package, with its model
@@ -441,6 +446,7 @@ def export(
 
     typer.echo(str(export_run(run, checkpoint, to=to, quantization=quantization, output=output,
                               overwrite=overwrite, score_first=not no_score, data_dir=data_dir,
+                              with_checkpoint=with_checkpoint,
                               log=lambda line: typer.echo(line, err=True))))
 
 

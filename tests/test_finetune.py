@@ -94,8 +94,78 @@ def test_from_and_resume_together_and_a_missing_parent_are_one_line(
         err.split())
     code, _, err = invoke("train", "--from", str(tmp_path / "nope"), "--runs-dir",
                           str(tmp_path / "runs"))
-    assert code != 0 and "expected a run directory, got nothing there" in err and "--from" in err
+    said = " ".join(err.split())
+    assert code != 0 and "expected a run directory or an export made with --with-checkpoint" \
+        in said and "got nothing there" in said and "--from" in said
     (tmp_path / "file").write_text("x")
     code, _, err = invoke("train", "--from", str(tmp_path / "file"), "--runs-dir",
                           str(tmp_path / "runs"))
-    assert code != 0 and "expected a run directory, got a file" in " ".join(err.split())
+    assert code != 0 and "got a file" in " ".join(err.split())
+
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+
+@pytest.fixture()
+def sp_parent(tiny_data_dir: Path, tmp_path: Path) -> Path:
+    """A parent Argos Translate can package: one SentencePiece model for both sides."""
+    run = tmp_path / "runs" / "parent"
+    train(tiny_config("transformer", "train.max_steps=4", "train.eval_every=2",
+                      "data.tokenizer=sentencepiece", "data.vocab_size=96",
+                      "data.joint_vocab=true"), run, data_dir=tiny_data_dir, log=lambda s: None)
+    return run
+
+
+@pytest.mark.parametrize("shared", ["export directory", "unpacked package", "package file"])
+def test_an_export_with_its_checkpoint_is_continued_like_the_run(
+        sp_parent: Path, tmp_path: Path, tiny_data_dir: Path, shared: str) -> None:
+    parent = sp_parent
+    """``nmt export --with-checkpoint`` (both targets) holds what ``--from`` needs: the child
+    starts from the exported weights on the exported tokenizer and records the exported run."""
+    import zipfile
+
+    to, out = (("ctranslate2", tmp_path / "ct2") if shared == "export directory" else
+               ("argos", tmp_path / "model.argosmodel"))
+    code, _, err = invoke("export", "--run", str(parent), "--to", to, "--output", str(out),
+                          "--no-score", "--with-checkpoint")
+    assert code == 0, err
+    given = out
+    if shared == "unpacked package":
+        with zipfile.ZipFile(out) as z:
+            z.extractall(tmp_path / "unpacked")
+        given = tmp_path / "unpacked"
+    code, _, err = continue_(given, tmp_path, tiny_data_dir, "train.lr=0", "train.max_steps=2",
+                             "train.eval_every=2")
+    assert code == 0, err
+    child = tmp_path / "runs" / "child"
+    assert run_tokenizer(child).digest() == run_tokenizer(parent).digest()
+    theirs = load_run(parent, "best").model.state_dict()
+    mine = load_checkpoint(child / "checkpoints" / "last.pt")["model"]
+    assert all(torch.equal(mine[k], theirs[k]) for k in theirs)
+    best = parent / "checkpoints" / "best.pt"
+    record = json.loads((child / "parent.json").read_text())
+    assert record["run"] == "parent" and record["checkpoint"] == "best.pt"
+    assert record["sha256"] == hashlib.sha256(best.read_bytes()).hexdigest()
+
+
+def test_an_export_without_its_checkpoint_says_how_to_make_one(
+        sp_parent: Path, tmp_path: Path, tiny_data_dir: Path) -> None:
+    parent = sp_parent
+    code, _, err = invoke("export", "--run", str(parent), "--output", str(tmp_path / "ct2"),
+                          "--no-score")
+    assert code == 0, err
+    code, _, err = continue_(tmp_path / "ct2", tmp_path, tiny_data_dir)
+    said = " ".join(err.split())
+    assert code == 1 and "an export without its checkpoint (nmt-run/); export the run again " \
+        "with nmt export --with-checkpoint" in said, said
+    code, _, err = invoke("export", "--run", str(parent), "--to", "argos", "--output",
+                          str(tmp_path / "p.argosmodel"), "--no-score")
+    code, _, err = continue_(tmp_path / "p.argosmodel", tmp_path, tiny_data_dir)
+    assert code == 1 and "this package holds no checkpoint" in " ".join(err.split())
+    # an export with its checkpoint is still replaced by --overwrite (its nmt-run/ is its own)
+    code, _, err = invoke("export", "--run", str(parent), "--output", str(tmp_path / "ct2"),
+                          "--no-score", "--with-checkpoint", "--overwrite")
+    assert code == 0 and (tmp_path / "ct2" / "nmt-run" / "checkpoints" / "best.pt").is_file()
+    code, _, err = invoke("export", "--run", str(parent), "--output", str(tmp_path / "ct2"),
+                          "--no-score", "--overwrite")
+    assert code == 0 and not (tmp_path / "ct2" / "nmt-run").exists(), err

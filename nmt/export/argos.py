@@ -106,17 +106,19 @@ def check(config: Config | None, quantization: str | None, where: str) -> None:
 
 
 def export(run: LoadedRun, output: Path | None, quantization: str | None = None,
-           overwrite: bool = False) -> Path:
+           overwrite: bool = False, with_checkpoint: bool = False) -> Path:
     """The ``argos`` target of ``nmt export`` (see :mod:`nmt.export`): the package ``output``,
     by default ``exports/NAME.argosmodel``."""
     from nmt.export import output_path
 
     path, where = output_path(output, f"{run.run_dir.resolve().name}.argosmodel")
-    return package_run(run, path, quantization, overwrite, where=where)
+    return package_run(run, path, quantization, overwrite, where=where,
+                       with_checkpoint=with_checkpoint)
 
 
 def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
-                overwrite: bool = False, where: str | None = None) -> Path:
+                overwrite: bool = False, where: str | None = None,
+                with_checkpoint: bool = False) -> Path:
     """Write the ``.argosmodel`` package of ``run`` to ``output`` (a new file unless
     ``overwrite``, and then only a package nmt wrote is replaced: :func:`why_not_a_package`;
     written beside it and renamed into place). ``where`` starts the error messages: what the
@@ -136,7 +138,8 @@ def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
     with tempfile.TemporaryDirectory(prefix="nmt-argos-") as tmp:
         root = Path(tmp) / name
         export_run(run, root / "model", quantization, add_source_eos=True,  # Argos adds none
-                   where=where)
+                   where=where, with_checkpoint=with_checkpoint)  # model/nmt-run: Argos
+        # and CTranslate2 read only the files they know
         shutil.copyfile(root / "model" / "spm.model", root / "sentencepiece.model")
         (root / "metadata.json").write_text(json.dumps(metadata(run), indent=1) + "\n",
                                             encoding="utf-8")

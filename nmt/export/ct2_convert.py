@@ -65,6 +65,7 @@ from nmt.export.ct2_directory import (
 )
 from nmt.export.model_card import card_markdown, model_card
 from nmt.files import replaceable_output
+from nmt.runs.portable import write_run_copy
 
 if TYPE_CHECKING:
     import torch
@@ -97,12 +98,13 @@ def check(config: Config | None, quantization: str | None, where: str) -> None:
 
 
 def export(run: LoadedRun, output: Path | None, quantization: str | None = None,
-           overwrite: bool = False) -> Path:
+           overwrite: bool = False, with_checkpoint: bool = False) -> Path:
     """The ``ctranslate2`` target of ``nmt export`` (see :mod:`nmt.export`): the model directory
     ``output``, by default ``exports/NAME-ctranslate2[-QUANTIZATION]``."""
     suffix = f"-{quantization}" if quantization else ""
     path, where = output_path(output, f"{run.run_dir.resolve().name}-ctranslate2{suffix}")
-    return export_run(run, path, quantization, overwrite, where=where)
+    return export_run(run, path, quantization, overwrite, where=where,
+                      with_checkpoint=with_checkpoint)
 
 
 def _array(t: torch.Tensor) -> np.ndarray:
@@ -272,7 +274,7 @@ def _readme(meta: dict[str, Any], card: str) -> str:
 
 def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
                overwrite: bool = False, add_source_eos: bool | None = None,
-               where: str | None = None) -> Path:
+               where: str | None = None, with_checkpoint: bool = False) -> Path:
     """Convert a loaded run into the directory ``output`` (see the module docstring).
 
     ``add_source_eos``: the model appends ``<eos>`` to its inputs; by default unless the run
@@ -281,7 +283,9 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
     ``output`` must not exist unless ``overwrite``, and then only an earlier export or an empty
     directory is replaced (:func:`why_not_an_export`); the export is written beside it and
     renamed into place, so a failure leaves whatever was there before. ``where`` starts the
-    error messages: what the user named (default ``--output OUTPUT``).
+    error messages: what the user named (default ``--output OUTPUT``). ``with_checkpoint``: the
+    export also holds the run's checkpoint and what ``nmt train --from`` needs
+    (:mod:`nmt.runs.portable`).
     """
     check_exportable(run.config, f"--run {run.run_dir}")
     if quantization is not None and quantization not in QUANTIZATIONS:
@@ -330,6 +334,8 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
         (tmp / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(_readme(meta, card_markdown(model_card(run))),
                                        encoding="utf-8")
+        if with_checkpoint:
+            write_run_copy(run, tmp)
         replace_dir(tmp, target)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)

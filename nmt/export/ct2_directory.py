@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from nmt.data.tokenizers import SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, DataError
+from nmt.runs.portable import RUN_COPY  # the folder --with-checkpoint adds to an export
 
 FORMAT = "nmt-ctranslate2-1"
 META_FILE = "nmt-export.json"
@@ -42,7 +43,8 @@ def checkpoint_stamp(path: Path) -> dict[str, int]:
 
 # What an export directory holds (glob patterns): the CTranslate2 model and its vocabularies,
 # the tokenizer (tokenizer.json with spm.model, src/tgt.model or the word vocabularies),
-# normalize.py, nmt-export.json and the README. Replacing an export deletes nothing else.
+# normalize.py, nmt-export.json and the README (and RUN_COPY, a folder, with --with-checkpoint).
+# Replacing an export deletes nothing else.
 EXPORT_ENTRIES = ("model.bin", "config.json", "*vocabulary*", "tokenizer.json", "*.model",
                   "*vocab.txt", "normalize.py", META_FILE, "README.md")
 
@@ -60,7 +62,7 @@ def why_not_an_export(path: Path) -> str | None:
         return None
     if is_run_dir(path):
         return "is a run directory, not an export"
-    runs = [e for e in entries if is_run_dir(e)]
+    runs = [e for e in entries if e.name != RUN_COPY and is_run_dir(e)]
     if runs:
         return f"holds the run directory {runs[0].name}"
     try:
@@ -70,6 +72,8 @@ def why_not_an_export(path: Path) -> str | None:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         return f"is not an nmt export (no {META_FILE} of format {FORMAT})"
     for entry in entries:
+        if entry.name == RUN_COPY and entry.is_dir():  # --with-checkpoint's run copy
+            continue
         if entry.is_dir() or not any(fnmatch.fnmatchcase(entry.name, pattern)
                                      for pattern in EXPORT_ENTRIES):
             return f"holds {entry.name}, which nmt export did not write"

@@ -37,11 +37,15 @@ TOKENIZER_KEYS = ("source", "target", "tokenizer", "sp_model_type", "vocab_size"
 
 @dataclass(frozen=True)
 class Parent:
-    """The run a child continues: its directory, the checkpoint it starts from, its config."""
+    """The run a child continues: its directory, the checkpoint it starts from, its config
+    (``holder`` keeps a package's unpacked run copy alive; ``name`` is what the child records,
+    the run's own name for a copy inside an export)."""
 
     run_dir: Path
     checkpoint: Path
     config: Config
+    name: str = ""
+    holder: Any = None
 
     def tokenizer(self) -> Tokenizer:
         from nmt.runs.loading import run_tokenizer
@@ -64,21 +68,54 @@ class Parent:
         with self.checkpoint.open("rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
-        return {"run": self.run_dir.resolve().name, "checkpoint": self.checkpoint.name,
+        return {"run": self.name or self.run_dir.resolve().name,
+                "checkpoint": self.checkpoint.name,
                 "step": step, "sha256": digest.hexdigest()}
 
 
-def open_parent(run_dir: Path) -> Parent:
-    """The run ``--from`` names, checked: a run directory with a config and a best checkpoint."""
+def open_parent(path: Path) -> Parent:
+    """The model ``--from`` names, checked: a run directory with a config and a best
+    checkpoint, or an export made with ``--with-checkpoint`` (its directory, an unpacked Argos
+    package, or the ``.argosmodel`` file), whose run copy is the run continued."""
+    import zipfile
+
     from nmt.runs.directory import checkpoint_config
     from nmt.runs.paths import resolve_checkpoint
+    from nmt.runs.portable import RUN_COPY, find_run_copy, open_run_copy
 
-    run_dir = user_path(run_dir, "--from")
-    if not run_dir.is_dir():
-        raise CheckpointError(f"--from {run_dir}: expected a run directory, got "
-                              + ("a file" if run_dir.exists() else "nothing there"))
+    path = user_path(path, "--from")
+    where = f"--from {path}"
+    holder = None
+    name = ""
+    if path.is_file() and zipfile.is_zipfile(path):
+        run_dir, holder = open_run_copy(path, where)
+        name = _recorded_name(run_dir)
+    elif path.is_dir() and (copy := find_run_copy(path)) is not None:
+        run_dir, name = copy, _recorded_name(copy)
+    elif path.is_dir() and ((path / "nmt-export.json").is_file()
+                            or (path / "model" / "nmt-export.json").is_file()):
+        raise CheckpointError(f"{where}: an export without its checkpoint ({RUN_COPY}/); "
+                              "export the run again with nmt export --with-checkpoint to "
+                              "continue it")
+    elif path.is_dir():
+        run_dir = path
+    else:
+        raise CheckpointError(f"{where}: expected a run directory or an export made with "
+                              "--with-checkpoint (its folder or its .argosmodel), got "
+                              + ("a file" if path.exists() else "nothing there"))
     checkpoint = resolve_checkpoint(run_dir, PARENT_CHECKPOINT)
-    return Parent(run_dir, checkpoint, checkpoint_config(checkpoint))
+    return Parent(run_dir, checkpoint, checkpoint_config(checkpoint), name, holder)
+
+
+def _recorded_name(run_copy: Path) -> str:
+    """The exported run's own name, as its checkpoint's export recorded it (the folder's
+    name, nmt-run, says nothing)."""
+    meta = run_copy.parent / "nmt-export.json"
+    try:
+        recorded = json.loads(meta.read_text(encoding="utf-8")).get("run")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return recorded if isinstance(recorded, str) else ""
 
 
 def child_config(parent: Parent, config_path: Path | None, overrides: list[str]) -> Config:

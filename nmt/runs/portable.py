@@ -1,0 +1,92 @@
+"""A portable copy of a run inside an export (``nmt export --with-checkpoint``), so that whoever
+receives the export or its Argos package can continue the model (``nmt train --from``).
+
+An ``.argosmodel`` holds only the CTranslate2 conversion, which cannot be trained further
+(argos-train #12). With ``--with-checkpoint`` the export's folder :data:`RUN_COPY` is a small
+run directory: the exported checkpoint as ``checkpoints/best.pt``, the tokenizer, the config,
+and the run's ``corpus.json`` and ``parent.json`` when it has them (so a continued model's card
+can name its data and lineage). ``nmt train --from`` takes an export directory, an unpacked
+Argos package or the ``.argosmodel`` file itself (:func:`open_run_copy`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from nmt.errors import CheckpointError
+
+if TYPE_CHECKING:
+    from nmt.runs.loading import LoadedRun
+
+RUN_COPY = "nmt-run"
+RECORDS = ("config.toml", "corpus.json", "parent.json")  # copied when the run has them
+MAX_COPY_BYTES = 8 * 2**30  # what an .argosmodel's run copy may unpack to
+
+
+def write_run_copy(run: LoadedRun, export_dir: Path) -> Path:
+    """``export_dir/nmt-run``: the run's exported checkpoint as ``checkpoints/best.pt``, its
+    tokenizer and its records. Returns the folder."""
+    dest = export_dir / RUN_COPY
+    (dest / "checkpoints").mkdir(parents=True)
+    shutil.copyfile(run.checkpoint_path, dest / "checkpoints" / "best.pt")
+    shutil.copytree(run.run_dir / "tokenizer", dest / "tokenizer")
+    for name in RECORDS:
+        if (run.run_dir / name).is_file():
+            shutil.copyfile(run.run_dir / name, dest / name)
+    return dest
+
+
+def find_run_copy(path: Path) -> Path | None:
+    """The run copy inside an export directory or an unpacked Argos package (its ``model/``,
+    or the one folder a package unpacks to), or None."""
+    for candidate in (path / RUN_COPY, path / "model" / RUN_COPY):
+        if candidate.is_dir():
+            return candidate
+    inner = [p for p in path.iterdir() if p.is_dir()] if path.is_dir() else []
+    if len(inner) == 1 and (inner[0] / "model" / RUN_COPY).is_dir():
+        return inner[0] / "model" / RUN_COPY
+    return None
+
+
+def open_run_copy(package: Path, where: str) -> tuple[Path, tempfile.TemporaryDirectory[str]]:
+    """The run copy of an ``.argosmodel`` file, unpacked into a temporary directory (kept as
+    long as the returned object is). Only the members under ``*/model/nmt-run/`` are unpacked
+    (and the export's ``nmt-export.json`` beside them), each name checked to stay inside it,
+    their total size bounded."""
+    try:
+        with zipfile.ZipFile(package) as z:
+            members = [i for i in z.infolist()
+                       if len(PurePosixPath(i.filename).parts) > 3
+                       and PurePosixPath(i.filename).parts[1:3] == ("model", RUN_COPY)]
+            if not members:
+                raise CheckpointError(f"{where}: this package holds no checkpoint; continuing "
+                                      "it needs one exported with nmt export --to argos "
+                                      "--with-checkpoint")
+            if sum(i.file_size for i in members) > MAX_COPY_BYTES:
+                raise CheckpointError(f"{where}: its checkpoint unpacks to more than "
+                                      f"{MAX_COPY_BYTES // 2**30} GiB")
+            holder = tempfile.TemporaryDirectory(prefix="nmt-from-")
+            root = Path(holder.name) / RUN_COPY
+            meta = [i for i in z.infolist() if PurePosixPath(i.filename).parts[1:] == (
+                "model", "nmt-export.json") and i.file_size < 2**20]
+            if meta:  # beside the copy, as in an export: it names the exported run
+                (root.parent / "nmt-export.json").write_bytes(z.read(meta[0]))
+            for info in members:
+                parts = PurePosixPath(info.filename).parts[3:]
+                if any(p in ("", ".", "..") for p in parts) or info.filename.startswith("/"):
+                    raise CheckpointError(f"{where}: member {info.filename!r} leaves the "
+                                          "package's folder")
+                target = root.joinpath(*parts)
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(info) as src, target.open("wb") as dst:
+                    shutil.copyfileobj(src, dst)
+    except (OSError, zipfile.BadZipFile, EOFError) as e:
+        raise CheckpointError(f"{where}: cannot read the package ({e})") from None
+    return root, holder
