@@ -48,7 +48,7 @@ def test_prepare_counts_splits_and_grouping(tiny_data_dir: Path,
     # the fake corpus repeats "Go.\tVa !" (a duplicate) and writes "J’ai gagné." both ways
     # (two pairs: the target keeps its apostrophes as written, data.target_apostrophes)
     assert counts["read"] == 970 and counts["duplicates"] == 1 and counts["kept"] == 969
-    assert any("dropped 1 duplicates (0.10%)" in m for m in messages)
+    assert any("dropped 1 duplicate (0.10%)" in m for m in messages)
     assert sum(len(s) for s in p.splits.values()) == 969
     assert p.digest == sha256_file(tiny_data_dir / "fra-eng" / "fra.txt")
     sources = {k: set(s.src_text) for k, s in p.splits.items()}
@@ -185,9 +185,13 @@ def test_d2l_preset_data_is_the_recipes(tmp_path: Path, monkeypatch: pytest.Monk
     assert (batch.src == src_arr[:, :width]).all() and (src_arr[:, width:] == 1).all()
     assert (batch.src_lengths == src_len).all() and (batch.tgt_lengths == tgt_len).all()
     assert (batch.tgt_out == tgt_arr[:, :batch.tgt_out.shape[1]]).all()
-    # the full policy merges j’ai into j'ai: one target word fewer
-    full = prepare(dataclasses.replace(D2L, normalization="full"), tmp_path, log=quiet)
+    # the full policy merges j’ai into j'ai on the target side too where asked: one target
+    # word fewer; by default the target keeps its apostrophes as written
+    full = prepare(dataclasses.replace(D2L, normalization="full",
+                                       target_apostrophes="straight"), tmp_path, log=quiet)
     assert full.tokenizer.tgt_vocab_size == 200
+    kept = prepare(dataclasses.replace(D2L, normalization="full"), tmp_path, log=quiet)
+    assert kept.tokenizer.tgt_vocab_size == 201
 
 
 def test_no_stray_files_in_data_dir(tiny_data_dir: Path, tiny_data_config: DataConfig) -> None:

@@ -264,8 +264,9 @@ def cleaning_report(cleaned: Cleaned, cfg: DataConfig) -> list[str]:
     if c["too_long"]:
         too_long += (f" (99% of the pairs have at most {suggested_max_words(cleaned.longest)} "
                      "words on a side)")
+    duplicates = "duplicate" if c["duplicates"] == 1 else "duplicates"
     lines = [f"read {read:,} pairs; kept {counted(c['kept'], read, 'pairs')}; dropped "
-             f"{counted(c['duplicates'], read, 'duplicates')}, "
+             f"{counted(c['duplicates'], read, duplicates)}, "
              f"{counted(c['empty'], read, 'empty')}, {too_long}"]
     if cleaned.filtered:
         removed = ", ".join(counted(n, read, name) for name, n in cleaned.filtered.items() if n)
