@@ -303,6 +303,10 @@ class TrainConfig:
     threads: int = 0  # CPU threads for torch (0: torch's default)
     seed: int = 1  # seeds random, numpy and torch
     log_every: int = 50  # steps between metric lines
+    keep_from: str = ""  # nmt train --from: what the child keeps of its parent's training
+    # besides the weights, a list of optimizer (Adam's moments), schedule (the learning rate's
+    # place in it), step (the step count, so max_steps counts on from the parent's); "": none,
+    # all three start afresh (as OpenNMT-py's reset_optim = all)
 
 
 @dataclass(frozen=True)
@@ -360,7 +364,8 @@ INT_LIMITS: dict[str, int] = {
 
 CASE_FORM_NAMES = ("textbook", "upper", "title")  # data.case_forms: nmt.data.prepare.CASE_FORMS
 # string settings also written as a TOML list of strings
-LIST_KEYS = {"data.columns", "data.case_forms", "data.filters"}
+LIST_KEYS = {"data.columns", "data.case_forms", "data.filters", "train.keep_from"}
+KEEP_FROM = ("optimizer", "schedule", "step")  # train.keep_from
 
 
 def int_limit(key: str) -> int:
@@ -526,6 +531,10 @@ def _check_consistency(cfg: Config, where: str) -> None:
         parse_filters(d.filters)
     except ValueError as e:
         raise ConfigError(f"{where}: data.filters: {e}") from None
+    kept = t.keep_from.split(",") if t.keep_from else []
+    if not set(kept) <= set(KEEP_FROM):
+        raise ConfigError(f"{where}: train.keep_from: expected a list of "
+                          f"{', '.join(KEEP_FROM)} (or empty), got {t.keep_from!r:.60}")
     forms = d.case_forms.split(",")
     if not set(forms) <= set(CASE_FORM_NAMES) or "" in forms:
         raise ConfigError(f"{where}: data.case_forms: expected a list of "

@@ -169,3 +169,33 @@ def test_an_export_without_its_checkpoint_says_how_to_make_one(
     code, _, err = invoke("export", "--run", str(parent), "--output", str(tmp_path / "ct2"),
                           "--no-score", "--overwrite")
     assert code == 0 and not (tmp_path / "ct2" / "nmt-run").exists(), err
+
+
+@pytest.mark.parametrize("kept", ["", "optimizer", "schedule", "step", "optimizer,schedule,step"])
+def test_keep_from_keeps_what_it_names_of_the_parents_training(
+        parent: Path, tmp_path: Path, tiny_data_dir: Path, kept: str) -> None:
+    """Afresh by default (Adam's step count, the schedule's place and the run's step start at
+    0); ``train.keep_from`` carries each on from the parent's, with the child's own lr."""
+    code, _, err = continue_(parent, tmp_path, tiny_data_dir, f"train.keep_from={kept}",
+                             "train.max_steps=7", "train.eval_every=100", "train.lr=0.002")
+    assert code == 0, err
+    was = load_checkpoint(parent / "checkpoints" / "best.pt")
+    now = load_checkpoint(tmp_path / "runs" / "child" / "checkpoints" / "last.pt")
+    born = was["progress"]["step"]
+    steps_trained = now["progress"]["step"] - (born if "step" in kept else 0)
+    assert steps_trained == (7 - born if "step" in kept else 7)
+    adam = {int(s["step"]) for s in now["optimizer"]["state"].values()}
+    assert adam == {steps_trained + (born if "optimizer" in kept else 0)}
+    assert now["scheduler"]["last_epoch"] == steps_trained + (born if "schedule" in kept else 0)
+    assert {g["lr"] for g in now["optimizer"]["param_groups"]} <= {0.002}  # constant schedule
+
+
+def test_keep_from_names_only_what_it_knows() -> None:
+    from nmt.config import load_config
+    from nmt.errors import ConfigError
+
+    assert load_config(None, ["train.keep_from=step,optimizer"]).train.keep_from == \
+        "step,optimizer"
+    with pytest.raises(ConfigError, match="train.keep_from: expected a list of optimizer, "
+                       "schedule, step"):
+        load_config(None, ["train.keep_from=moments"])

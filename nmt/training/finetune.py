@@ -7,8 +7,9 @@ tokenizer is refused in one line naming it. The new corpus is encoded with the p
 tokenizer (:func:`nmt.data.prepare.prepare`'s ``tokenizer``), the weights start as the parent's
 ``best.pt`` translates (its moving average when it keeps one), and the optimizer, the
 learning-rate schedule and the step counter start afresh, as OpenNMT-py's ``train_from`` with
-``reset_optim`` and JoeyNMT's ``load_model`` with its resets do. The child records its parent in
-``parent.json``: its name, checkpoint, step and the checkpoint's SHA-256.
+``reset_optim`` and JoeyNMT's ``load_model`` with its resets do; ``train.keep_from`` keeps any of
+them (:func:`keep_from_parent`). The child records its parent in ``parent.json``: its name,
+checkpoint, step and the checkpoint's SHA-256.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, load_config
-from nmt.errors import CheckpointError, ConfigError
+from nmt.errors import CheckpointError, ConfigError, first_line
 from nmt.files import atomic_write_text, user_path
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
     from nmt.models.base import EncoderDecoder
+    from nmt.training.state import TrainingState
 
 PARENT_FILE = "parent.json"
 PARENT_CHECKPOINT = "best"
@@ -161,6 +163,37 @@ def start_from_parent(model: EncoderDecoder, parent: Parent, run_dir: Path) -> N
     """Load the parent's weights into ``model`` and record the parent in the child's run."""
     model.load_state_dict(parent.weights())
     atomic_write_text(run_dir / PARENT_FILE, json.dumps(parent.record(), indent=1) + "\n")
+
+
+def keep_from_parent(parent: Parent, state: TrainingState, kept: list[str]) -> None:
+    """What ``train.keep_from`` keeps of the parent's training, put into the child's fresh
+    ``state``: Adam's moments (``optimizer``), the schedule's place (``schedule``), the step
+    count (``step``). The child's own settings (its learning rate, betas, weight decay) stay:
+    only the state is the parent's."""
+    from nmt.runs.checkpoint import load_checkpoint
+
+    if not kept:
+        return
+    payload = load_checkpoint(parent.checkpoint)
+    where = f"--from {parent.run_dir} ({parent.checkpoint.name})"
+    optimizer, scheduler = state.optimizer, state.scheduler
+    settings = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
+    base_lrs = list(scheduler.base_lrs)
+    try:
+        if "optimizer" in kept:
+            optimizer.load_state_dict(payload["optimizer"])
+            for group, own in zip(optimizer.param_groups, settings, strict=True):
+                group.update(own)
+        if "schedule" in kept:
+            scheduler.load_state_dict(payload["scheduler"])
+            scheduler.base_lrs = base_lrs  # the child's peak, at the parent's place
+            for group, lr in zip(optimizer.param_groups, scheduler.get_lr(), strict=True):
+                group["lr"] = lr
+        if "step" in kept:
+            state.progress.step = int(payload["progress"]["step"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{where}: cannot keep its {', '.join(kept)} (train.keep_from): "
+                              f"{first_line(e, 120)}") from None
 
 
 def read_parent(run_dir: Path) -> dict[str, Any] | None:

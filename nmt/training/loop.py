@@ -55,7 +55,7 @@ from nmt.training.distributed import (
     init_distributed,
 )
 from nmt.training.ema import ExponentialMovingAverage
-from nmt.training.finetune import Parent, read_parent, start_from_parent
+from nmt.training.finetune import Parent, keep_from_parent, read_parent, start_from_parent
 from nmt.training.optim import build_optimizer
 from nmt.training.state import (
     Display,
@@ -182,11 +182,15 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         start_from_parent(model, parent, run_dir) if dist.main else model.load_state_dict(
             parent.weights())
         log(f"continuing {parent.run_dir} ({parent.checkpoint.name}): its model and tokenizer; "
-            "a new optimizer, schedule and step count")
+            + ("a new optimizer, schedule and step count" if not t.keep_from else
+               "the rest as train.keep_from says"))
     model.to(device)
     optimizer, scheduler = build_optimizer(t, model)
     ema = ExponentialMovingAverage(model, t.ema_decay) if t.ema_decay else None
     state = TrainingState(model, optimizer, scheduler, ema, Progress())
+    if parent is not None and saved is None and t.keep_from:
+        keep_from_parent(parent, state, t.keep_from.split(","))
+        log(f"kept of its training: {t.keep_from.replace(',', ', ')} (train.keep_from)")
     run = Run(cfg, run_dir, dist, device, prepared, MetricsLog(run_dir, dist.main),
               valid_batches(prepared, cfg), display, elapsed0=0.0)
     if saved is not None:
