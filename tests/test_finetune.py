@@ -61,7 +61,13 @@ def test_the_child_starts_from_the_parents_model_on_its_tokenizer(
     best = parent / "checkpoints" / "best.pt"
     assert record == {"run": "parent", "checkpoint": "best.pt",
                       "step": load_checkpoint(best)["progress"]["step"],
-                      "sha256": hashlib.sha256(best.read_bytes()).hexdigest()}
+                      "sha256": hashlib.sha256(best.read_bytes()).hexdigest(),
+                      "data": load_run(parent).config.to_dict()["data"]}
+    # validated on the new data and on the parent's (logged, not what chooses best.pt)
+    scored = [json.loads(line) for line in (child / "metrics.jsonl").read_text().splitlines()
+              if "valid_loss" in line]
+    assert scored and all(r["parent_valid_loss"] > 0 and r["valid_loss"] > 0 for r in scored)
+    assert all("parent_valid_bleu" in r for r in scored)
     # it learns the new data from there, and resumes on the parent's tokenizer
     code, _, err = invoke("train", "--resume", "--run-name", "child", "--runs-dir",
                           str(tmp_path / "runs"), "--data-dir", str(tiny_data_dir),
@@ -69,6 +75,8 @@ def test_the_child_starts_from_the_parents_model_on_its_tokenizer(
     assert code == 0, err
     assert load_checkpoint(child / "checkpoints" / "last.pt")["progress"]["step"] == 5
     assert run_tokenizer(child).digest() == run_tokenizer(parent).digest()
+    last = json.loads((child / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["step"] == 5 and last["parent_valid_loss"] > 0  # the resume validates it too
 
 
 @pytest.mark.parametrize(("setting", "says"), [

@@ -17,15 +17,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nmt.config import Config, load_config
+from nmt.config import Config, DataConfig, load_config
 from nmt.errors import CheckpointError, ConfigError, first_line
 from nmt.files import atomic_write_text, user_path
 
 if TYPE_CHECKING:
+    from nmt.data.prepare import Prepared
     from nmt.data.tokenizers import Tokenizer
     from nmt.models.base import EncoderDecoder
     from nmt.training.state import TrainingState
@@ -72,6 +74,7 @@ class Parent:
                 digest.update(block)
         return {"run": self.name or self.run_dir.resolve().name,
                 "checkpoint": self.checkpoint.name,
+                "data": self.config.to_dict()["data"],  # its valid split scores the child
                 "step": step, "sha256": digest.hexdigest()}
 
 
@@ -194,6 +197,43 @@ def keep_from_parent(parent: Parent, state: TrainingState, kept: list[str]) -> N
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{where}: cannot keep its {', '.join(kept)} (train.keep_from): "
                               f"{first_line(e, 120)}") from None
+
+
+def parent_data_config(parent: Parent | None, run_dir: Path) -> DataConfig | None:
+    """The data the parent trained on: ``parent``'s, or for a resumed child what its
+    ``parent.json`` recorded (None: not a continued model, or one recorded without it)."""
+    from nmt.config import from_dict
+
+    if parent is not None:
+        return parent.config.data
+    record = read_parent(run_dir)
+    if record is None or not isinstance(record.get("data"), dict):
+        return None
+    try:
+        return from_dict({"data": record["data"]}, where=str(run_dir / PARENT_FILE),
+                         saved=True).data
+    except ConfigError as e:
+        raise CheckpointError(str(e)) from None
+
+
+def parent_validation(data: DataConfig, data_dir: Path, prepared: Prepared,
+                      log: Callable[[str], None]) -> Prepared | None:
+    """The parent's data encoded with the child's (the parent's) tokenizer, for its valid split;
+    None, said once, where it cannot be prepared here (an export's data on another machine)."""
+    from nmt.data.prepare import prepare
+    from nmt.errors import NmtError
+
+    try:
+        parent = prepare(data, data_dir, log=lambda s: None, tokenizer=prepared.tokenizer)
+    except NmtError as e:
+        log(f"note: the parent's data cannot be prepared here ({first_line(e, 160)}); "
+            "validating on the new data only")
+        return None
+    if len(parent.splits.get("valid", ())) == 0:
+        log("note: the parent's data holds no valid split; validating on the new data only")
+        return None
+    log(f"validating on the parent's valid split too ({len(parent.splits['valid']):,} pairs)")
+    return parent
 
 
 def read_parent(run_dir: Path) -> dict[str, Any] | None:

@@ -55,7 +55,14 @@ from nmt.training.distributed import (
     init_distributed,
 )
 from nmt.training.ema import ExponentialMovingAverage
-from nmt.training.finetune import Parent, keep_from_parent, read_parent, start_from_parent
+from nmt.training.finetune import (
+    Parent,
+    keep_from_parent,
+    parent_data_config,
+    parent_validation,
+    read_parent,
+    start_from_parent,
+)
 from nmt.training.optim import build_optimizer
 from nmt.training.state import (
     Display,
@@ -193,6 +200,12 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         log(f"kept of its training: {t.keep_from.replace(',', ', ')} (train.keep_from)")
     run = Run(cfg, run_dir, dist, device, prepared, MetricsLog(run_dir, dist.main),
               valid_batches(prepared, cfg), display, elapsed0=0.0)
+    if dist.main:
+        parent_data = parent_data_config(parent if saved is None else None, run_dir)
+        if parent_data is not None:
+            run.parent_data = parent_validation(parent_data, data_dir, prepared, log)
+            if run.parent_data is not None:
+                run.parent_valid_batches = valid_batches(run.parent_data, cfg)
     if saved is not None:
         restore(run, state, saved)
         log(f"resuming {run_dir} at step {state.progress.step} (epoch "

@@ -123,6 +123,8 @@ class Run:
     started: float = field(default_factory=time.perf_counter)
     last_save: float = field(default_factory=time.perf_counter)
     config_saved: bool = False  # config.toml holds cfg
+    parent_data: Prepared | None = None  # a continued model: its parent's data, on rank 0
+    parent_valid_batches: list[Batch] = field(default_factory=list)  # its valid split
 
     def clock(self) -> float:
         """Training seconds so far, across resumes."""

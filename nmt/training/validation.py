@@ -69,12 +69,20 @@ def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
 
 def validate(run: Run, state: TrainingState) -> None:
     """Score the weights on the valid split (valid loss, and greedy BLEU unless switched off),
-    then save ``last.pt``, and ``best.pt`` first when the score is the best so far."""
+    then save ``last.pt``, and ``best.pt`` first when the score is the best so far. A continued
+    model is also scored on its parent's valid split (logged as ``parent_valid_*``: what it
+    forgets), which does not choose ``best.pt``."""
     prog, t = state.progress, run.cfg.train
     vloss = None
     if run.valid_batches:
         vloss = validation_loss(state.scored, run.valid_batches, run.device, t.precision)
     bleu = validation_bleu(state.scored, run.prepared, run.cfg, run.device)
+    parent_loss = parent_bleu = None
+    if run.parent_data is not None:  # a continued model: does it still translate the old data?
+        if run.parent_valid_batches:
+            parent_loss = validation_loss(state.scored, run.parent_valid_batches, run.device,
+                                          t.precision)
+        parent_bleu = validation_bleu(state.scored, run.parent_data, run.cfg, run.device)
     state.model.train()
     vloss, bleu = from_main([vloss, bleu], run.dist, run.device)  # one verdict on every rank
     prog.last_eval_step = prog.step
@@ -86,8 +94,11 @@ def validate(run: Run, state: TrainingState) -> None:
         return
     score = bleu if bleu is not None else -(vloss or 0.0)
     loss = vloss if vloss is not None and math.isfinite(vloss) else math.inf
-    run.mlog.metric({"step": prog.step, "epoch": epoch_label(prog), "valid_loss": vloss,
-                     "valid_bleu": bleu})
+    record = {"step": prog.step, "epoch": epoch_label(prog), "valid_loss": vloss,
+              "valid_bleu": bleu}
+    if run.parent_data is not None:  # logged beside, never what best.pt is chosen by
+        record.update(parent_valid_loss=parent_loss, parent_valid_bleu=parent_bleu)
+    run.mlog.metric(record)
     # an equal score (BLEU is 0.00 for a while early on) is better when its loss is lower
     improved = score > prog.best_score or (score == prog.best_score and loss < prog.best_loss)
     if improved:
@@ -96,6 +107,9 @@ def validate(run: Run, state: TrainingState) -> None:
     else:
         prog.evals_since_best += 1
     line = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"
+    if run.parent_data is not None:
+        line += (f"; the parent's valid loss {_fmt(parent_loss)}, BLEU "
+                 f"{_fmt(parent_bleu, 2)}")
     run.mlog.text(line + (" (best)" if improved else ""))
     run.display.validation(line)
     # best first: a kill between the two writes leaves best.pt one save ahead, which a resume
