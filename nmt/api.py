@@ -6,7 +6,8 @@
 - :func:`translate_lines`: sentences, a file or stdin in, translations out (a file written
   atomically, a callback, or a returned list);
 - :func:`score` and :func:`score_examples`: ``nmt bleu`` and ``nmt bleu --examples``;
-- :func:`export`: ``nmt export --to TARGET`` through the registry of :mod:`nmt.export`.
+- :func:`export`: ``nmt export --to TARGET`` through the registry of :mod:`nmt.export`;
+- :func:`backtranslate`: ``nmt backtranslate``, synthetic pairs from monolingual text.
 
 Nothing here imports torch at import time, and the CTranslate2 engine never does: it needs only
 ctranslate2, sentencepiece and sacrebleu.
@@ -28,6 +29,7 @@ from nmt.errors import ConfigError, DataError, NmtError
 if TYPE_CHECKING:
     from nmt.config import Config
     from nmt.evaluate import BleuReport, ScoredRun
+    from nmt.translation.backtranslate import BackTranslated
     from nmt.translation.translator import StreamTranslator
 
 ENGINES = ("nmt", "ctranslate2")
@@ -281,6 +283,40 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
     loaded = load_run(run, checkpoint, device, averaged=averaged)
     return loaded, Translator.from_run(loaded, beam=beam, batch_size=batch_size,
                                        max_tokens=max_tokens), ""
+
+
+def backtranslate(
+    run: Path | str | None = None, *, input: Path | str,  # noqa: A002
+    output: Path | str, search: str = "sample", beam: int = 5, top_k: int = 10, seed: int = 1,
+    checkpoint: str = "best", device: str = "auto", warn: Callable[[str], None] = _say,
+) -> BackTranslated:
+    """``nmt backtranslate``: translate the monolingual ``input`` with the run (trained in the
+    direction opposite to the model the data is for) into ``OUTPUT.<source>`` (the text as
+    read) and ``OUTPUT.<target>`` (its translation); :mod:`nmt.translation.backtranslate`."""
+    from nmt.config import INT_MAX
+    from nmt.runs.loading import load_run
+    from nmt.translation.backtranslate import SEARCHES
+    from nmt.translation.backtranslate import backtranslate as run_backtranslate
+
+    run = arguments.path(run, "run")
+    input_ = arguments.path(input, "input", optional=False)
+    prefix = arguments.path(output, "output", optional=False)
+    arguments.choice(search, "search", SEARCHES)
+    arguments.count(beam, "beam", "decode.beam", optional=False)
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= INT_MAX:
+        raise ConfigError(f"top_k: expected 0 (every token) or more, got {top_k!r:.30}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ConfigError(f"seed: expected an integer >= 0, got {seed!r:.30}")
+    arguments.text(checkpoint, "checkpoint")
+    arguments.text(device, "device")
+    assert input_ is not None and prefix is not None
+    if not input_.exists():  # before the model loads (a FIFO or /dev/stdin is read as it is)
+        raise DataError(f"--input {input_}: file not found")
+    if input_.is_dir():
+        raise DataError(f"--input {input_}: is a directory; expected a text file")
+    loaded = load_run(run, checkpoint, device)
+    return run_backtranslate(loaded, input_, prefix, search=search, beam=beam, top_k=top_k,
+                             seed=seed, warn=warn)
 
 
 def score(

@@ -450,6 +450,43 @@ def export(
                               log=lambda line: typer.echo(line, err=True))))
 
 
+@app.command()
+@friendly
+def backtranslate(
+    input_: Annotated[
+        Path, typer.Option("--input", "-i", help="Monolingual text in the run's source "
+                           "language, one sentence per line, UTF-8.")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="DIR/PREFIX: writes PREFIX.<source> (the "
+                           "text as read) and PREFIX.<target> (its translation).")
+    ],
+    run: RunOpt = None,
+    checkpoint: CheckpointOpt = "best",
+    search: Annotated[
+        str, typer.Option("--search", help="sample (from the top-k tokens: best for pairs with "
+                          "enough data), beam, or greedy.")
+    ] = "sample",
+    beam: Annotated[int, typer.Option("--beam", min=1, max=1000,
+                                      help="Beam size for --search beam.")] = 5,
+    top_k: Annotated[int, typer.Option("--top-k", min=0, max=INT_MAX,
+                                       help="--search sample draws from this many most likely "
+                                       "tokens (0: all).")] = 10,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
+                                      help="Seed of the sampling.")] = 1,
+    device: DeviceOpt = "auto",
+) -> None:
+    """Synthetic pairs from monolingual text, with a run trained in the other direction;
+    declare them with back_translated = true in a [[data.sources]] table."""
+    from nmt.api import backtranslate as run_backtranslate
+
+    done = run_backtranslate(run, input=input_, output=output, search=search, beam=beam,
+                             top_k=top_k, seed=seed, checkpoint=checkpoint, device=device,
+                             warn=lambda line: typer.echo(line, err=True))
+    typer.echo(f"{done.lines:,} lines: {done.monolingual} (as read), {done.synthetic} "
+               "(back-translated)")
+
+
 # --- nmt plot / runs / attention --------------------------------------------------------------
 
 ImageOpt = Annotated[

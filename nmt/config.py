@@ -48,6 +48,8 @@ class SourceConfig:
     filters: str = ""  # its own data.filters ("": those of [data])
     licence: str = ""  # its licence and attribution, as an export states it ("": not stated)
     name: str = ""  # how reports name it ("": its corpus)
+    back_translated: bool = False  # its source side is synthetic (nmt backtranslate): marked
+    # with a tag in training (tagged back-translation), never in valid or test
 
     @property
     def label(self) -> str:
@@ -455,7 +457,8 @@ def _sources(where: str, value: Any, with_corpus: bool) -> tuple[SourceConfig, .
     """``[[data.sources]]``: a list of tables, each type-checked like a section."""
     if not (isinstance(value, list) and value and all(isinstance(t, dict) for t in value)):
         raise ConfigError(f"{where}: data.sources: expected [[data.sources]] tables (corpus, "
-                          f"weight, filters, licence, name), got {value!r:.60}")
+                          f"weight, filters, licence, name, back_translated), got "
+                          f"{value!r:.60}")
     if with_corpus:
         raise ConfigError(f"{where}: data.corpus and data.sources: expected one of them (a "
                           "source's corpus goes in its [[data.sources]] table)")

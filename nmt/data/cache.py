@@ -115,7 +115,9 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
         skip.add("langid")
     fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in skip}
     if cfg.sources:  # where each is and what it is called are not in the key; its content is
-        fields["sources"] = [{"weight": s.weight, "filters": s.filters} for s in cfg.sources]
+        fields["sources"] = [{"weight": s.weight, "filters": s.filters,
+                              **({"back_translated": True} if s.back_translated else {})}
+                             for s in cfg.sources]
     content: dict[str, Any] = {"v": CACHE_VERSION, "corpus": digest, "data": fields}
     if special_casing(cfg.source) or special_casing(cfg.target):
         content["casing"] = "dotted-i"  # Turkish/Azerbaijani capitals, added after version 2

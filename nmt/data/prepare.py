@@ -55,6 +55,7 @@ from nmt.data.normalize import normalize, textbook_form, upper
 from nmt.data.parallel_pairs import judged_pairs
 from nmt.data.split import grouped_split
 from nmt.data.tokenizers import (
+    BT_TAG,
     SentencePieceTokenizer,
     Tokenizer,
     WordTokenizer,
@@ -328,9 +329,28 @@ def encode_split(
 def train_tokenizer(cfg: DataConfig, src: list[str], tgt: list[str]) -> Tokenizer:
     if cfg.tokenizer == "word":
         return WordTokenizer.train(src, tgt, min_freq=cfg.min_freq, joint=cfg.joint_vocab)
+    tagged = any(s.back_translated for s in cfg.sources)
     return SentencePieceTokenizer.train(
         src, tgt, vocab_size=cfg.vocab_size, model_type=cfg.sp_model_type,
-        joint=cfg.joint_vocab, seed=cfg.split_seed, character_coverage=cfg.character_coverage)
+        joint=cfg.joint_vocab, seed=cfg.split_seed, character_coverage=cfg.character_coverage,
+        user_symbols=(BT_TAG,) if tagged else ())
+
+
+def tag_back_translated(src: list[str], origin: np.ndarray, data: Data,
+                        index: dict[str, np.ndarray]) -> tuple[list[str], int]:
+    """The pairs of back-translated sources (``back_translated = true``) held out of valid and
+    test (their sources are synthetic), and their sources in training marked with
+    :data:`BT_TAG`, so the model tells them from real ones and translation (untagged input) reads
+    like the real data. Returns the sources and how many were tagged."""
+    synthetic = np.isin(origin, [n for n, p in enumerate(data.parts) if p.source.back_translated])
+    if not synthetic.any():
+        return src, 0
+    for k in ("valid", "test"):
+        moved = index[k][synthetic[index[k]]]
+        index[k] = index[k][~synthetic[index[k]]]
+        index["train"] = np.sort(np.concatenate([index["train"], moved]))
+    return [f"{BT_TAG} {s}" if synthetic[i] else s for i, s in enumerate(src)], \
+        int(synthetic.sum())
 
 
 # --- building the cache ----------------------------------------------------------------------
@@ -398,6 +418,10 @@ def build_cache(
     index = grouped_split(src, 0.0 if "valid" in given else cfg.valid_frac,
                           0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
                           cfg.valid_size, cfg.test_size)
+    src, tagged = tag_back_translated(src, origin, data, index)
+    if tagged:
+        log(f"back-translated: {tagged:,} pairs, their synthetic sources tagged {BT_TAG}, "
+            "all in the train split")
     texts = {k: ([src[i] for i in idx], [tgt[i] for i in idx], [ref[i] for i in idx])
              for k, idx in index.items()}
     train_sources = set(texts["train"][0])
@@ -425,7 +449,11 @@ def build_cache(
                             "train_pairs": before, "train_pairs_weighted": after})
             log(f"{part.source.label}: {before:,} training pairs x {part.source.weight:g} -> "
                 f"{after:,} ({after / max(len(mix), 1):.1%} of the training split)")
-    extra = case_augmented(*texts["train"], cfg.case_augment, cfg.split_seed,
+    src_t, tgt_t, ref_t = texts["train"]
+    if tagged:  # only real sources are written in other cases: a tag in capitals is no tag
+        real = [i for i, s in enumerate(src_t) if not s.startswith(f"{BT_TAG} ")]
+        src_t, tgt_t, ref_t = ([side[i] for i in real] for side in (src_t, tgt_t, ref_t))
+    extra = case_augmented(src_t, tgt_t, ref_t, cfg.case_augment, cfg.split_seed,
                            cfg.case_forms.split(","), cfg.source)
     if cfg.case_augment and not language(cfg.source).has_case:
         log(f"case augmentation: none, {language(cfg.source).name} is written without letter "

@@ -86,6 +86,9 @@ class Tokenizer(ABC):
         return [self.encode_tgt(t) for t in texts]
 
 
+BT_TAG = "<bt>"  # starts the synthetic source of a back-translated pair (Caswell et al. 2019)
+
+
 def _cut(ids: Sequence[int]) -> list[int]:
     """Ids up to the first ``<eos>``, without ``<pad>``/``<bos>``."""
     out = []
@@ -159,7 +162,7 @@ class WordTokenizer(Tokenizer):
         return _word_ids(self.tgt_stoi, text)
 
     def decode_tgt(self, ids: Sequence[int]) -> str:
-        return " ".join(self.tgt_itos[i] for i in _cut(ids))
+        return " ".join(w for w in (self.tgt_itos[i] for i in _cut(ids)) if w != BT_TAG)
 
     def src_tokens(self, text: str) -> list[str]:
         return split_words(text)
@@ -197,6 +200,7 @@ class WordTokenizer(Tokenizer):
 def train_sentencepiece(
     lines: list[str], *, vocab_size: int, model_type: str, threads: int = 0, seed: int = 1,
     what: str = "data.vocab_size", character_coverage: float = 1.0,
+    user_symbols: Sequence[str] = (),
 ) -> bytes:
     """Train a SentencePiece model on normalised sentences; returns the serialized model.
 
@@ -219,6 +223,8 @@ def train_sentencepiece(
         num_threads=threads or usable_cpus(),
         minloglevel=2,  # no progress chatter on stderr
     )
+    if user_symbols:  # pieces of their own, never split (the back-translation tag)
+        settings["user_defined_symbols"] = list(user_symbols)
     try:  # in a child process: minutes of C++ on a large corpus, which Ctrl-C must still stop
         return stoppable.call(_train_sentencepiece, lines, settings, seed,
                               what="SentencePiece training", preload=[__name__])
@@ -274,9 +280,11 @@ class SentencePieceTokenizer(Tokenizer):
     def train(
         cls, src: list[str], tgt: list[str], *, vocab_size: int, model_type: str, joint: bool,
         threads: int = 0, seed: int = 1, character_coverage: float = 1.0,
+        user_symbols: Sequence[str] = (),
     ) -> SentencePieceTokenizer:
         kw: dict[str, Any] = dict(vocab_size=vocab_size, model_type=model_type, threads=threads,
-                                  seed=seed, character_coverage=character_coverage)
+                                  seed=seed, character_coverage=character_coverage,
+                                  user_symbols=user_symbols)
         if joint:
             return cls(train_sentencepiece(src + tgt, **kw))
         return cls(train_sentencepiece(src, **kw), train_sentencepiece(tgt, **kw))
@@ -294,7 +302,10 @@ class SentencePieceTokenizer(Tokenizer):
         return list(self.tgt_sp.encode(texts, out_type=int)) if texts else []
 
     def decode_tgt(self, ids: Sequence[int]) -> str:
-        return str(self.tgt_sp.decode(_cut(ids)))
+        tag = self.tgt_sp.piece_to_id(BT_TAG)  # a piece of its own only where the data had it
+        if tag == self.tgt_sp.unk_id():
+            return str(self.tgt_sp.decode(_cut(ids)))
+        return str(self.tgt_sp.decode([i for i in _cut(ids) if i != tag]))
 
     def src_tokens(self, text: str) -> list[str]:
         return list(self.src_sp.encode(text, out_type=str))

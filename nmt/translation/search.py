@@ -19,7 +19,7 @@ included when it was produced.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -73,6 +73,36 @@ def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
     return logp.gather(1, token[:, None]).squeeze(1), token
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling instead of search, for back-translation (Edunov et al. 2018: sampled synthetic
+    sources train better models than beam's where the pair has enough data): each token is
+    drawn from the model's distribution over its ``top_k`` most likely tokens (0: all of
+    them), by a generator seeded with ``seed``, so the same input in the same batches gives
+    the same output."""
+
+    top_k: int = 10
+    seed: int = 1
+
+
+def _sampler(sampling: Sampling, device: torch.device) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
+    """What :func:`greedy` picks a token with when it samples: ``(n, t, V)`` logits -> a drawn
+    token ``(n,)`` and its log-probability ``(n,)`` (never ``<pad>`` or ``<bos>``)."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(sampling.seed)
+
+    def pick(logits: Tensor) -> tuple[Tensor, Tensor]:
+        logp = _log_probs(logits)
+        allowed = logp
+        if 0 < sampling.top_k < logp.size(1):
+            kth = logp.topk(sampling.top_k, dim=1).values[:, -1:]
+            allowed = logp.masked_fill(logp < kth, -math.inf)
+        token = torch.multinomial(allowed.exp(), 1, generator=generator).squeeze(1)
+        return logp.gather(1, token[:, None]).squeeze(1), token
+
+    return pick
+
+
 PRUNE_AT = 0.2
 """Default of :func:`greedy`'s ``prune_at``: on the CPU, dropping finished rows beats keeping them
 to the end, and waiting until they are a fifth of the batch beats dropping each at once
@@ -92,8 +122,10 @@ def greedy(
     src_lengths: Tensor,
     max_len: Tensor | int,
     prune_at: float = PRUNE_AT,
+    pick: Callable[[Tensor], tuple[Tensor, Tensor]] = _best,
 ) -> list[Hypothesis]:
-    """Greedy search with the incremental state, one new position per step.
+    """Greedy search with the incremental state, one new position per step (``pick`` chooses
+    each token: the best, or a sample, :func:`_sampler`).
 
     Args:
         src: ``(B, S)`` padded source ids; src_lengths: ``(B,)``.
@@ -120,7 +152,7 @@ def greedy(
         output = model.decode(last, memory, state)
         assert output.state is not None
         state = output.state
-        score, token = _best(output.logits)  # (n,)
+        score, token = pick(output.logits)  # (n,)
         token = token.masked_fill(done, PAD_ID)
         history.append((rows, token, score))
         step += 1
@@ -322,23 +354,28 @@ def search_ids(
     device: torch.device | None = None,
     method: str = "cached",
     prune_at: float = PRUNE_AT,
+    sampling: Sampling | None = None,
 ) -> list[Hypothesis]:
     """Decode many sources: sorted by length into batches (:func:`decode_batches`), results in
     input order.
 
-    Sorting by length keeps padding (wasted work) low. ``cfg.beam > 1`` selects beam search;
-    otherwise ``method`` picks ``"cached"`` greedy or the ``"uncached"`` reference path.
-    Empty sources are not decoded (an empty hypothesis).
+    Sorting by length keeps padding (wasted work) low. ``sampling`` draws each token
+    (:class:`Sampling`); else ``cfg.beam > 1`` selects beam search; otherwise ``method`` picks
+    ``"cached"`` greedy or the ``"uncached"`` reference path. Empty sources are not decoded
+    (an empty hypothesis).
     """
     if method not in ("cached", "uncached"):
         raise ValueError(f"method: expected cached or uncached, got {method!r}")
     device = device if device is not None else next(model.parameters()).device
     results: list[Hypothesis | None] = [None] * len(src_ids)
+    pick = _sampler(sampling, device) if sampling is not None else _best
     for idx in decode_batches([len(s) for s in src_ids], cfg):
         src, lengths = pad_batch([src_ids[i] for i in idx], device)
         limits = torch.tensor([output_limit(len(src_ids[i]), cfg, model.max_positions)
                                for i in idx], device=device)
-        if cfg.beam > 1:
+        if sampling is not None:
+            hyps = greedy(model, src, lengths, limits, prune_at=prune_at, pick=pick)
+        elif cfg.beam > 1:
             hyps = [h[0] for h in beam_search(model, src, lengths, limits, cfg.beam,
                                               cfg.length_penalty)]
         elif method == "uncached":

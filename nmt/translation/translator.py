@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
     from nmt.models.base import EncoderDecoder
     from nmt.runs.loading import LoadedRun
+    from nmt.translation.search import Sampling
 
 DEFAULT_MAX_SRC_TOKENS = 1024  # longer sources are cut (a warning says so): memory stays bounded
 CHUNK_LINES = 2048  # lines per streamed chunk: enough to fill length-sorted batches
@@ -107,11 +108,12 @@ def translate_normalized(
     max_src_tokens: int | None = None,
     on_truncate: TruncateHook | None = None,
     truncate: int = 0,
+    sampling: Sampling | None = None,
 ) -> list[str]:
     """Translate already-normalised sentences; outputs detokenized, in input order.
 
     ``beam`` overrides ``cfg.beam``; ``truncate`` is the run's ``data.truncate`` (see
-    :func:`source_limit`).
+    :func:`source_limit`); ``sampling`` draws the outputs instead of searching.
     """
     from nmt.translation.search import search_ids
 
@@ -124,7 +126,7 @@ def translate_normalized(
         if n > limit and on_truncate is not None:
             on_truncate(i, n, limit)
         batch.append(ids)
-    hyps = search_ids(model, batch, cfg, device)
+    hyps = search_ids(model, batch, cfg, device, sampling=sampling)
     return [
         tokenizer.decode_tgt(h.tokens) if ids else "" for h, ids in zip(hyps, batch, strict=True)
     ]
@@ -186,7 +188,7 @@ class StreamTranslator:
         number of lines translated.
         """
         done = 0
-        for chunk in _chunks(lines, chunk_lines, CHUNK_CHARS):
+        for chunk in chunks(lines, chunk_lines, CHUNK_CHARS):
             offset = done
 
             def hook(i: int, n: int, limit: int, offset: int = offset) -> None:
@@ -213,6 +215,7 @@ class Translator(StreamTranslator):
     truncate: int = 0  # the run's data.truncate: sources cut to this many tokens, as in training
     source_lang: str | None = None  # the run's data.source (None: every language's rules)
     target_lang: str | None = None  # the run's data.target
+    sampling: Sampling | None = None  # draw the outputs (back-translation) instead of search
 
     @classmethod
     def from_run(
@@ -231,7 +234,7 @@ class Translator(StreamTranslator):
         sources = [self.normalize_source(t) for t in texts]
         return translate_normalized(self.model, self.tokenizer, sources, self.cfg, self.device,
                                     max_src_tokens=self.max_src_tokens, on_truncate=on_truncate,
-                                    truncate=self.truncate)
+                                    truncate=self.truncate, sampling=self.sampling)
 
 
 def decode_settings(cfg: DecodeConfig, beam: int | None = None, batch_size: int | None = None,
@@ -241,7 +244,7 @@ def decode_settings(cfg: DecodeConfig, beam: int | None = None, batch_size: int 
     return replace(cfg, **{k: v for k, v in given.items() if v is not None})
 
 
-def _chunks(lines: Iterable[str], size: int, chars: int) -> Iterator[list[str]]:
+def chunks(lines: Iterable[str], size: int, chars: int) -> Iterator[list[str]]:
     """``lines`` in lists of ``size`` lines, or fewer once a list holds ``chars`` characters."""
     chunk: list[str] = []
     held = 0
