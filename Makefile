@@ -17,7 +17,7 @@ RUN ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install data train translate bleu quality test test-isa test-all test-argos lint bench \
-	bench-peers bench-startup demo clean gpu-bundle gpu-check
+	bench-peers bench-startup bench-bt demo clean gpu-bundle gpu-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -98,6 +98,13 @@ bench-startup: install ## cold-start seconds of nmt --help and one-sentence tran
 PEERS_STEPS ?= 150
 bench-peers: install ## nmt against OpenNMT-py, demo model, 1 thread each; bench/out/peers.md
 	$(BIN)/python -m bench.peers --out bench/out --steps $(PEERS_STEPS) $(if $(PEERS_CPU),--cpu $(PEERS_CPU))
+
+# Back-translation's gain on the shipped corpus: fr->en on half of it back-translates the French
+# of the other half; en->fr with and without those pairs, the same steps (bench/backtranslation.py).
+BT_STEPS ?= 600
+bench-bt: install ## what back-translation gains (3 demo trainings, ~25 min); bench/out/backtranslation/
+	$(BIN)/python -m bench.backtranslation --steps $(BT_STEPS) \
+		$(if $(wildcard $(NMT_DATA_MIRROR)/fra-eng.zip),--corpus $(NMT_DATA_MIRROR)/fra-eng.zip)
 
 demo: install ## download, train the small CPU demo model (10-14 min), translate and score it
 	$(NMT) data download
