@@ -227,7 +227,7 @@ def train_sentencepiece(
         settings["user_defined_symbols"] = list(user_symbols)
     try:  # in a child process: minutes of C++ on a large corpus, which Ctrl-C must still stop
         return stoppable.call(_train_sentencepiece, lines, settings, seed,
-                              what="SentencePiece training", preload=[__name__])
+                              what="SentencePiece training")
     except RuntimeError as e:
         msg = " ".join(str(e).split()) or type(e).__name__
         limit = re.search(r"value <= (\d+)", msg)
