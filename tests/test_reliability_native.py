@@ -107,3 +107,24 @@ def test_a_call_returns_its_value_or_raises_its_exception_here() -> None:
 def test_a_vocabulary_sentencepiece_cannot_train_is_refused_when_parsed(size: int) -> None:
     with pytest.raises(ConfigError, match=r"data\.vocab_size: expected at most 1048576"):
         load_config(ROOT / "configs" / "demo.toml", [f"data.vocab_size={size}"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not Path("/proc").is_dir(),
+                    reason="PR_SET_PDEATHSIG and /proc are Linux's")
+def test_the_child_dies_with_its_parent_even_by_sigkill() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", SPIN], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 20
+        while not _descendants(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        spinning = _descendants(proc.pid)
+        assert spinning
+    finally:
+        proc.kill()  # SIGKILL: the parent cannot pass it on
+        proc.wait()
+    deadline = time.monotonic() + 5
+    while any(Path(f"/proc/{pid}").exists() for pid in spinning) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in spinning if Path(f"/proc/{pid}").exists()]
