@@ -296,9 +296,10 @@ class TrainConfig:
     # smoothing), used for validation, best.pt and translation; e.g. 0.999; 0: off
     max_minutes: float = 0.0  # wall-clock budget for training (0: none)
     device: str = "auto"  # auto (cuda, then mps, then cpu), cpu, cuda, cuda:1, mps
-    precision: str = field(default="fp32", metadata=_choice("fp32", "bf16", "fp16"))  # bf16:
-    # autocast on CUDA (plain fp32 elsewhere); fp16 loads (runs made with it) but does not train,
-    # as it needs loss scaling
+    precision: str = field(default="auto", metadata=_choice("auto", "fp32", "bf16", "fp16"))
+    # auto: bf16 autocast on CUDA and on CPUs with bf16 units (AMX, AVX-512 BF16), fp32
+    # elsewhere (nmt.device.autocast_dtype; the training log says which and why); fp32 and
+    # bf16 force either; fp16 loads (runs made with it) but does not train (loss scaling)
     compile: bool = False  # torch.compile the model for the training steps (validation and
     # decoding run it as it is; checkpoints hold its plain weights); compiling costs the first
     # steps a minute or more (`make gpu-check STEP=speed` measures what it gains on a GPU)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import shutil
 import urllib.error
@@ -29,7 +30,11 @@ from typing import Any
 import pytest
 import torch
 
-from nmt.config import DataConfig
+# Whether this CPU trains in bf16 (train.precision = "auto") is the machine's; the suite runs
+# alike on every machine in fp32 (tests of the choice set it themselves). Children inherit it.
+os.environ.setdefault("NMT_CPU_BF16", "0")
+
+from nmt.config import DataConfig  # noqa: E402
 from nmt.models.base import EncoderDecoder, Memory
 
 

@@ -149,7 +149,7 @@ def test_gpu_configs_fit_a_80_gb_gpu(name: str) -> None:
     """The configs made for one GPU train within 70% of 80 GB by the memory model, whose
     batches double until they would not: the check can fail."""
     cfg = load_config(CONFIGS / f"{name}.toml")
-    assert cfg.train.precision == "bf16" and cfg.train.batch_by == "tokens"
+    assert cfg.train.precision == "auto" and cfg.train.batch_by == "tokens"
     vocab = cfg.data.vocab_size
     estimate = training_memory(cfg, vocab, vocab, joint_vocab=cfg.data.joint_vocab)
     budget = 0.7 * 80e9

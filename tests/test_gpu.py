@@ -94,28 +94,55 @@ def assert_bf16_trains_like_fp32(arch: str, device: str, data_dir: Path, tmp_pat
 # --- on the CPU --------------------------------------------------------------------------------
 
 
-@pytest.fixture()
-def cpu_autocast(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``train.precision = "bf16"`` autocasts on the CPU too. nmt.device keeps autocast to
-    CUDA, where it pays; here it lets the CPU run the code path a GPU runs."""
-    cuda_only = nmt.device.autocast_dtype
-
-    def everywhere(device: torch.device, precision: str) -> torch.dtype | None:
-        return torch.bfloat16 if precision == "bf16" else cuda_only(device, precision)
-
-    monkeypatch.setattr(nmt.device, "autocast_dtype", everywhere)
-
-
 @pytest.mark.parametrize("arch", ARCHS)
-def test_bf16_autocast_trains_like_fp32_on_the_cpu(arch: str, cpu_autocast: None,
-                                                   tiny_data_dir: Path, tmp_path: Path) -> None:
+def test_bf16_autocast_trains_like_fp32_on_the_cpu(arch: str, tiny_data_dir: Path,
+                                                   tmp_path: Path) -> None:
+    """``train.precision = "bf16"`` autocasts on the CPU as on a GPU (emulated where the CPU
+    has no bf16 units: slower, the same arithmetic)."""
     assert_bf16_trains_like_fp32(arch, "cpu", tiny_data_dir, tmp_path)
 
 
-def test_bf16_without_cuda_trains_in_fp32(tiny_data_dir: Path) -> None:
-    """Without the fixture above, bf16 on the CPU is plain fp32 (what nmt.device promises)."""
-    cfg = tiny_config("transformer", "train.precision=bf16")
-    assert one_step(cfg, tiny_data_dir, torch.device("cpu"))[1] == torch.float32
+@pytest.mark.parametrize(("flags", "env", "expected", "said"), [
+    ("fpu avx2 avx512f avx512_bf16 avx512_vnni", None, torch.bfloat16,
+     "bf16 autocast (train.precision = auto: this CPU has avx512_bf16)"),
+    ("fpu avx512f amx_bf16 amx_tile", None, torch.bfloat16, "this CPU has amx_bf16"),
+    ("fpu avx2 fma", None, None, "precision: fp32 (this CPU has no bf16 units)"),
+    ("fpu avx2 fma", "1", torch.bfloat16, "this CPU has NMT_CPU_BF16=1"),
+    ("fpu avx512_bf16", "0", None, "this CPU has no bf16 units"),
+])
+def test_auto_precision_follows_the_cpus_bf16_units(
+        flags: str, env: str | None, expected: torch.dtype | None, said: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``train.precision = "auto"``: bf16 where the CPU computes in bf16 (its flags), fp32
+    elsewhere; ``NMT_CPU_BF16`` overrides; the training log says which and why; fp32 and
+    bf16 force either; CUDA is bf16."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: A CPU\nflags\t\t: {flags}\n")
+    monkeypatch.setattr(nmt.device, "CPUINFO", str(cpuinfo))
+    if env is None:
+        monkeypatch.delenv("NMT_CPU_BF16", raising=False)
+    else:
+        monkeypatch.setenv("NMT_CPU_BF16", env)
+    nmt.device.cpu_bf16_units.cache_clear()
+    try:
+        cpu = torch.device("cpu")
+        assert nmt.device.autocast_dtype(cpu, "auto") == expected
+        assert said in nmt.device.precision_said(cpu, "auto")
+        assert nmt.device.autocast_dtype(cpu, "fp32") is None
+        assert nmt.device.autocast_dtype(cpu, "bf16") == torch.bfloat16
+        assert nmt.device.autocast_dtype(torch.device("cuda"), "auto") == torch.bfloat16
+    finally:
+        nmt.device.cpu_bf16_units.cache_clear()
+
+
+def test_auto_precision_trains_in_what_it_chose(tiny_data_dir: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    for env, dtype in (("1", torch.bfloat16), ("0", torch.float32)):
+        monkeypatch.setenv("NMT_CPU_BF16", env)
+        nmt.device.cpu_bf16_units.cache_clear()
+        cfg = tiny_config("transformer")  # train.precision = auto, the default
+        assert one_step(cfg, tiny_data_dir, torch.device("cpu"))[1] == dtype
+    nmt.device.cpu_bf16_units.cache_clear()
 
 
 def compiled_and_plain(tiny_data_dir: Path, tmp_path: Path) -> tuple[list[dict[str, Any]], ...]:

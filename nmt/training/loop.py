@@ -40,7 +40,7 @@ from nmt.config import Config, TrainConfig
 from nmt.data.batching import Collator
 from nmt.data.corpora.record import write_record
 from nmt.data.prepare import Prepared
-from nmt.device import hardware, resolve_device, set_threads
+from nmt.device import hardware, precision_said, resolve_device, set_threads
 from nmt.errors import ConfigError
 from nmt.models.build import build_model, count_parameters
 from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
@@ -220,6 +220,9 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
                   f"{count_parameters(model):,} parameters, device {device} "
                   f"({hardware(device)}), "
                   f"{dist.world_size} process(es)")
+    said = precision_said(device, t.precision)
+    run.mlog.text(said)
+    log(said)
     forward = training_forward(model, t, dist, device)
 
     prog = state.progress
