@@ -17,7 +17,7 @@ RUN ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install data train translate bleu quality test test-isa test-all test-argos lint bench \
-	bench-peers bench-startup bench-bt demo clean gpu-bundle gpu-check
+	bench-peers bench-startup bench-bt bench-adapt demo clean gpu-bundle gpu-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -105,6 +105,11 @@ BT_STEPS ?= 600
 bench-bt: install ## what back-translation gains (3 demo trainings, ~25 min); bench/out/backtranslation/
 	$(BIN)/python -m bench.backtranslation --steps $(BT_STEPS) \
 		$(if $(wildcard $(NMT_DATA_MIRROR)/fra-eng.zip),--corpus $(NMT_DATA_MIRROR)/fra-eng.zip)
+
+# Adapting the benchmark's en->fr model to questions of the corpus' other half, with and without
+# a share of its own data (bench/adaptation.py); after bench-bt, whose runs it continues.
+bench-adapt: install ## what nmt train --from gains and forgets (after bench-bt); its work folder
+	$(BIN)/python -m bench.adaptation $(if $(wildcard $(NMT_DATA_MIRROR)/fra-eng.zip),--corpus $(NMT_DATA_MIRROR)/fra-eng.zip)
 
 demo: install ## download, train the small CPU demo model (10-14 min), translate and score it
 	$(NMT) data download
