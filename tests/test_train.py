@@ -383,7 +383,10 @@ def test_final_line_gives_flops_and_share_of_the_cpu_peak(
         cfg.model, split.tokenizer.tgt_vocab_size,
         float(split.splits["train"].src_lengths().mean()) + 1,
         float(split.splits["train"].tgt_lengths().mean()) + 1)
-    assert gflops == pytest.approx(tokens_per_sec * per_token / 1e9, rel=0.01)
+    # tokens/s is printed as a whole number: on a busy machine a tiny model runs a few, and
+    # that rounding alone moves the product by up to 0.5 / tokens_per_sec
+    assert gflops == pytest.approx(tokens_per_sec * per_token / 1e9,
+                                   rel=0.01 + 0.5 / tokens_per_sec)
     assert share == pytest.approx(100 * gflops / 32, rel=0.01)
 
 
