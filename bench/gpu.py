@@ -49,8 +49,8 @@ from bench.processes import ChildRun, child_env, run_child
 from nmt.errors import NmtError
 
 STEPS = ("tests", "speed", "transformer", "gru", "decode")
-# A lent GPU machine gives a session 15 minutes, its start (one to two) included, and one
-# command 10: the whole check is one command of eight, which leaves the time to run it again.
+# The whole check fits one command of eight minutes: a GPU machine borrowed by the quarter hour,
+# its start (one to two minutes) included, leaves the time to run it again.
 CHECK_SECONDS = 480
 SHARES = {"tests": 0.28, "speed": 0.2, "transformer": 0.25, "gru": 0.15, "decode": 0.12}
 COMPILE_SECONDS = 300  # a speed step shorter than this measures eager mode only
