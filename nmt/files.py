@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import glob
+import json
 import os
 import stat
 import tempfile
@@ -18,7 +19,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from nmt.errors import NmtError, os_reason
+from nmt.errors import NmtError, first_line, os_reason
 
 TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt"
 _STARTED = time.time()  # temporary files older than this process are not being written by it
@@ -51,6 +52,19 @@ def path_problem(path: Path, want: str = "file", called: str = "") -> str | None
     if kind == want:
         return None
     return f"is a {kind}, not a {called or want}"
+
+
+def read_json(path: Path, error: type[NmtError], expected: str) -> Any:
+    """The JSON value in the file ``path``, None when there is no such file; one that cannot be
+    read or parsed (nested too deeply included) is ``error`` naming it and what was
+    ``expected``."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        reason = "nested too deeply" if isinstance(e, RecursionError) else first_line(e, 120)
+        raise error(f"{path}: unreadable ({reason}); expected {expected}") from None
 
 
 def user_path(value: str | os.PathLike[str], where: str) -> Path:

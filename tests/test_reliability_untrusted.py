@@ -519,3 +519,25 @@ def test_a_vocabulary_below_the_texts_characters_is_a_config_error(tiny_data_dir
     assert _prepare_line(tiny_data_dir, needed - 1) == (2, line.replace("=5", f"={needed - 1}"))
     cfg = DataConfig(vocab_size=needed, valid_frac=0.1, test_frac=0.1)
     assert prepare(cfg, tiny_data_dir, log=quiet).tokenizer.src_vocab_size == needed
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "not json", "[]", "{}", '{"run": 5}',
+                                  '{"corpus": []}', "\udcff"])
+@pytest.mark.parametrize("kind", ["corpus.json", "parent.json"])
+def test_a_runs_records_edited_are_one_line_errors_naming_them(tmp_path: Path, kind: str,
+                                                               text: str) -> None:
+    """The JSON files a run records of its data and its parent, read through one reader
+    (``nmt.files.read_json``): deleted is None, anything else not what nmt wrote is one line
+    naming the file (nesting too deep too), never a traceback."""
+    from nmt.data.corpora.record import read_record
+    from nmt.errors import NmtError
+    from nmt.training.finetune import read_parent
+
+    read = read_record if kind == "corpus.json" else read_parent
+    assert read(tmp_path) is None
+    (tmp_path / kind).write_text(text, encoding="utf-8", errors="surrogateescape")
+    with pytest.raises(NmtError) as e:
+        read(tmp_path)
+    message = str(e.value)
+    assert message.startswith(f"{tmp_path / kind}: ") and "\n" not in message
+    assert "expected the" in message

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, DataConfig, load_config
 from nmt.errors import CheckpointError, ConfigError, first_line
-from nmt.files import atomic_write_text, user_path
+from nmt.files import atomic_write_text, read_json, user_path
 
 if TYPE_CHECKING:
     from nmt.data.prepare import Prepared
@@ -239,13 +239,9 @@ def parent_validation(data: DataConfig, data_dir: Path, prepared: Prepared,
 def read_parent(run_dir: Path) -> dict[str, Any] | None:
     """A run's ``parent.json`` (None: it was not continued from another)."""
     path = Path(run_dir) / PARENT_FILE
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        raise CheckpointError(f"{path}: unreadable; expected the parent an nmt run "
-                              "records") from None
-    if not (isinstance(record, dict) and isinstance(record.get("run"), str)):
-        raise CheckpointError(f"{path}: expected the parent an nmt run records")
+    expected = "the parent an nmt run records"
+    record = read_json(path, CheckpointError, expected)
+    if record is not None and not (isinstance(record, dict)
+                                   and isinstance(record.get("run"), str)):
+        raise CheckpointError(f"{path}: expected {expected}")
     return record

@@ -20,15 +20,14 @@ def write_record(run_dir: Path, identity: dict[str, Any]) -> None:
 
 def read_record(run_dir: Path) -> dict[str, Any] | None:
     """The identity a run recorded; None for a run made before runs recorded it."""
+    from nmt.files import read_json
+
     path = Path(run_dir) / RUN_FILE
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise DataError(f"{path}: unreadable ({e})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("corpus"), dict):
-        raise DataError(f"{path}: expected the corpus identity an nmt run records")
+    expected = "the corpus identity an nmt run records"
+    record = read_json(path, DataError, expected)
+    if record is not None and not (isinstance(record, dict)
+                                   and isinstance(record.get("corpus"), dict)):
+        raise DataError(f"{path}: expected {expected}")
     return record
 
 
