@@ -16,39 +16,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
-import zipfile
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from bench import ROOT
-from bench.backtranslation import TEST_GROUPS, nmt
+from bench.backtranslation import halves, nmt, write_aligned, write_results
 from bench.machine import machine
 
 DOMAIN_TEST = 1000
 
 
 def domain_files(corpus_zip: Path, work: Path, pairs: int, seed: int = 1) -> dict[str, int]:
-    """The questions of the half the parent never saw (the split of
-    :func:`bench.backtranslation.split_corpus`, same seed): ``q-test.*`` and ``q-train.*``."""
-    with zipfile.ZipFile(corpus_zip) as z:
-        text = z.read("fra-eng/fra.txt").decode("utf-8")
-    groups: dict[str, list[str]] = defaultdict(list)
-    for line in text.splitlines():
-        fields = line.split("\t")
-        if len(fields) >= 2 and fields[0].strip() and fields[1].strip():
-            groups[fields[0]].append(fields[1])
-    order = sorted(groups)
-    random.Random(seed).shuffle(order)
-    rest = order[TEST_GROUPS:]
-    questions = [e for e in rest[len(rest) // 2:] if e.rstrip().endswith("?")]
+    """The questions of the half the parent never saw (:func:`bench.backtranslation.halves`,
+    the same seed): ``q-test.*`` and ``q-train.*``."""
+    h = halves(corpus_zip, seed)
+    questions = [e for e in h.half_b if e.rstrip().endswith("?")]
     test, train = questions[:DOMAIN_TEST], questions[DOMAIN_TEST:]
-    train_pairs = [(e, f) for e in train for f in groups[e]][:pairs]
-    test_pairs = [(e, f) for e in test for f in groups[e][:1]]  # one reference a line
-    for name, rows in (("q-train", train_pairs), ("q-test", test_pairs)):
-        (work / f"{name}.en").write_text("".join(e + "\n" for e, _ in rows), encoding="utf-8")
-        (work / f"{name}.fr").write_text("".join(f + "\n" for _, f in rows), encoding="utf-8")
+    train_pairs = [(e, f) for e in train for f in h.groups[e]][:pairs]
+    test_pairs = [(e, f) for e in test for f in h.groups[e][:1]]  # one reference a line
+    write_aligned(work, "q-train", train_pairs)
+    write_aligned(work, "q-test", test_pairs)
     return {"domain_train_pairs": len(train_pairs), "domain_test_pairs": len(test_pairs)}
 
 
@@ -112,11 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--pairs", type=int, default=8000)
     args = p.parse_args(argv)
     result = bench_adaptation(args.corpus, args.work, args.steps, args.pairs)
-    (args.work / "adaptation.json").write_text(json.dumps(result, indent=1) + "\n",
-                                               encoding="utf-8")
-    table = markdown(result)
-    (args.work / "adaptation.md").write_text(table, encoding="utf-8")
-    print(table)
+    write_results(args.work, "adaptation", result, markdown(result))
 
 
 if __name__ == "__main__":

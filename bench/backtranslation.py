@@ -26,6 +26,7 @@ import sys
 import time
 import zipfile
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,19 @@ from bench.machine import machine
 TEST_GROUPS = 2000
 
 
-def split_corpus(corpus_zip: Path, work: Path, mono: int, seed: int = 1) -> dict[str, int]:
-    """Write the test set, half A and the monolingual French into ``work``; their sizes."""
+@dataclass(frozen=True)
+class Halves:
+    """The corpus' French references grouped by English sentence, and those sentences dealt
+    (seeded) into the test set and two halves; :mod:`bench.adaptation` takes its domain from
+    ``half_b`` too."""
+
+    groups: dict[str, list[str]]
+    test: list[str]
+    half_a: list[str]
+    half_b: list[str]
+
+
+def halves(corpus_zip: Path, seed: int = 1) -> Halves:
     with zipfile.ZipFile(corpus_zip) as z:
         text = z.read("fra-eng/fra.txt").decode("utf-8")
     groups: dict[str, list[str]] = defaultdict(list)
@@ -47,14 +59,29 @@ def split_corpus(corpus_zip: Path, work: Path, mono: int, seed: int = 1) -> dict
     order = sorted(groups)
     random.Random(seed).shuffle(order)
     test, rest = order[:TEST_GROUPS], order[TEST_GROUPS:]
-    half_a, half_b = rest[: len(rest) // 2], rest[len(rest) // 2:]
+    return Halves(groups, test, rest[: len(rest) // 2], rest[len(rest) // 2:])
 
-    def write(name: str, pairs: list[tuple[str, str]]) -> None:
-        (work / f"{name}.en").write_text("".join(e + "\n" for e, _ in pairs), encoding="utf-8")
-        (work / f"{name}.fr").write_text("".join(f + "\n" for _, f in pairs), encoding="utf-8")
 
-    write("test", [(e, f) for e in test for f in groups[e]])
-    write("a", [(e, f) for e in half_a for f in groups[e]])
+def write_aligned(work: Path, name: str, pairs: list[tuple[str, str]]) -> None:
+    """``work/NAME.en`` and ``work/NAME.fr``, a pair a line."""
+    (work / f"{name}.en").write_text("".join(e + "\n" for e, _ in pairs), encoding="utf-8")
+    (work / f"{name}.fr").write_text("".join(f + "\n" for _, f in pairs), encoding="utf-8")
+
+
+def write_results(out: Path, name: str, result: dict[str, Any], table: str) -> None:
+    """``OUT/NAME.json`` and ``OUT/NAME.md``, and the table on the terminal."""
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    (out / f"{name}.md").write_text(table, encoding="utf-8")
+    print(table)
+
+
+def split_corpus(corpus_zip: Path, work: Path, mono: int, seed: int = 1) -> dict[str, int]:
+    """Write the test set, half A and the monolingual French into ``work``; their sizes."""
+    h = halves(corpus_zip, seed)
+    groups, test, half_a, half_b = h.groups, h.test, h.half_a, h.half_b
+
+    write_aligned(work, "test", [(e, f) for e in test for f in groups[e]])
+    write_aligned(work, "a", [(e, f) for e in half_a for f in groups[e]])
     french = [f for e in half_b for f in groups[e]][:mono]
     (work / "mono.fr").write_text("".join(f + "\n" for f in french), encoding="utf-8")
     return {"test_pairs": sum(len(groups[e]) for e in test),
@@ -134,11 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.corpus.is_file():
         raise SystemExit(f"--corpus {args.corpus}: not found")
     result = bench_backtranslation(args.corpus, args.out, args.steps, args.mono)
-    (args.out / "backtranslation.json").write_text(json.dumps(result, indent=1) + "\n",
-                                                   encoding="utf-8")
-    table = markdown(result)
-    (args.out / "backtranslation.md").write_text(table, encoding="utf-8")
-    print(table)
+    write_results(args.out, "backtranslation", result, markdown(result))
 
 
 if __name__ == "__main__":
