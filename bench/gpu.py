@@ -332,57 +332,24 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
     import numpy as np
     import torch
 
+    from bench.steps import training_steps
     from nmt.config import load_config
-    from nmt.data.batching import Collator, make_batches
     from nmt.data.download import default_data_dir
-    from nmt.data.prepare import prepare
-    from nmt.models.build import build_model
-    from nmt.runs.directory import MetricsLog
     from nmt.training.cost import mfu, training_flops_per_target_token, training_memory
-    from nmt.training.distributed import Dist
-    from nmt.training.ema import ExponentialMovingAverage
-    from nmt.training.loop import (
-        Display,
-        Progress,
-        Run,
-        TrainingState,
-        train_step,
-        training_forward,
-    )
-    from nmt.training.optim import build_optimizer
 
     cfg = load_config(config, [f"train.device={device_name}",
                                f"train.compile={str(compile_).lower()}", *overrides])
     t, device = cfg.train, torch.device(device_name)
     cuda = device.type == "cuda"
-    prepared = prepare(cfg.data, data_dir or default_data_dir(), log=lambda s: None)
-    tok, split = prepared.tokenizer, prepared.splits["train"]
-    torch.manual_seed(t.seed)
-    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size,
-                        joint_vocab=tok.joint).to(device)
-    optimizer, scheduler = build_optimizer(t, model)
-    ema = ExponentialMovingAverage(model, t.ema_decay) if t.ema_decay else None
-    state = TrainingState(model, optimizer, scheduler, ema, Progress())
-    run = Run(cfg, ROOT, Dist(), device, prepared, MetricsLog(ROOT, enabled=False), [],
-              Display(), elapsed0=0.0)
-    forward = training_forward(model, t, Dist(), device)
-    collator = Collator(split, truncate=cfg.data.truncate)
+    trainer = training_steps(cfg, data_dir or default_data_dir(), device)
+    tok, split, optimizer = trainer.prepared.tokenizer, trainer.split, trainer.state.optimizer
+    batches, step = trainer.batches, (lambda group: trainer.step(group)[1])  # tokens
     src_len, tgt_len = split.src_lengths() + 1, split.tgt_lengths() + 1  # with <eos>
     name = torch.cuda.get_device_name(0) if cuda else "cpu"
 
     def synchronize() -> None:
         if cuda:
             torch.cuda.synchronize()
-
-    def batches(size: int) -> list[np.ndarray]:
-        return make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=size,
-                            by=t.batch_by, shuffle=True, seed=t.seed, epoch=0)
-
-    def step(group: np.ndarray) -> int:
-        n = train_step(forward, state, [group], collator, run)[2]
-        if ema is not None:
-            ema.update(model)
-        return n
 
     def measure(size: int, which: str) -> dict[str, Any]:
         listed = batches(size)  # a large batch makes few: they are taken again in turn

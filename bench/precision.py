@@ -23,42 +23,16 @@ def train_steps(precision: str, steps: int, data_dir: Path) -> tuple[float, floa
     """Target tokens/s and the mean per-token loss of ``steps`` demo steps in ``precision``."""
     import torch
 
+    from bench.steps import training_steps
     from nmt.config import load_config
-    from nmt.data.batching import Collator, make_batches
-    from nmt.data.prepare import prepare
-    from nmt.models.build import build_model
-    from nmt.runs.directory import MetricsLog
-    from nmt.training.distributed import Dist
-    from nmt.training.loop import (
-        Display,
-        Progress,
-        Run,
-        TrainingState,
-        train_step,
-        training_forward,
-    )
-    from nmt.training.optim import build_optimizer
 
     cfg = load_config(CONFIGS / "demo.toml", ["train.device=cpu",
                                               f"train.precision={precision}"])
-    prepared = prepare(cfg.data, data_dir, log=lambda s: None)
-    split, tok = prepared.splits["train"], prepared.tokenizer
-    batches = make_batches(split.src_lengths(), split.tgt_lengths(),
-                           batch_size=cfg.train.batch_size, by=cfg.train.batch_by, shuffle=True,
-                           seed=cfg.train.seed, epoch=0)[:steps]
-    torch.manual_seed(cfg.train.seed)
-    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=tok.joint)
-    optimizer, scheduler = build_optimizer(cfg.train, model)
-    state = TrainingState(model, optimizer, scheduler, None, Progress())
-    cpu = torch.device("cpu")
-    run = Run(cfg, Path("."), Dist(), cpu, prepared, MetricsLog(Path("."), enabled=False), [],
-              Display(), elapsed0=0.0)
-    forward = training_forward(model, cfg.train, Dist(), cpu)
-    collator = Collator(split, truncate=cfg.data.truncate)
+    trainer = training_steps(cfg, data_dir, torch.device("cpu"))
     seconds, tokens, losses = 0.0, 0, []
-    for i, group in enumerate(batches):
+    for i, group in enumerate(trainer.batches(cfg.train.batch_size)[:steps]):
         start = time.perf_counter()
-        _, loss, n = train_step(forward, state, [group], collator, run)
+        loss, n = trainer.step(group)
         if i >= 3:
             seconds += time.perf_counter() - start
             tokens += n
