@@ -64,13 +64,8 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads child processes from /proc")
-@pytest.mark.parametrize(("sig", "said", "status"), [
-    (signal.SIGTERM, "terminated", 143),
-    (signal.SIGINT, "interrupted", 130),
-])
-def test_a_signal_stops_a_native_call_at_once(sig: signal.Signals, said: str,
-                                              status: int) -> None:
+def _spinning() -> tuple[subprocess.Popen[str], list[int]]:
+    """:data:`SPIN` started, once its native call runs: the process and the ones under it."""
     proc = subprocess.Popen([sys.executable, "-c", SPIN], cwd=ROOT, stdout=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -80,16 +75,36 @@ def test_a_signal_stops_a_native_call_at_once(sig: signal.Signals, said: str,
             time.sleep(0.05)
         spinning = _descendants(proc.pid)
         assert spinning, "the native call runs in a child"
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, spinning
+
+
+def _assert_gone(pids: list[int]) -> None:
+    """None of ``pids`` is left, after at most five seconds."""
+    deadline = time.monotonic() + 5
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]  # none left spinning
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads child processes from /proc")
+@pytest.mark.parametrize(("sig", "said", "status"), [
+    (signal.SIGTERM, "terminated", 143),
+    (signal.SIGINT, "interrupted", 130),
+])
+def test_a_signal_stops_a_native_call_at_once(sig: signal.Signals, said: str,
+                                              status: int) -> None:
+    proc, spinning = _spinning()
+    try:
         time.sleep(0.3)
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=10)  # the call would take many minutes
     finally:
         proc.kill()
     assert proc.returncode == status and out.strip() == said
-    deadline = time.monotonic() + 5
-    while any(Path(f"/proc/{pid}").exists() for pid in spinning) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [pid for pid in spinning if Path(f"/proc/{pid}").exists()]  # none left spinning
+    _assert_gone(spinning)
 
 
 def test_a_call_returns_its_value_or_raises_its_exception_here() -> None:
@@ -112,19 +127,7 @@ def test_a_vocabulary_sentencepiece_cannot_train_is_refused_when_parsed(size: in
 @pytest.mark.skipif(not sys.platform.startswith("linux") or not Path("/proc").is_dir(),
                     reason="PR_SET_PDEATHSIG and /proc are Linux's")
 def test_the_child_dies_with_its_parent_even_by_sigkill() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", SPIN], cwd=ROOT, stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
-        deadline = time.monotonic() + 20
-        while not _descendants(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        spinning = _descendants(proc.pid)
-        assert spinning
-    finally:
-        proc.kill()  # SIGKILL: the parent cannot pass it on
-        proc.wait()
-    deadline = time.monotonic() + 5
-    while any(Path(f"/proc/{pid}").exists() for pid in spinning) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [pid for pid in spinning if Path(f"/proc/{pid}").exists()]
+    proc, spinning = _spinning()
+    proc.kill()  # SIGKILL: the parent cannot pass it on
+    proc.wait()
+    _assert_gone(spinning)
