@@ -275,6 +275,8 @@ class SentencePieceTokenizer(Tokenizer):
                 raise DataError(f"SentencePiece model has special ids {ids}, expected 0, 1, 2, 3")
         self.src_vocab_size = self.src_sp.get_piece_size()
         self.tgt_vocab_size = self.tgt_sp.get_piece_size()
+        tag = self.tgt_sp.piece_to_id(BT_TAG)  # a piece of its own only where the data had it
+        self._bt_tag = None if tag == self.tgt_sp.unk_id() else tag
 
     @classmethod
     def train(
@@ -302,10 +304,9 @@ class SentencePieceTokenizer(Tokenizer):
         return list(self.tgt_sp.encode(texts, out_type=int)) if texts else []
 
     def decode_tgt(self, ids: Sequence[int]) -> str:
-        tag = self.tgt_sp.piece_to_id(BT_TAG)  # a piece of its own only where the data had it
-        if tag == self.tgt_sp.unk_id():
+        if self._bt_tag is None:
             return str(self.tgt_sp.decode(_cut(ids)))
-        return str(self.tgt_sp.decode([i for i in _cut(ids) if i != tag]))
+        return str(self.tgt_sp.decode([i for i in _cut(ids) if i != self._bt_tag]))
 
     def src_tokens(self, text: str) -> list[str]:
         return list(self.src_sp.encode(text, out_type=str))
