@@ -541,3 +541,18 @@ def test_a_runs_records_edited_are_one_line_errors_naming_them(tmp_path: Path, k
     message = str(e.value)
     assert message.startswith(f"{tmp_path / kind}: ") and "\n" not in message
     assert "expected the" in message
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "not json", "[]", '{"run": 5}', ""])
+def test_an_exports_metadata_beside_a_run_copy_names_no_run_when_damaged(tmp_path: Path,
+                                                                          text: str) -> None:
+    """``--from`` an export records the exported run's name from its ``nmt-export.json``;
+    damaged, the name is left out (the checkpoint's digest still identifies the parent)."""
+    from nmt.runs.portable import META_FILE, RUN_COPY, exported_run_name
+
+    (tmp_path / RUN_COPY).mkdir()
+    assert exported_run_name(tmp_path / RUN_COPY) == ""
+    (tmp_path / META_FILE).write_text(text, encoding="utf-8")
+    assert exported_run_name(tmp_path / RUN_COPY) == ""
+    (tmp_path / META_FILE).write_text('{"run": "demo"}', encoding="utf-8")
+    assert exported_run_name(tmp_path / RUN_COPY) == "demo"

@@ -11,6 +11,7 @@ Argos package or the ``.argosmodel`` file itself (:func:`open_run_copy`).
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import zipfile
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from nmt.runs.loading import LoadedRun
 
 RUN_COPY = "nmt-run"
+META_FILE = "nmt-export.json"  # an export's metadata (nmt.export.ct2_directory reads it whole)
 RECORDS = ("config.toml", "corpus.json", "parent.json")  # copied when the run has them
 MAX_COPY_BYTES = 8 * 2**30  # what an .argosmodel's run copy may unpack to
 
@@ -52,6 +54,22 @@ def find_run_copy(path: Path) -> Path | None:
     return None
 
 
+def is_export(path: Path) -> bool:
+    """Whether the folder ``path`` is an export, or an unpacked Argos package of one."""
+    return (path / META_FILE).is_file() or (path / "model" / META_FILE).is_file()
+
+
+def exported_run_name(run_copy: Path) -> str:
+    """The exported run's own name, as the export beside ``run_copy`` records it ("" where it
+    cannot be read: the folder's name, nmt-run, says nothing)."""
+    try:
+        recorded = json.loads((run_copy.parent / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return ""
+    name = recorded.get("run") if isinstance(recorded, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 def open_run_copy(package: Path, where: str) -> tuple[Path, tempfile.TemporaryDirectory[str]]:
     """The run copy of an ``.argosmodel`` file, unpacked into a temporary directory (kept as
     long as the returned object is). Only the members under ``*/model/nmt-run/`` are unpacked
@@ -72,9 +90,9 @@ def open_run_copy(package: Path, where: str) -> tuple[Path, tempfile.TemporaryDi
             holder = tempfile.TemporaryDirectory(prefix="nmt-from-")
             root = Path(holder.name) / RUN_COPY
             meta = [i for i in z.infolist() if PurePosixPath(i.filename).parts[1:] == (
-                "model", "nmt-export.json") and i.file_size < 2**20]
+                "model", META_FILE) and i.file_size < 2**20]
             if meta:  # beside the copy, as in an export: it names the exported run
-                (root.parent / "nmt-export.json").write_bytes(z.read(meta[0]))
+                (root.parent / META_FILE).write_bytes(z.read(meta[0]))
             for info in members:
                 parts = PurePosixPath(info.filename).parts[3:]
                 if any(p in ("", ".", "..") for p in parts) or info.filename.startswith("/"):

@@ -86,7 +86,13 @@ def open_parent(path: Path) -> Parent:
 
     from nmt.runs.directory import checkpoint_config
     from nmt.runs.paths import resolve_checkpoint
-    from nmt.runs.portable import RUN_COPY, find_run_copy, open_run_copy
+    from nmt.runs.portable import (
+        RUN_COPY,
+        exported_run_name,
+        find_run_copy,
+        is_export,
+        open_run_copy,
+    )
 
     path = user_path(path, "--from")
     where = f"--from {path}"
@@ -94,11 +100,10 @@ def open_parent(path: Path) -> Parent:
     name = ""
     if path.is_file() and zipfile.is_zipfile(path):
         run_dir, holder = open_run_copy(path, where)
-        name = _recorded_name(run_dir)
+        name = exported_run_name(run_dir)
     elif path.is_dir() and (copy := find_run_copy(path)) is not None:
-        run_dir, name = copy, _recorded_name(copy)
-    elif path.is_dir() and ((path / "nmt-export.json").is_file()
-                            or (path / "model" / "nmt-export.json").is_file()):
+        run_dir, name = copy, exported_run_name(copy)
+    elif path.is_dir() and is_export(path):
         raise CheckpointError(f"{where}: an export without its checkpoint ({RUN_COPY}/); "
                               "export the run again with nmt export --with-checkpoint to "
                               "continue it")
@@ -110,17 +115,6 @@ def open_parent(path: Path) -> Parent:
                               + ("a file" if path.exists() else "nothing there"))
     checkpoint = resolve_checkpoint(run_dir, PARENT_CHECKPOINT)
     return Parent(run_dir, checkpoint, checkpoint_config(checkpoint), name, holder)
-
-
-def _recorded_name(run_copy: Path) -> str:
-    """The exported run's own name, as its checkpoint's export recorded it (the folder's
-    name, nmt-run, says nothing)."""
-    meta = run_copy.parent / "nmt-export.json"
-    try:
-        recorded = json.loads(meta.read_text(encoding="utf-8")).get("run")
-    except (OSError, ValueError, AttributeError):
-        return ""
-    return recorded if isinstance(recorded, str) else ""
 
 
 def child_config(parent: Parent, config_path: Path | None, overrides: list[str]) -> Config:
