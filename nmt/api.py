@@ -144,12 +144,11 @@ def translate_lines(
     ``input``, a closed or terminal stdin or an ``output`` that is the input fails at once,
     before a model is loaded."""
     from nmt.errors import write_errors
-    from nmt.files import atomic_text_output
+    from nmt.files import atomic_text_output, read_lines
     from nmt.translation.translator import (
         StreamTranslator,
         check_output_is_not_input,
         open_input,
-        read_lines,
     )
 
     if sentences is not None:

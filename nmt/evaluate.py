@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nmt.data.normalize import is_natural_text, normalize
 from nmt.errors import DataError
-from nmt.translation.translator import StreamTranslator, open_input, read_lines
+from nmt.files import read_lines
+from nmt.translation.translator import StreamTranslator, open_input
 
 if TYPE_CHECKING:
     from nmt.config import Config
@@ -206,7 +207,7 @@ class BleuReport:
 
 def read_text_lines(path: Path, option: str) -> list[str]:
     """All lines of a UTF-8 text file or stream (a one-line :class:`DataError` otherwise; a
-    line over :data:`nmt.translation.translator.MAX_LINE_BYTES` too: scores of cut references mean
+    line over :data:`nmt.files.MAX_LINE_BYTES` too: scores of cut references mean
     nothing)."""
     with open_input(path, option) as f:
         return list(read_lines(f, f"{option} {path}"))

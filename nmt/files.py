@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from nmt.errors import NmtError, first_line, os_reason
+from nmt.errors import DataError, NmtError, first_line, os_reason
 
 TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt"
 _STARTED = time.time()  # temporary files older than this process are not being written by it
@@ -282,3 +282,67 @@ def atomic_text_output(path: Path) -> Iterator[TextIO]:
         with suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+# --- reading text a line at a time ------------------------------------------------------------
+
+# A line is read up to this many bytes (1 MiB): far beyond any sentence or the 1024 tokens
+# translated, and a bound on what one line costs whatever the input
+MAX_LINE_BYTES = 1 << 20
+# (line number from 1, bytes read of it) -> None; for warnings about lines read in part
+LongLineHook = Callable[[int, int], None]
+
+
+def read_lines(stream: BinaryIO, name: str, on_long: LongLineHook | None = None,
+               max_bytes: int = MAX_LINE_BYTES, long_as_empty: bool = False) -> Iterator[str]:
+    """Lines of a byte stream as text, lazily, each read up to ``max_bytes`` bytes (its line
+    end aside): memory stays bounded whatever the input, a stream with no line end at all
+    included. A longer line is cut there (at a character boundary) and the rest of it skipped,
+    reported to ``on_long``; without ``on_long`` it is a :class:`DataError` naming the line.
+    ``long_as_empty``: a longer line is read as ``""`` instead of cut (a corpus line: its pair
+    is then dropped as empty, and a file aligned with this one stays aligned).
+
+    Invalid UTF-8 is a :class:`DataError` naming the line, and so is a failing read. NUL bytes
+    (binary junk, UTF-16 files read as bytes) become spaces, which normalisation then drops; a
+    UTF-8 byte-order mark is dropped by normalisation too.
+    """
+    number = 0
+    while True:
+        raw = _read(stream, name, number + 1, max_bytes + 1)
+        if not raw:
+            return
+        number += 1
+        long = False
+        if len(raw) > max_bytes and not raw.endswith(b"\n"):
+            rest = _read(stream, name, number, max_bytes)
+            long = not (raw.endswith(b"\r") and rest in (b"\n", b""))  # else a CRLF line end
+            while rest and not rest.endswith(b"\n"):  # skipped a piece at a time
+                rest = _read(stream, name, number, max_bytes)
+        if long:
+            if on_long is None:
+                raise DataError(f"{name}: line {number}: longer than {max_bytes:,} bytes; "
+                                "expected one sentence per line")
+            on_long(number, max_bytes)
+            if long_as_empty:
+                yield ""
+                continue
+            raw = raw[:max_bytes]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if long and e.end == len(raw) and e.reason == "unexpected end of data":
+                text = raw[: e.start].decode("utf-8")  # the cut fell inside a character
+            else:
+                raise DataError(
+                    f"{name}: line {number}: not valid UTF-8 (byte {e.start + 1} of the line); "
+                    "convert the file to UTF-8"
+                ) from None
+        yield text.rstrip("\r\n").replace("\x00", " ")
+
+
+def _read(stream: BinaryIO, name: str, number: int, size: int) -> bytes:
+    """At most ``size`` bytes of the current line; a failing read is one line naming it."""
+    try:
+        return stream.readline(size)
+    except OSError as e:
+        raise DataError(f"{name}: line {number}: cannot read ({os_reason(e)})") from None

@@ -217,7 +217,8 @@ def test_undecodable_bytes_name_the_line(tiny_data_dir: Path, tmp_path: Path) ->
     write_aligned(tmp_path / "t", pairs()[:10])
     Path(f"{tmp_path / 't'}.fr").write_bytes(b"Va !\nSalut !\nCaf\xe9\n" + b"x\n" * 7)
     fails(dataclasses.replace(CFG, corpus=str(tmp_path / "t")), tiny_data_dir,
-          f"{tmp_path / 't'}.fr: line 3: not UTF-8 text (byte 0xe9)")
+          f"{tmp_path / 't'}.fr: line 3: not valid UTF-8 (byte 4 of the line); convert the file "
+          "to UTF-8")
 
 
 def test_empty_after_cleaning(tiny_data_dir: Path, tmp_path: Path) -> None:

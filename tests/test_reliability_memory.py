@@ -24,10 +24,11 @@ import nmt.pictures.attention
 import nmt.translation.search
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
+from nmt.files import read_lines
 from nmt.models.base import EncoderDecoder
 from nmt.runs.loading import load_run
 from nmt.translation.search import decode_batches, search_ids
-from nmt.translation.translator import Translator, read_lines
+from nmt.translation.translator import Translator
 
 ROOT = Path(__file__).resolve().parent.parent
 LONG = " ".join("abcdefgh"[i % 8] for i in range(60))  # 61 tokens with <eos>, under 64 positions

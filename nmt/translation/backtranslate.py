@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nmt.errors import DataError, write_errors
-from nmt.files import atomic_text_output, path_problem
+from nmt.files import atomic_text_output, path_problem, read_lines
 from nmt.runs.loading import LoadedRun
 from nmt.translation.search import Sampling
 from nmt.translation.translator import (
@@ -31,7 +31,6 @@ from nmt.translation.translator import (
     Translator,
     chunks,
     open_input,
-    read_lines,
 )
 
 SEARCHES = ("greedy", "beam", "sample")

@@ -7,10 +7,10 @@ natural-text run only a Unicode clean-up (case augmentation in training teaches 
 (what training's batching feeds the encoder); a run trained on sources cut to ``data.truncate``
 tokens (the d2l presets: 10) gets its sources cut the same way, as the recipe's ``predict`` does.
 Empty lines give empty lines without decoding. Streams are read in chunks of lines, so a pipe
-of any length runs in bounded memory: a line is read up to ``MAX_LINE_BYTES`` (the rest is
-skipped, with a warning, or refused; see :func:`read_lines`), a chunk holds at most
-``CHUNK_LINES`` lines and ``CHUNK_CHARS`` characters, and the decoder's batches are bounded in
-sentences and in tokens (:func:`nmt.translation.search.decode_batches`).
+of any length runs in bounded memory: a line is read up to ``nmt.files.MAX_LINE_BYTES`` (the
+rest is skipped, with a warning, or refused; see :func:`nmt.files.read_lines`), a chunk holds
+at most ``CHUNK_LINES`` lines and ``CHUNK_CHARS`` characters, and the decoder's batches are
+bounded in sentences and in tokens (:func:`nmt.translation.search.decode_batches`).
 """
 
 from __future__ import annotations
@@ -42,12 +42,9 @@ if TYPE_CHECKING:
 DEFAULT_MAX_SRC_TOKENS = 1024  # longer sources are cut (a warning says so): memory stays bounded
 CHUNK_LINES = 2048  # lines per streamed chunk: enough to fill length-sorted batches
 CHUNK_CHARS = 1 << 22  # and characters: a chunk of long lines holds fewer of them
-MAX_LINE_BYTES = 1 << 20  # a line is read up to 1 MiB, far beyond the 1024 tokens translated
 
 # (line index within the call, source tokens, limit) -> None; for warnings about cut lines
 TruncateHook = Callable[[int, int, int], None]
-# (line number from 1, bytes read of it) -> None; for warnings about lines read in part
-LongLineHook = Callable[[int, int], None]
 
 
 def source_limit(
@@ -270,56 +267,6 @@ def open_input(path: Path, option: str) -> BinaryIO:
         raise DataError(f"{option} {path}: file not found") from None
     except OSError as e:
         raise DataError(f"{option} {path}: cannot read ({os_reason(e)})") from None
-
-
-def read_lines(stream: BinaryIO, name: str, on_long: LongLineHook | None = None,
-               max_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
-    """Lines of a byte stream as text, lazily, each read up to ``max_bytes`` bytes (its line
-    end aside): memory stays bounded whatever the input, a stream with no line end at all
-    included. A longer line is cut there (at a character boundary) and the rest of it skipped,
-    reported to ``on_long``; without ``on_long`` it is a :class:`DataError` naming the line.
-
-    Invalid UTF-8 is a :class:`DataError` naming the line, and so is a failing read. NUL bytes
-    (binary junk, UTF-16 files read as bytes) become spaces, which normalisation then drops; a
-    UTF-8 byte-order mark is dropped by normalisation too.
-    """
-    number = 0
-    while True:
-        raw = _read(stream, name, number + 1, max_bytes + 1)
-        if not raw:
-            return
-        number += 1
-        long = False
-        if len(raw) > max_bytes and not raw.endswith(b"\n"):
-            rest = _read(stream, name, number, max_bytes)
-            long = not (raw.endswith(b"\r") and rest in (b"\n", b""))  # else a CRLF line end
-            while rest and not rest.endswith(b"\n"):  # skipped a piece at a time
-                rest = _read(stream, name, number, max_bytes)
-        if long:
-            if on_long is None:
-                raise DataError(f"{name}: line {number}: longer than {max_bytes:,} bytes; "
-                                "expected one sentence per line")
-            on_long(number, max_bytes)
-            raw = raw[:max_bytes]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            if long and e.end == len(raw) and e.reason == "unexpected end of data":
-                text = raw[: e.start].decode("utf-8")  # the cut fell inside a character
-            else:
-                raise DataError(
-                    f"{name}: line {number}: not valid UTF-8 (byte {e.start + 1} of the line); "
-                    "convert the file to UTF-8"
-                ) from None
-        yield text.rstrip("\r\n").replace("\x00", " ")
-
-
-def _read(stream: BinaryIO, name: str, number: int, size: int) -> bytes:
-    """At most ``size`` bytes of the current line; a failing read is one line naming it."""
-    try:
-        return stream.readline(size)
-    except OSError as e:
-        raise DataError(f"{name}: line {number}: cannot read ({os_reason(e)})") from None
 
 
 def translate_with_attention(

@@ -5,6 +5,7 @@ translation of line ``i`` of the other. Relative paths resolve against the worki
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 from nmt.data.corpora.base import (
@@ -13,10 +14,10 @@ from nmt.data.corpora.base import (
     Identity,
     Lazy,
     combined_sha256,
-    decode_lines,
-    read_bytes,
+    file_sha256,
+    opener,
     resolve,
-    sha256,
+    text_lines,
 )
 from nmt.errors import DataError
 from nmt.files import path_problem
@@ -37,18 +38,20 @@ class Aligned:
                 there = f"; {other} is there" if other.is_file() else ""
                 raise DataError(f"{path}: {problem} ({ctx.option} = {spec!r} reads aligned "
                                 f"files {paths[0]} and {paths[1]}{there})")
-        data = [read_bytes(p, str(p)) for p in paths]
-        digest = combined_sha256({"source": sha256(data[0]), "target": sha256(data[1])})
+        opened = [opener(p, str(p)) for p in paths]
+        digest = combined_sha256({"source": file_sha256(paths[0], str(paths[0])),
+                                  "target": file_sha256(paths[1], str(paths[1]))})
 
         def read() -> Iterator[tuple[str, str]]:
-            src, tgt = (decode_lines(d, str(p), ctx.log)
-                        for d, p in zip(data, paths, strict=True))
-            if len(src) != len(tgt):
-                short, long = (0, 1) if len(src) < len(tgt) else (1, 0)
-                raise DataError(f"{paths[short]}: ends at line {min(len(src), len(tgt))}, but "
-                                f"{paths[long]} has {max(len(src), len(tgt))} lines; expected "
-                                "one sentence a line in each, aligned")
-            return zip(src, tgt, strict=True)
+            src, tgt = (text_lines(o, str(p), ctx.log) for o, p in zip(opened, paths, strict=True))
+            for n, (s, t) in enumerate(itertools.zip_longest(src, tgt), 1):
+                if s is None or t is None:
+                    short, long = (0, 1) if s is None else (1, 0)
+                    lines = n + sum(1 for _ in (tgt if s is None else src))
+                    raise DataError(f"{paths[short]}: ends at line {n - 1}, but {paths[long]} "
+                                    f"has {lines} lines; expected one sentence a line in each, "
+                                    "aligned")
+                yield s, t
 
         identity = Identity(self.name, spec, digest, ctx.cfg.source, ctx.cfg.target,
                             files=[str(p) for p in paths])

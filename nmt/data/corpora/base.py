@@ -12,14 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from nmt.config import DataConfig
 from nmt.errors import DataError, os_reason
-from nmt.files import path_problem
+from nmt.files import MAX_LINE_BYTES, path_problem, read_lines
 
 # The licence of everything taken from Tatoeba (the built-in corpus, the site's pairs)
 TATOEBA_LICENCE = (
@@ -92,7 +92,7 @@ class Lazy:
         return self.read()
 
 
-def tab_rows(lines: Sequence[str], where: str, columns: Sequence[str]) -> Iterator[list[str]]:
+def tab_rows(lines: Iterable[str], where: str, columns: Sequence[str]) -> Iterator[list[str]]:
     """Tab-separated ``lines`` as rows of at least ``len(columns)`` fields (more are allowed: a
     Tatoeba file's third column is attribution). A blank line is a row of empty fields, which
     cleaning drops as empty; a line with too few fields is an error naming it."""
@@ -119,20 +119,19 @@ def direction(columns: Sequence[str], cfg: DataConfig, where: str) -> tuple[int,
     return columns.index(cfg.source), columns.index(cfg.target)
 
 
-def tab_pairs(load: Callable[[], bytes], where: str, columns: Sequence[str],
+def tab_pairs(open_: Opener, where: str, columns: Sequence[str],
               cfg: DataConfig, log: Callable[[str], None] = print,
               ) -> Callable[[], Iterator[tuple[str, str]]]:
     """The reader of a tab-separated file whose columns hold the languages ``columns``: its
-    (source, target) pairs in the config's direction (:func:`direction`, checked now; ``load``
-    gives the file's bytes when the reader is called). Lines whose number of fields differs
+    (source, target) pairs in the config's direction (:func:`direction`, checked now;
+    ``open_`` opens the file when the reader is called). Lines whose number of fields differs
     from most lines' are said once, with their count and the first one (:func:`odd_rows`)."""
     src_col, tgt_col = direction(columns, cfg, where)
 
     def read() -> Iterator[tuple[str, str]]:
         widths: Counter[int] = Counter()
         first: dict[int, int] = {}
-        for i, row in enumerate(tab_rows(decode_lines(load(), where, log), where, columns),
-                                 1):
+        for i, row in enumerate(tab_rows(text_lines(open_, where, log), where, columns), 1):
             widths[len(row)] += 1
             first.setdefault(len(row), i)
             yield row[src_col], row[tgt_col]
@@ -159,49 +158,61 @@ def odd_rows(widths: Counter[int], first: dict[int, int], where: str) -> str | N
             "tab? Such lines are read by their first columns")
 
 
-# A corpus line is read up to this many bytes (as nmt translate reads its input): far beyond
-# any sentence, and a bound on what normalising one line costs (a 400 MB line took 5.8 GB).
-MAX_LINE_BYTES = 1 << 20
+# Opens a corpus file for reading, each time its pairs are read (the text is never held whole)
+Opener = Callable[[], BinaryIO]
 
 
-def decode_lines(data: bytes, where: str, log: Callable[[str], None] = print) -> list[str]:
-    """The lines of UTF-8 ``data``: a leading byte-order mark and a ``\\r`` before each ``\\n``
-    are dropped; lines end at ``\\n`` only (``str.splitlines`` also splits at U+2028 and U+0085,
-    which would misalign two files). Undecodable bytes are one error naming the line. A line
-    longer than :data:`MAX_LINE_BYTES` is read as empty (its pair is then dropped as empty,
-    and the other file keeps its alignment), said once with the count and the first line."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    raw = data.split(b"\n")
-    if raw and raw[-1] == b"":
-        raw.pop()
-    lines, long = [], []
-    for i, line in enumerate(raw, 1):
-        if len(line) > MAX_LINE_BYTES:
-            long.append(i)
-            lines.append("")
-            continue
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DataError(f"{where}: line {i}: not UTF-8 text (byte 0x{line[e.start]:02x}); "
-                            "save the file as UTF-8") from None
-        lines.append(text[:-1] if text.endswith("\r") else text)
-    if long:
-        log(f"warning: {where}: {len(long):,} line{'s' if len(long) > 1 else ''} longer than "
-            f"{MAX_LINE_BYTES // 2**20} MiB (first: line {long[0]}) read as empty: "
-            f"{'their pairs are' if len(long) > 1 else 'its pair is'} dropped")
-    return lines
-
-
-def read_bytes(path: Path, where: str) -> bytes:
+def opener(path: Path, where: str) -> Opener:
+    """An :data:`Opener` of ``path``, which is checked now (missing, a directory, a FIFO: one
+    line naming it)."""
     problem = path_problem(path)
     if problem:
         raise DataError(f"{where}: {problem}")
+
+    def open_() -> BinaryIO:
+        try:
+            return path.open("rb")
+        except OSError as e:
+            raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
+
+    return open_
+
+
+def text_lines(open_: Opener, where: str, log: Callable[[str], None] = print) -> Iterator[str]:
+    """The lines of a UTF-8 corpus file, one at a time (:func:`nmt.files.read_lines`: lines end
+    at ``\\n`` only, so U+2028 and U+0085 cannot misalign two files; undecodable bytes are one
+    error naming the line); a leading byte-order mark is dropped. A line longer than
+    :data:`nmt.files.MAX_LINE_BYTES` is read as empty (its pair is then dropped as empty, and
+    the other file keeps its alignment), said once at the end with the count and the first."""
+    long = [0, 0]  # how many, the first
+
+    def on_long(number: int, _: int) -> None:
+        long[0] += 1
+        long[1] = long[1] or number
+
+    with open_() as stream:
+        lines = read_lines(stream, where, on_long, long_as_empty=True)
+        first = next(lines, None)
+        if first is not None:
+            yield first.removeprefix("\ufeff")
+            yield from lines
+    if long[0]:
+        n = long[0]
+        log(f"warning: {where}: {n:,} line{'s' if n > 1 else ''} longer than "
+            f"{MAX_LINE_BYTES // 2**20} MiB (first: line {long[1]}) read as empty: "
+            f"{'their pairs are' if n > 1 else 'its pair is'} dropped")
+
+
+def file_sha256(path: Path, where: str) -> str:
+    """The SHA-256 of a file's content, read a chunk at a time."""
+    h = hashlib.sha256()
     try:
-        return path.read_bytes()
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
     except OSError as e:
         raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
+    return h.hexdigest()
 
 
 def sha256(data: bytes) -> str:

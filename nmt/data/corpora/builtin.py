@@ -4,7 +4,7 @@ Either direction: ``data.source = "fr"``, ``data.target = "en"`` trains French t
 
 from __future__ import annotations
 
-from nmt.data.corpora.base import Context, Corpus, read_bytes
+from nmt.data.corpora.base import Context, Corpus, opener
 from nmt.data.corpora.tatoeba import tatoeba_corpus
 from nmt.data.download import ensure_corpus, expected_digest
 
@@ -21,7 +21,7 @@ class Builtin:
         path = ensure_corpus(ctx.data_dir, ctx.source, log=ctx.log)
         digest = expected_digest()  # ensure_corpus has just checked the file against it
         assert digest is not None
-        return tatoeba_corpus(lambda: read_bytes(path, str(path)), str(path), "fr", ctx,
+        return tatoeba_corpus(opener(path, str(path)), str(path), "fr", ctx,
                               form=self.name, spec=spec, digest=digest, files=[str(path)])
 
 

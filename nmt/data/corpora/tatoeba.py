@@ -10,8 +10,8 @@ path of such a zip or ``.txt`` file. The other language comes from the file name
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 from nmt.data.corpora.base import (
@@ -20,7 +20,9 @@ from nmt.data.corpora.base import (
     Corpus,
     Identity,
     Lazy,
-    read_bytes,
+    Opener,
+    file_sha256,
+    opener,
     resolve,
     sha256,
     tab_pairs,
@@ -45,11 +47,11 @@ def other_language(file_name: str, ctx: Context, where: str) -> str:
     return cfg.target if cfg.source == "en" else cfg.source
 
 
-def tatoeba_corpus(load: Callable[[], bytes], where: str, other: str, ctx: Context, *,
+def tatoeba_corpus(open_: Opener, where: str, other: str, ctx: Context, *,
                    form: str, spec: str, digest: str, files: list[str]) -> Corpus:
-    """The pairs of a Tatoeba text file, whose bytes ``load`` returns when they are read."""
+    """The pairs of a Tatoeba text file, which ``open_`` opens when they are read."""
     return Lazy(Identity(form, spec, digest, ctx.cfg.source, ctx.cfg.target, TATOEBA_LICENCE,
-                         files), tab_pairs(load, where, ("en", other), ctx.cfg, ctx.log))
+                         files), tab_pairs(open_, where, ("en", other), ctx.cfg, ctx.log))
 
 
 class Tatoeba:
@@ -68,23 +70,25 @@ class Tatoeba:
             other = from_tatoeba(spec[:3], where)
             path = ensure_corpus(ctx.data_dir, ctx.source, log=ctx.log,
                                  archive=tatoeba_archive(spec))
-            data = read_bytes(path, str(path))
-            return tatoeba_corpus(lambda: data, str(path), other, ctx, form=self.name, spec=spec,
-                                  digest=sha256(data), files=[str(path)])
+            return tatoeba_corpus(opener(path, str(path)), str(path), other, ctx, form=self.name,
+                                  spec=spec, digest=file_sha256(path, str(path)),
+                                  files=[str(path)])
         path = resolve(spec, ctx.option)
-        if spec.lower().endswith(".zip"):
-            read_bytes(path, str(path))  # file not found, a directory
-            from nmt.data.download import read_archive
+        if not spec.lower().endswith(".zip"):
+            open_, label = opener(path, str(path)), str(path)
+            return tatoeba_corpus(open_, label, other_language(path.name, ctx, label), ctx,
+                                  form=self.name, spec=spec, digest=file_sha256(path, label),
+                                  files=[str(path)])
+        opener(path, str(path))  # file not found, a directory
+        from nmt.data.download import read_archive
 
-            data, _, entry = read_archive(path, str(path))
-            label = f"{path}:{entry}"
-            other = other_language(entry if _CODE.fullmatch(
-                Path(entry).name.split(".")[0]) else path.name, ctx, label)
-        else:
-            data, label = read_bytes(path, str(path)), str(path)
-            other = other_language(path.name, ctx, label)
-        return tatoeba_corpus(lambda: data, label, other, ctx, form=self.name, spec=spec,
-                              digest=sha256(data), files=[str(path)])
+        # the text of a Tatoeba archive (tens of MB at most) is held, as extracting it is checked
+        data, _, entry = read_archive(path, str(path))
+        label = f"{path}:{entry}"
+        other = other_language(entry if _CODE.fullmatch(
+            Path(entry).name.split(".")[0]) else path.name, ctx, label)
+        return tatoeba_corpus(lambda: io.BytesIO(data), label, other, ctx, form=self.name,
+                              spec=spec, digest=sha256(data), files=[str(path)])
 
 
 FORM = Tatoeba()

@@ -10,9 +10,9 @@ from nmt.data.corpora.base import (
     Identity,
     Lazy,
     direction,
-    read_bytes,
+    file_sha256,
+    opener,
     resolve,
-    sha256,
     tab_pairs,
 )
 from nmt.errors import ConfigError
@@ -31,11 +31,10 @@ class Tsv:
                               'e.g. columns = ["en", "fr"]')
         columns = ctx.cfg.columns.split(",")
         direction(columns, ctx.cfg, str(path))  # a language the file lacks, before reading it
-        data = read_bytes(path, str(path))
-        identity = Identity(self.name, spec, sha256(data), ctx.cfg.source, ctx.cfg.target,
-                            files=[str(path)])
-        return Lazy(identity, tab_pairs(lambda: data, str(path), columns, ctx.cfg,
-                                                  ctx.log))
+        open_ = opener(path, str(path))
+        identity = Identity(self.name, spec, file_sha256(path, str(path)), ctx.cfg.source,
+                            ctx.cfg.target, files=[str(path)])
+        return Lazy(identity, tab_pairs(open_, str(path), columns, ctx.cfg, ctx.log))
 
 
 FORM = Tsv()
