@@ -14,12 +14,16 @@ pairs, counts and removals are those of the one-process path.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import multiprocessing
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol, TypeVar
 
 from nmt.device import usable_cpus
+from nmt.errors import DataError
 
 V = TypeVar("V", covariant=True)
 
@@ -63,11 +67,20 @@ def judged_pairs(rules: Rules[V], pairs: Iterable[tuple[str, str]],
         return
     chunks = itertools.chain([first], iter(lambda: list(itertools.islice(pairs, CHUNK)), []))
     context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=_start, initargs=(rules,)) as pool:
-        pending: list[Any] = []
+    # concurrent.futures, not multiprocessing.Pool: a worker that dies (out of memory, killed)
+    # breaks the pool with an error here, where Pool would start another and wait forever
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
+                               initargs=(rules,))
+    pending: collections.deque[Future[list[Any]]] = collections.deque()
+    try:
         for chunk in chunks:
-            pending.append(pool.apply_async(_judge, (chunk,)))
+            pending.append(pool.submit(_judge, chunk))
             if len(pending) >= IN_FLIGHT * workers:
-                yield from pending.pop(0).get()
-        for result in pending:
-            yield from result.get()
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+    except BrokenProcessPool:
+        raise DataError("preparing the data: a worker process judging pairs ended abruptly "
+                        "(out of memory, or killed)") from None
+    finally:  # also when the caller stops early: what is queued is dropped, not judged
+        pool.shutdown(wait=True, cancel_futures=True)
