@@ -17,7 +17,7 @@ RUN ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install data train translate bleu quality test test-isa test-all test-argos lint bench \
-	bench-peers bench-startup bench-bt bench-adapt demo clean gpu-bundle gpu-check
+	bench-peers bench-startup bench-bt bench-adapt bench-data demo clean gpu-bundle gpu-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -87,6 +87,14 @@ bench: install ## CPU benchmarks (<= 10 minutes); writes bench/out/ and prints t
 	$(BIN)/python -m bench --out bench/out $(if $(BASELINE),--baseline $(BASELINE)) \
 		$(if $(wildcard $(NMT_DATA_MIRROR)),--corpus $(NMT_DATA_MIRROR)) \
 		$(if $(wildcard runs/demo/checkpoints/best.pt),--decode-run runs/demo)
+
+# nmt data prepare on generated corpora of 1, 5 and 10 million pairs (bench/data_scale.py):
+# pairs a second, peak memory (main process, and with its workers), cache size; AGAINST=DIR
+# also runs another checkout on each size. Needs about 8 GB of disk at 10 million pairs.
+DATA_SIZES ?= 1000000,5000000,10000000
+bench-data: install ## preparation at 1, 5 and 10 million pairs (~50 min); bench/out/data_scale.md
+	$(BIN)/python -m bench.data_scale --sizes $(DATA_SIZES) $(if $(AGAINST),--against $(AGAINST)) \
+		$(if $(wildcard $(NMT_DATA_MIRROR)/fra-eng.zip),--corpus $(NMT_DATA_MIRROR)/fra-eng.zip)
 
 # Seconds from launching `nmt` to its exit (--help, one sentence through CTranslate2 and PyTorch),
 # median of 5 fresh processes each (bench/startup.py); RUN: a trained Transformer run.

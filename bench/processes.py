@@ -29,6 +29,7 @@ class ChildRun:
     peak_rss_mb: float
     stdout: str
     stderr: str
+    peak_tree_rss_mb: float = 0.0  # the most the child and its descendants held at once
 
     def last_json(self, what: str) -> dict[str, Any]:
         """The last stdout line that is a JSON object (both our child and the recipe print one)."""
@@ -53,13 +54,17 @@ def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env, cwd=ROOT)
-        hwm_kb = 0
+        hwm_kb = tree_kb = 0
+        scanned = 0.0  # the process tree is scanned every TREE_POLL seconds, not every poll
         try:
             while True:
                 pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     break
                 hwm_kb = max(hwm_kb, _vm_hwm_kb(proc.pid))
+                if time.perf_counter() - scanned > TREE_POLL:
+                    tree_kb = max(tree_kb, _tree_rss_kb(proc.pid))
+                    scanned = time.perf_counter()
                 if time.perf_counter() - start > timeout:
                     proc.kill()
                 time.sleep(poll)
@@ -75,7 +80,7 @@ def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
         rss_kb = hwm_kb or usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
         return ChildRun(proc.returncode, seconds, rss_kb / 1024,
                         out.read().decode("utf-8", "replace"),
-                        err.read().decode("utf-8", "replace"))
+                        err.read().decode("utf-8", "replace"), tree_kb / 1024)
 
 
 def _vm_hwm_kb(pid: int) -> int:
@@ -88,6 +93,32 @@ def _vm_hwm_kb(pid: int) -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+TREE_POLL = 0.5
+
+
+def _tree_rss_kb(pid: int) -> int:
+    """Resident memory of a process and all its descendants now, in KiB (worker processes
+    included; 0 when /proc cannot say)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE") // 1024
+        except (OSError, ValueError, IndexError):
+            continue
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo += children.get(p, [])
+    return total
 
 
 def child_env(threads: int | None = None) -> dict[str, str]:
