@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nmt.data.batching import Collator, collate, make_batches
-from nmt.data.prepare import Split
+from nmt.data.cache import Split
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 
 

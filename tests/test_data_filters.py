@@ -211,8 +211,10 @@ def test_pairs_judged_in_worker_processes_are_those_judged_here(
     removals by filter and language, the rejected pairs and the lengths are the one-process
     path's, on a corpus large enough to start the workers."""
     import nmt.data.parallel_pairs as parallel
+    from nmt.data.cache import REJECTED_FILE, RejectedWriter
     from nmt.data.corpora import open_data
     from nmt.data.prepare import read_pairs
+    from nmt.data.spool import PairSpool
 
     pairs, _ = noisy_corpus(n_clean=1500)
     stray = [("I don't know where he lives now, my friend.",
@@ -222,7 +224,20 @@ def test_pairs_judged_in_worker_processes_are_those_judged_here(
     corpus = open_data(cfg, tmp_path / "data", log=lambda m: None).corpus
     monkeypatch.setattr(parallel, "SERIAL_PAIRS", 100)
     monkeypatch.setattr(parallel, "CHUNK", 256)
-    here = read_pairs(corpus, cfg, log=lambda m: None, workers=1)
-    there = read_pairs(corpus, cfg, log=lambda m: None, workers=2)
+    spools, rejected = [], []
+    for workers in (1, 2):
+        spools.append(PairSpool(tmp_path / f"spool{workers}"))
+        (tmp_path / f"rejected{workers}").mkdir()
+        rejected.append(RejectedWriter(tmp_path / f"rejected{workers}"))
+        cleaned = read_pairs(corpus, cfg, spools[-1], rejected=rejected[-1],
+                             log=lambda m: None, workers=workers)
+        rejected[-1].close()
+        if workers == 1:
+            here = cleaned
+    there = cleaned
     assert here == there
+    one, two = (list(s.read(s.kept())) for s in spools)
+    assert one == two and len(one) == here.counts["kept"]
+    assert (tmp_path / "rejected1" / REJECTED_FILE).read_text() == (
+        tmp_path / "rejected2" / REJECTED_FILE).read_text()
     assert here.filtered["langid_target"] == 40 and here.counts["duplicates"] > 300

@@ -138,8 +138,9 @@ def test_cache_key_has_the_direction_and_the_held_out_files() -> None:
 
 def test_damaged_cache_is_rebuilt(tiny_data_dir: Path, tiny_data_config: DataConfig) -> None:
     first = prepare(tiny_data_config, tiny_data_dir, log=quiet)
-    npz = first.cache_dir / "valid.npz"
-    npz.write_bytes(npz.read_bytes()[:200])  # a truncated zip
+    array = first.cache_dir / "valid.src_ids.npy"
+    (first.cache_dir / "new").write_bytes(array.read_bytes()[:150])  # a truncated array,
+    os.replace(first.cache_dir / "new", array)  # replaced: the test has the file mapped
     messages: list[str] = []
     again = prepare(tiny_data_config, tiny_data_dir, log=messages.append)
     assert any("unreadable" in m for m in messages)

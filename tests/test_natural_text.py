@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from nmt.config import DataConfig, load_config
 from nmt.data.normalize import normalize, textbook_form
-from nmt.data.prepare import case_augmented, prepare, title_case
+from nmt.data.prepare import case_picks, in_case_form, prepare, title_case
 from nmt.errors import ConfigError
 from nmt.evaluate import corpus_scores
 from nmt.training.ema import ExponentialMovingAverage
@@ -61,6 +61,20 @@ def test_case_augmentation_only_on_natural_text() -> None:
         load_config(None, ["data.case_augment=0.1", "data.lowercase=true"])
     with pytest.raises(ConfigError, match="data.case_augment"):
         load_config(None, ["data.case_augment=1.5"])
+
+
+def case_augmented(src: list[str], tgt: list[str], ref: list[str], share: float, seed: int,
+                   forms: tuple[str, ...] = ("textbook",), lang: str | None = None,
+                   ) -> tuple[list[str], list[str], list[str]]:
+    """The pairs case augmentation adds to a train split of these pairs, as build_cache adds
+    them (case_picks, then in_case_form of each pick in turn)."""
+    out: tuple[list[str], list[str], list[str]] = ([], [], [])
+    for nth, i in enumerate(case_picks(len(src), share, seed).tolist()):
+        noisy = in_case_form(src[i], nth, forms, lang)
+        if noisy is not None:
+            for side, text in zip(out, (noisy, tgt[i], ref[i]), strict=True):
+                side.append(text)
+    return out
 
 
 def test_case_augmented_pairs() -> None:

@@ -20,11 +20,11 @@ from ties import assert_greedy_equal_up_to_ties, sources_of
 
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
+from nmt.files import read_lines
 from nmt.runs.loading import load_run
 from nmt.translation.translator import (
     Translator,
     output_limit,
-    read_lines,
     source_ids,
     source_limit,
     translate_normalized,

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from nmt.data.prepare import Split
+from nmt.data.cache import Split
 from nmt.data.token_budget import token_batches
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 

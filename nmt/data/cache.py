@@ -1,6 +1,10 @@
 """The prepared-data cache: its arrays (:class:`Split`, :class:`Prepared`), its key, and how it
 is written (complete or absent) and read back (checked, a damaged one is a :class:`DataError`).
 
+A split is written as its pairs come (:class:`SplitWriter`: text a line at a time, ids a chunk
+at a time, into ``.npy`` files) and read back memory-mapped, its text read when it is iterated:
+neither preparing nor training holds a corpus-sized array or text in memory.
+
 What goes into it is :mod:`nmt.data.prepare`'s; the layout is described there and in
 docs/DATA.md.
 """
@@ -11,26 +15,29 @@ import contextlib
 import dataclasses
 import errno
 import hashlib
+import itertools
 import json
 import os
 import re
 import shutil
 import tempfile
-import zipfile
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from nmt.config import DataConfig
 from nmt.data.normalize import special_casing
+from nmt.data.spool import text_hash
 from nmt.data.tokenizers import SPECIALS, UNK_ID, Tokenizer, load_tokenizer
 from nmt.errors import DataError, first_line, write_errors
-from nmt.files import make_dirs, umask_mode
+from nmt.files import make_dirs, path_problem, umask_mode
 
-CACHE_VERSION = 2  # bump when the cache layout or the preparation changes meaning
+CACHE_VERSION = 3  # the layout of meta.json and the files; bump when it changes
+KEY_VERSION = 2  # in the key: bump when the prepared pairs change meaning (a new cache for all)
 SPLITS = ("train", "valid", "test")
 REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source, target
 # DataConfig fields that do not change the cached arrays (truncation happens when batching)
@@ -60,9 +67,9 @@ class Split:
     src_offsets: np.ndarray  # (n + 1,) int64
     tgt_ids: np.ndarray  # (total tgt tokens,) int32
     tgt_offsets: np.ndarray  # (n + 1,) int64
-    src_text: list[str]  # (n,) normalised source sentences
-    tgt_text: list[str]  # (n,) normalised target sentences
-    ref_text: list[str]  # (n,) the target as BLEU scores against (see :func:`reference_text`)
+    src_text: Sequence[str]  # (n,) normalised source sentences
+    tgt_text: Sequence[str]  # (n,) normalised target sentences
+    ref_text: Sequence[str]  # (n,) the target as BLEU scores against (``reference_text``)
 
     def __len__(self) -> int:
         return len(self.src_offsets) - 1
@@ -118,7 +125,7 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
         fields["sources"] = [{"weight": s.weight, "filters": s.filters,
                               **({"back_translated": True} if s.back_translated else {})}
                              for s in cfg.sources]
-    content: dict[str, Any] = {"v": CACHE_VERSION, "corpus": digest, "data": fields}
+    content: dict[str, Any] = {"v": KEY_VERSION, "corpus": digest, "data": fields}
     if special_casing(cfg.source) or special_casing(cfg.target):
         content["casing"] = "dotted-i"  # Turkish/Azerbaijani capitals, added after version 2
     if held_out:
@@ -132,57 +139,204 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
 _DEFAULTS = DataConfig()
 
 
-def write_cache(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
-                      meta: dict[str, Any], rejected: Sequence[tuple[str, str, str]] = ()) -> None:
-    """Write the cache into a temporary directory, then rename it into place. A failure (disk
-    full) is one line and leaves no partial cache; directories follow the umask like files.
-    ``rejected``: the pairs the filters removed, (filter, source, target), for rejected.tsv."""
+@contextlib.contextmanager
+def building(cache_dir: Path) -> Iterator[Path]:
+    """A temporary directory beside ``cache_dir`` to write a cache into, renamed into place when
+    the block ends: the cache is complete or absent. A failure (disk full) is one line and leaves
+    no partial cache; directories follow the umask like files. ``work/`` in it is for files that
+    are not part of the cache (removed before the rename)."""
+    made = not cache_dir.parent.exists()  # removed again if nothing is put in it
     make_dirs(cache_dir.parent)
     with write_errors(str(cache_dir)):
-        _write_cache(cache_dir, tok, splits, meta, rejected)
-
-
-def _write_cache(cache_dir: Path, tok: Tokenizer, splits: dict[str, Split],
-                 meta: dict[str, Any], rejected: Sequence[tuple[str, str, str]]) -> None:
-    tmp = Path(tempfile.mkdtemp(dir=cache_dir.parent, prefix=f".{cache_dir.name}-"))
-    try:
-        os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes it 0700: a shared data dir would break
-        tok.save(tmp)
-        for k, sp in splits.items():
-            np.savez(tmp / f"{k}.npz", src_ids=sp.src_ids, src_offsets=sp.src_offsets,
-                     tgt_ids=sp.tgt_ids, tgt_offsets=sp.tgt_offsets)
-            for side, text in (("src", sp.src_text), ("tgt", sp.tgt_text),
-                               ("ref", sp.ref_text)):
-                # newline="": references as written may hold a lone \r; it stays in its line
-                with (tmp / f"{k}.{side}.txt").open("w", encoding="utf-8", newline="") as f:
-                    f.write("".join(t + "\n" for t in text))
-        with (tmp / REJECTED_FILE).open("w", encoding="utf-8", newline="") as f:
-            f.write("filter\tsource\ttarget\n")
-            f.write("".join("\t".join(" ".join(x.split()) for x in row) + "\n"
-                            for row in rejected))
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-        if cache_dir.exists():  # a rebuild, or another process won the race: replace it
-            old = cache_dir.with_name(f".{cache_dir.name}-old-{os.getpid()}")
-            with contextlib.suppress(FileNotFoundError):  # another rebuild moved it first
-                os.replace(cache_dir, old)
-            shutil.rmtree(old, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(dir=cache_dir.parent, prefix=f".{cache_dir.name}-"))
         try:
-            os.replace(tmp, cache_dir)
-        except OSError as e:
-            # another process put its cache of the same key in place between the check above
-            # and here: the same arrays (the key says so), complete (renamed into place whole)
-            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not (
-                    cache_dir / "meta.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes it 0700: a shared data dir breaks
+            (tmp / WORK).mkdir()
+            yield tmp
+            shutil.rmtree(tmp / WORK)
+            _install(tmp, cache_dir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if made:
+                with contextlib.suppress(OSError):  # not empty: another cache is in it
+                    cache_dir.parent.rmdir()
+
+
+WORK = "work"
+
+
+def _install(tmp: Path, cache_dir: Path) -> None:
+    if cache_dir.exists():  # a rebuild, or another process won the race: replace it
+        old = cache_dir.with_name(f".{cache_dir.name}-old-{os.getpid()}")
+        with contextlib.suppress(FileNotFoundError):  # another rebuild moved it first
+            os.replace(cache_dir, old)
+        shutil.rmtree(old, ignore_errors=True)
+    try:
+        os.replace(tmp, cache_dir)
+    except OSError as e:
+        # another process put its cache of the same key in place between the check above and
+        # here: the same arrays (the key says so), complete (renamed into place whole)
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not (
+                cache_dir / "meta.json").is_file():
+            raise
+
+
+class RejectedWriter:
+    """rejected.tsv, a pair at a time: the filter that removed it, its source and target (tabs
+    and line ends inside a side written as spaces)."""
+
+    def __init__(self, directory: Path) -> None:
+        self._f = (directory / REJECTED_FILE).open("w", encoding="utf-8", newline="")
+        self._f.write("filter\tsource\ttarget\n")
+
+    def add(self, name: str, src: str, tgt: str) -> None:
+        self._f.write("\t".join(" ".join(x.split()) for x in (name, src, tgt)) + "\n")
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class NpyWriter:
+    """A 1-D ``.npy`` file written a chunk at a time. Its header, which holds the length, is
+    written last over one of the same size (numpy leaves room in it for any length)."""
+
+    def __init__(self, path: Path, dtype: type) -> None:
+        self._f = path.open("wb")
+        self._dtype = np.dtype(dtype)
+        self.n = 0
+        self._header()
+        self._start = self._f.tell()
+
+    def _header(self) -> None:
+        np.lib.format.write_array_header_1_0(self._f, {
+            "descr": np.lib.format.dtype_to_descr(self._dtype), "fortran_order": False,
+            "shape": (self.n,)})
+
+    def append(self, values: np.ndarray) -> None:
+        self._f.write(np.ascontiguousarray(values, self._dtype).tobytes())
+        self.n += len(values)
+
+    def close(self) -> None:
+        self._f.seek(0)
+        self._header()
+        if self._f.tell() != self._start:  # numpy's room for the length ran out: not expected
+            raise DataError(f"{self._f.name}: the .npy header grew; cannot write it in place")
+        self._f.close()
+
+
+ENCODE_CHUNK = 8192  # pairs encoded at a time
+
+
+class SplitWriter:
+    """One split of the cache, written as its pairs come: the text files a line at a time, the
+    ids of :data:`ENCODE_CHUNK` pairs at a time (``tokenizer``'s batch encoding), appended to
+    the split's ``.npy`` arrays. ``distinct()``: how many different sources it holds."""
+
+    def __init__(self, directory: Path, name: str, tokenizer: Tokenizer) -> None:
+        self.name = name
+        self._tok = tokenizer
+        # newline="": a reference as written may hold a lone \r; it stays in its line
+        self._text = {side: (directory / f"{name}.{side}.txt").open("w", encoding="utf-8",
+                                                                     newline="")
+                      for side in TEXT_SIDES}
+        self._arrays = {a: NpyWriter(directory / f"{name}.{a}.npy",
+                                     np.int32 if a.endswith("ids") else np.int64)
+                        for a in ARRAYS}
+        for a in ("src_offsets", "tgt_offsets"):
+            self._arrays[a].append(np.zeros(1, np.int64))
+        self._ends = {"src": 0, "tgt": 0}
+        self._pending: list[tuple[str, str, str]] = []
+        self._sources = array("q")
+        self.pairs = 0
+
+    def add(self, src: str, tgt: str, ref: str) -> None:
+        self._pending.append((src, tgt, ref))
+        if len(self._pending) >= ENCODE_CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        src, tgt, ref = (list(side) for side in zip(*self._pending, strict=True))
+        for side, lines in zip(TEXT_SIDES, (src, tgt, ref), strict=True):
+            self._text[side].write("".join(t + "\n" for t in lines))
+        for side, seqs in (("src", self._tok.encode_src_batch(src)),
+                           ("tgt", self._tok.encode_tgt_batch(tgt))):
+            lengths = np.fromiter(map(len, seqs), np.int64, len(seqs))
+            self._arrays[f"{side}_ids"].append(np.fromiter(
+                itertools.chain.from_iterable(seqs), np.int32, int(lengths.sum())))
+            self._arrays[f"{side}_offsets"].append(self._ends[side] + np.cumsum(lengths))
+            self._ends[side] += int(lengths.sum())
+        self._sources.extend(text_hash(s) for s in src)
+        self.pairs += len(src)
+        self._pending = []
+
+    def distinct(self) -> int:
+        return len(np.unique(np.frombuffer(self._sources, np.int64)))
+
+    def close(self) -> None:
+        self._flush()
+        for f in self._text.values():
+            f.close()
+        for w in self._arrays.values():
+            w.close()
+
+
+TEXT_SIDES = ("src", "tgt", "ref")
+
+
+class TextFile(Sequence[str]):
+    """A split's text file (``{split}.{side}.txt``), read a line at a time when iterated (lines
+    end at ``\\n`` only); indexing reads it whole, once."""
+
+    def __init__(self, path: Path, count: int) -> None:
+        self.path, self._count = path, count
+        self._lines: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[str]:
+        if self._lines is not None:
+            yield from self._lines
+            return
+        n = 0
+        with self.path.open("rb") as f:
+            for n, line in enumerate(f, 1):
+                if n > self._count or not line.endswith(b"\n"):
+                    break
+                yield line[:-1].decode("utf-8")
+            else:
+                if n == self._count:
+                    return
+        raise DataError(f"{self.path}: expected {self._count:,} lines (damaged cache; "
+                        "nmt data prepare --rebuild)")
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if self._lines is None:
+            self._lines = list(self)
+        return self._lines[i]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def load_cache(cache_dir: Path) -> Prepared:
-    """Read a cache written by :func:`build_cache`, checking everything it reads (the types of
-    meta.json, the arrays' dtypes and shapes, every id against the vocabulary): a damaged or
-    foreign cache is a :class:`DataError` (which :func:`prepare` answers with a rebuild), never
-    a crash here or an out-of-range id in training."""
+    """Read a cache written by :func:`nmt.data.prepare.build_cache`, checking everything it
+    reads (the types of meta.json, the arrays' headers, dtypes and shapes, every id against the
+    vocabulary, a chunk at a time): a damaged or foreign cache is a :class:`DataError` (which
+    :func:`prepare` answers with a rebuild), never a crash here or an out-of-range id in
+    training. The arrays are memory-mapped; the text is read when it is iterated."""
     meta_path = cache_dir / "meta.json"
     if not meta_path.is_file():
         raise DataError(f"{meta_path}: missing (incomplete cache)")
@@ -190,11 +344,17 @@ def load_cache(cache_dir: Path) -> Prepared:
     tok = load_tokenizer(cache_dir)
     splits = {}
     for k in SPLITS:
-        arrays = _read_arrays(cache_dir / f"{k}.npz")
-        src, tgt, ref = (_read_lines(cache_dir / f"{k}.{side}.txt")
-                         for side in ("src", "tgt", "ref"))
-        sp = Split(k, src_text=src, tgt_text=tgt, ref_text=ref, **arrays)
-        _check_split(cache_dir / f"{k}.npz", sp, meta["pairs"][k], tok)
+        pairs = meta["pairs"][k]
+        arrays = {a: _read_array(cache_dir / f"{k}.{a}.npy") for a in ARRAYS}
+        texts = {f"{side}_text": TextFile(cache_dir / f"{k}.{side}.txt", pairs)
+                 for side in TEXT_SIDES}
+        for text in texts.values():
+            problem = path_problem(text.path)
+            if problem:
+                raise DataError(f"{text.path}: {problem} (incomplete cache)")
+        sp = Split(k, arrays["src_ids"], arrays["src_offsets"], arrays["tgt_ids"],
+                   arrays["tgt_offsets"], texts["src_text"], texts["tgt_text"], texts["ref_text"])
+        _check_split(cache_dir, sp, pairs, tok)
         splits[k] = sp
     return Prepared(tok, splits, cache_dir, meta["corpus_sha256"], meta)
 
@@ -202,28 +362,24 @@ def load_cache(cache_dir: Path) -> Prepared:
 ARRAYS = ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")
 
 
-def _read_arrays(path: Path) -> dict[str, np.ndarray]:
-    """A split's arrays, each header checked against the bytes its member holds before numpy
-    reads it: numpy allocates the shape a header declares first, which is a ``MemoryError`` on
-    one machine and, where memory is overcommitted, an allocation that succeeds and a read
-    that fails later. A damaged archive is a :class:`DataError` naming the file."""
+def _read_array(path: Path) -> np.ndarray:
+    """One array of a split, memory-mapped, its header checked against the bytes the file holds
+    first (a header declaring more than the file holds would map past its end; one declaring
+    less would leave bytes unexplained). A damaged file is a :class:`DataError` naming it."""
     try:
-        with zipfile.ZipFile(path) as z:
-            for name in ARRAYS:
-                info = z.getinfo(f"{name}.npy")
-                with z.open(info) as f:
-                    version = np.lib.format.read_magic(f)
-                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                                   else np.lib.format.read_array_header_2_0)
-                    shape, _, dtype = read_header(f)
-                    declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
-                    if declared != info.file_size - f.tell():
-                        raise DataError(f"{path}: {name} declares {declared:,} bytes of "
-                                        f"{dtype} {tuple(shape)}, the file holds "
-                                        f"{info.file_size - f.tell():,}")
-        with np.load(path, allow_pickle=False) as z:
-            return {name: z[name] for name in ARRAYS}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, MemoryError) as e:
+        with path.open("rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, _, dtype = read_header(f)
+            start = f.tell()
+            size = os.fstat(f.fileno()).st_size
+        declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if declared != size - start:
+            raise DataError(f"{path}: declares {declared:,} bytes of {dtype} {tuple(shape)}, "
+                            f"the file holds {size - start:,}")
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError, MemoryError) as e:
         raise DataError(f"{path}: unreadable ({first_line(e, 160)})") from None
 
 
@@ -261,27 +417,28 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def _check_split(path: Path, sp: Split, pairs: int, tok: Tokenizer) -> None:
-    """The arrays of one split fit each other, its text files, ``pairs`` and the vocabulary."""
-    if not len(sp.src_text) == len(sp.tgt_text) == len(sp.ref_text) == pairs:
-        raise DataError(f"{path.parent}: {sp.name} split has inconsistent sizes")
+CHECK_CHUNK = 1 << 22  # ids checked at a time: the check holds no corpus-sized temporary
+
+
+def _check_split(cache_dir: Path, sp: Split, pairs: int, tok: Tokenizer) -> None:
+    """The arrays of one split fit each other, ``pairs`` and the vocabulary."""
     for side, ids, offsets, vocab in (("src", sp.src_ids, sp.src_offsets, tok.src_vocab_size),
                                       ("tgt", sp.tgt_ids, sp.tgt_offsets, tok.tgt_vocab_size)):
+        path = cache_dir / f"{sp.name}.{side}_ids.npy"
         if not (ids.dtype == np.int32 and ids.ndim == 1 and offsets.dtype == np.int64
                 and offsets.shape == (pairs + 1,)):
             raise DataError(f"{path}: {side} arrays: expected int32 ids and {pairs + 1:,} int64 "
                             f"offsets, got {ids.dtype} {ids.shape} and {offsets.dtype} "
                             f"{offsets.shape}")
-        if not (offsets[0] == 0 and offsets[-1] == len(ids) and (np.diff(offsets) >= 0).all()):
+        if not (offsets[0] == 0 and offsets[-1] == len(ids) and all(
+                (np.diff(offsets[i:i + CHECK_CHUNK + 1]) >= 0).all()
+                for i in range(0, pairs, CHECK_CHUNK))):
             raise DataError(f"{path}: {side}_offsets: not a split of the {len(ids):,} ids")
-        if len(ids) and not (0 <= ids.min() and ids.max() < vocab):
-            raise DataError(f"{path}: {side}_ids: ids from {ids.min()} to {ids.max()}, "
-                            f"expected 0 to {vocab - 1} (the vocabulary)")
-        if ((ids > UNK_ID) & (ids < len(SPECIALS))).any():  # <pad>, <bos>, <eos>
-            raise DataError(f"{path}: {side}_ids: holds <pad>, <bos> or <eos>, which no text "
-                            "encodes to")
-
-
-def _read_lines(path: Path) -> list[str]:
-    with path.open(encoding="utf-8", newline="") as f:
-        return f.read().split("\n")[:-1]
+        for i in range(0, len(ids), CHECK_CHUNK):
+            chunk = np.asarray(ids[i:i + CHECK_CHUNK])
+            if not (0 <= chunk.min() and chunk.max() < vocab):
+                raise DataError(f"{path}: {side}_ids: ids from {chunk.min()} to {chunk.max()}, "
+                                f"expected 0 to {vocab - 1} (the vocabulary)")
+            if ((chunk > UNK_ID) & (chunk < len(SPECIALS))).any():  # <pad>, <bos>, <eos>
+                raise DataError(f"{path}: {side}_ids: holds <pad>, <bos> or <eos>, which no "
+                                "text encodes to")

@@ -9,7 +9,8 @@ unchanged one loads in well under a second. Layout (docs/DATA.md)::
 
     meta.json                     config, corpus digest and identity, counts, build time
     tokenizer.json, *.model|*.txt  the tokenizer, trained on the train split only
-    {split}.npz                   src_ids, tgt_ids (int32, flat), src_offsets, tgt_offsets (int64)
+    {split}.{array}.npy           src_ids, tgt_ids (int32, flat), src_offsets, tgt_offsets
+                                  (int64); memory-mapped when read
     {split}.src.txt, .tgt.txt     normalised text, one pair per line
     {split}.ref.txt               the references BLEU is computed against, one per pair: the
                                   target as the corpus writes it (natural text), or the
@@ -19,17 +20,21 @@ With ``data.case_augment`` the train split ends with the augmented pairs: a shar
 again, the source in the textbook's form (:func:`nmt.data.normalize.textbook_form`).
 
 A cache is built in a temporary directory and renamed into place, so it is complete or absent
-(:mod:`nmt.data.cache`: the arrays, the key, the writing and the checked reading).
+(:mod:`nmt.data.cache`: the arrays, the key, the writing and the checked reading). It is built
+a pair at a time (:func:`build_cache`): the cleaned pairs wait in a spool on disk
+(:mod:`nmt.data.spool`), the splits are arrays of indices into it, and each split is encoded
+and written as it is read back, so memory does not grow with the corpus' text.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,11 +45,13 @@ from nmt.config import CASE_FORM_NAMES, DataConfig
 from nmt.data.cache import (
     CACHE_VERSION,
     SPLITS,
+    WORK,
     Prepared,
-    Split,
+    RejectedWriter,
+    SplitWriter,
+    building,
     cache_key,
     load_cache,
-    write_cache,
 )
 from nmt.data.corpora import Corpus, Data, open_data
 from nmt.data.filters import first_failed
@@ -54,9 +61,12 @@ from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form, upper
 from nmt.data.parallel_pairs import judged_pairs
 from nmt.data.split import grouped_split
+from nmt.data.spool import PairSpool
 from nmt.data.tokenizers import (
     BT_TAG,
+    LineFiles,
     SentencePieceTokenizer,
+    Sentences,
     Tokenizer,
     WordTokenizer,
 )
@@ -110,17 +120,16 @@ def length_in_words(text: str, lang: Language) -> int:
 
 @dataclass
 class Cleaned:
-    """A corpus read, normalised and cleaned: its pairs, each pair's reference
-    (:func:`reference_text`), the counts of what was read and dropped, what each filter removed
-    and the removed pairs themselves (filter, source, target)."""
+    """What reading one corpus kept and dropped: the counts of what was read and dropped, what
+    each filter removed, and the pairs by the words of their longer side. Its pairs, duplicates
+    marked, are those of the spool from ``first`` to ``end`` (:class:`nmt.data.spool.PairSpool`);
+    the pairs the filters removed went to rejected.tsv."""
 
-    src: list[str]
-    tgt: list[str]
-    ref: list[str]
     counts: dict[str, int]
     filtered: dict[str, int]
-    rejected: list[tuple[str, str, str]]
     longest: dict[int, int]  # pairs by the words of their longer side (LONGEST_COUNTED: more)
+    first: int = 0
+    end: int = 0
 
 
 LONGEST_COUNTED = 1000  # longer sides are counted as this many words
@@ -185,18 +194,20 @@ class PairRules:
         return s, t, ref, words, failed, judged
 
 
-def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
-               log: Callable[[str], None] = print, workers: int | None = None,
-               seen: set[tuple[str, str]] | None = None) -> Cleaned:
-    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` pairs: empty
-    ones dropped, then those over ``max_words``, then those a filter removes
-    (:mod:`nmt.data.filters`) or whose side is in another language (:mod:`nmt.data.langid`),
-    then duplicates. A large corpus is judged on every usable CPU
-    (:mod:`nmt.data.parallel_pairs`; ``workers``: how many, by default all).
+def read_pairs(corpus: Corpus, cfg: DataConfig, spool: PairSpool, *, held_out: bool = False,
+               rejected: RejectedWriter | None = None, log: Callable[[str], None] = print,
+               workers: int | None = None) -> Cleaned:
+    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` pairs,
+    appended to ``spool``: empty ones dropped, then those over ``max_words``, then those a
+    filter removes (:mod:`nmt.data.filters`) or whose side is in another language
+    (:mod:`nmt.data.langid`), written to ``rejected``; then duplicates (of this corpus' pairs or
+    those already in the spool) are marked. A large corpus is judged on every usable CPU
+    (:mod:`nmt.data.parallel_pairs`; ``workers``: how many, by default all). Memory does not
+    grow with the corpus but by the spool's few bytes a pair.
 
     ``held_out``: a ``data.valid`` / ``data.test`` file, used as it is: all its pairs, only
     those empty after cleaning dropped (not the long ones, not the filtered, not the
-    duplicates). ``seen``: the pairs already kept (from the sources before), for duplicates."""
+    duplicates)."""
     pairs = corpus.pairs()
     if cfg.max_pairs and not held_out:
         pairs = itertools.islice(pairs, cfg.max_pairs)
@@ -208,11 +219,7 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
     rules = PairRules(cfg, held_out, chosen, check)
     longest: Counter[int] = Counter()  # pairs by their longer side in words (for a max_words)
     filtered = dict.fromkeys([*chosen, *(LANGID_SIDES if check else ())], 0)
-    rejected: list[tuple[str, str, str]] = []
-    src: list[str] = []
-    tgt: list[str] = []
-    ref: list[str] = []
-    seen = set() if seen is None else seen
+    first = len(spool)
     for s, t, r, words, failed, judged in judged_pairs(rules, pairs, workers):
         counts["read"] += 1
         if failed == "empty":
@@ -228,20 +235,16 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
             if failed:
                 counts["filtered"] += 1
                 filtered[failed] += 1
-                rejected.append((failed, s, t))
+                if rejected is not None:
+                    rejected.add(failed, s, t)
                 continue
-            if cfg.dedup:
-                if (s, t) in seen:
-                    counts["duplicates"] += 1
-                    continue
-                seen.add((s, t))
-        src.append(s)
-        tgt.append(t)
-        ref.append(r)
-    counts["kept"] = len(src)
+        spool.add(s, t, r)
+    if cfg.dedup and not held_out:
+        counts["duplicates"] = spool.mark_duplicates(first)
+    counts["kept"] = len(spool) - first - counts["duplicates"]
     if check is not None:
         check.check_files()
-    if not src:
+    if not counts["kept"]:
         ident = corpus.identity
         files = ", ".join(ident.files) or ident.corpus
         raise DataError(f"{files}: no usable {cfg.source}-{cfg.target} pairs in "
@@ -249,7 +252,7 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, *, held_out: bool = False,
                         f"{counts['too_long']:,} over data.max_words = {cfg.max_words}, "
                         f"{counts['filtered']:,} removed by data.filters or data.langid, "
                         f"{counts['duplicates']:,} duplicates)")
-    return Cleaned(src, tgt, ref, counts, filtered, rejected, dict(sorted(longest.items())))
+    return Cleaned(counts, filtered, dict(sorted(longest.items())), first, len(spool))
 
 
 def counted(n: int, of: int, what: str) -> str:
@@ -288,45 +291,24 @@ CASE_FORMS: dict[str, Callable[[str, str | None], str]] = dict(
     zip(CASE_FORM_NAMES, (textbook_form, upper, title_case), strict=True))
 
 
-def case_augmented(
-    src: list[str], tgt: list[str], ref: list[str], share: float, seed: int,
-    forms: Sequence[str] = ("textbook",), lang: str | None = None,
-) -> tuple[list[str], list[str], list[str]]:
-    """Pairs to add to the train split: a random ``share`` of them (seeded), the source in each
-    of ``forms`` (names of :data:`CASE_FORMS`) in turn, the target as it is. A source already in
-    its form is not repeated. ``lang``: the source's language (its capitals)."""
-    if share <= 0 or not src:
-        return [], [], []
+def case_picks(n: int, share: float, seed: int) -> np.ndarray:
+    """Which of ``n`` training pairs case augmentation writes again (ascending): a random
+    ``share`` of them, seeded."""
+    if share <= 0 or not n:
+        return np.zeros(0, np.int64)
     rng = np.random.default_rng(seed)
-    picked = np.sort(rng.choice(len(src), size=round(share * len(src)), replace=False))
-    out: tuple[list[str], list[str], list[str]] = ([], [], [])
-    for k, i in enumerate(picked.tolist()):
-        noisy = CASE_FORMS[forms[k % len(forms)]](src[i], lang)
-        if noisy != src[i]:
-            out[0].append(noisy)
-            out[1].append(tgt[i])
-            out[2].append(ref[i])
-    return out
+    return np.sort(rng.choice(n, size=round(share * n), replace=False))
 
 
-def encode_split(
-    name: str, tok: Tokenizer, src: list[str], tgt: list[str], ref: list[str] | None = None
-) -> Split:
-    def flat(seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-        lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
-        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        ids = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int32,
-                          count=int(offsets[-1]))
-        return ids, offsets
-
-    src_ids, src_offsets = flat(tok.encode_src_batch(src))
-    tgt_ids, tgt_offsets = flat(tok.encode_tgt_batch(tgt))
-    return Split(name, src_ids, src_offsets, tgt_ids, tgt_offsets, src, tgt,
-                 list(tgt) if ref is None else ref)
+def in_case_form(src: str, k: int, forms: Sequence[str], lang: str | None) -> str | None:
+    """The ``k``-th picked source written in the ``k``-th of ``forms`` in turn (names of
+    :data:`CASE_FORMS`; ``lang``: the source's language, for its capitals); None where it is
+    already in that form (it is not repeated)."""
+    noisy = CASE_FORMS[forms[k % len(forms)]](src, lang)
+    return None if noisy == src else noisy
 
 
-def train_tokenizer(cfg: DataConfig, src: list[str], tgt: list[str]) -> Tokenizer:
+def train_tokenizer(cfg: DataConfig, src: Sentences, tgt: Sentences) -> Tokenizer:
     if cfg.tokenizer == "word":
         return WordTokenizer.train(src, tgt, min_freq=cfg.min_freq, joint=cfg.joint_vocab)
     tagged = any(s.back_translated for s in cfg.sources)
@@ -336,46 +318,41 @@ def train_tokenizer(cfg: DataConfig, src: list[str], tgt: list[str]) -> Tokenize
         user_symbols=(BT_TAG,) if tagged else ())
 
 
-def tag_back_translated(src: list[str], origin: np.ndarray, data: Data,
-                        index: dict[str, np.ndarray]) -> tuple[list[str], int]:
-    """The pairs of back-translated sources (``back_translated = true``) held out of valid and
-    test (their sources are synthetic), and their sources in training marked with
-    :data:`BT_TAG`, so the model tells them from real ones and translation (untagged input) reads
-    like the real data. Returns the sources and how many were tagged."""
-    synthetic = np.isin(origin, [n for n, p in enumerate(data.parts) if p.source.back_translated])
-    if not synthetic.any():
-        return src, 0
+def hold_back_translated_out(index: dict[str, np.ndarray], synthetic: np.ndarray) -> None:
+    """The pairs of back-translated sources (``back_translated = true``; ``synthetic`` marks
+    them) moved from valid and test to train: their sources are synthetic. In training their
+    sources are marked with :data:`BT_TAG` (:func:`build_cache`), so the model tells them from
+    real ones and translation (untagged input) reads like the real data."""
     for k in ("valid", "test"):
         moved = index[k][synthetic[index[k]]]
         index[k] = index[k][~synthetic[index[k]]]
         index["train"] = np.sort(np.concatenate([index["train"], moved]))
-    return [f"{BT_TAG} {s}" if synthetic[i] else s for i, s in enumerate(src)], \
-        int(synthetic.sum())
 
 
 # --- building the cache ----------------------------------------------------------------------
 
 
 def read_sources(
-    cfg: DataConfig, data: Data, log: Callable[[str], None]
+    cfg: DataConfig, data: Data, spool: PairSpool, rejected: RejectedWriter,
+    log: Callable[[str], None],
 ) -> tuple[Cleaned, np.ndarray, list[Cleaned]]:
     """``data.corpus``, or each of ``data.sources`` in turn (its own filters; a pair of an
-    earlier source is a duplicate), read and cleaned: all the pairs as one :class:`Cleaned`,
-    the source of each pair (an index into ``data.parts``) and each source's own."""
+    earlier source is a duplicate), read and cleaned into ``spool``: the counts of them all as
+    one :class:`Cleaned`, the source of each pair of the spool (an index into ``data.parts``)
+    and each source's own counts."""
     if not data.parts:
-        cleaned = read_pairs(data.corpus, cfg, log=log)
+        cleaned = read_pairs(data.corpus, cfg, spool, rejected=rejected, log=log)
         for line in cleaning_report(cleaned, cfg):
             log(line)
-        return cleaned, np.zeros(len(cleaned.src), np.int64), [cleaned]
-    seen: set[tuple[str, str]] = set()
+        return cleaned, np.zeros(len(spool), np.int64), [cleaned]
     parts = []
     for part in data.parts:
         own = dataclasses.replace(cfg, filters=part.source.filters or cfg.filters)
-        cleaned = read_pairs(part.corpus, own, log=log, seen=seen)
+        cleaned = read_pairs(part.corpus, own, spool, rejected=rejected, log=log)
         for line in cleaning_report(cleaned, own):
             log(f"{part.source.label}: {line}")
         parts.append(cleaned)
-    origin = np.repeat(np.arange(len(parts)), [len(c.src) for c in parts])
+    origin = np.repeat(np.arange(len(parts)), [c.end - c.first for c in parts])
     counts: Counter[str] = Counter()
     filtered: Counter[str] = Counter()
     longest: Counter[int] = Counter()
@@ -383,10 +360,9 @@ def read_sources(
         counts.update(c.counts)
         filtered.update(c.filtered)
         longest.update(c.longest)
-    merged = Cleaned([x for c in parts for x in c.src], [x for c in parts for x in c.tgt],
-                     [x for c in parts for x in c.ref], dict(counts),
+    merged = Cleaned(dict(counts),
                      {k: filtered[k] for k in dict.fromkeys(k for c in parts for k in c.filtered)},
-                     [x for c in parts for x in c.rejected], dict(sorted(longest.items())))
+                     dict(sorted(longest.items())), 0, len(spool))
     return merged, origin, parts
 
 
@@ -410,77 +386,119 @@ def build_cache(
     cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
     tokenizer: Tokenizer | None = None,
 ) -> Prepared:
+    """Read, clean, split, tokenize and write the cache of ``data``, a pair at a time: the
+    cleaned pairs wait in a spool on disk (:mod:`nmt.data.spool`), the splits are index arrays
+    into it, and each split is written as it is read back (:class:`SplitWriter`), so memory is
+    bounded by a few bytes a pair, not by the text."""
     t0 = time.perf_counter()
-    cleaned, origin, parts = read_sources(cfg, data, log)
-    src, tgt, counts, ref = cleaned.src, cleaned.tgt, cleaned.counts, cleaned.ref
-    given = {name: read_pairs(c, cfg, held_out=True) for name, c in
-             (("valid", data.valid), ("test", data.test)) if c is not None}
-    index = grouped_split(src, 0.0 if "valid" in given else cfg.valid_frac,
-                          0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
-                          cfg.valid_size, cfg.test_size)
-    src, tagged = tag_back_translated(src, origin, data, index)
-    if tagged:
-        log(f"back-translated: {tagged:,} pairs, their synthetic sources tagged {BT_TAG}, "
-            "all in the train split")
-    texts = {k: ([src[i] for i in idx], [tgt[i] for i in idx], [ref[i] for i in idx])
-             for k, idx in index.items()}
-    train_sources = set(texts["train"][0])
-    for name, held in given.items():
-        s, t, r = held.src, held.tgt, held.ref
-        texts[name] = (s, t, r)
-        overlap = len(set(s) & train_sources)
-        if overlap:
-            log(f"warning: {overlap:,} of the {len(set(s)):,} source sentences of data.{name} "
-                f"({getattr(cfg, name)}) are also in the training data (data.corpus)")
-    if tokenizer is None:
-        tok = train_tokenizer(cfg, *texts["train"][:2])  # on the text as written, not copies
-    else:
-        tok = tokenizer
-        log(f"tokenizer: the given one ({tok.kind}, digest {tok.digest()[:12]}...)")
-    sources: list[dict[str, Any]] = []
-    if data.parts:
-        train = np.asarray(index["train"], dtype=np.int64)
-        mix = weighted(train, origin, [p.source.weight for p in data.parts], cfg.split_seed)
-        texts["train"] = ([src[i] for i in mix], [tgt[i] for i in mix], [ref[i] for i in mix])
-        for n, (part, own) in enumerate(zip(data.parts, parts, strict=True)):
-            before, after = int((origin[train] == n).sum()), int((origin[mix] == n).sum())
-            sources.append({**part.identity(), "read": own.counts["read"],
-                            "kept": own.counts["kept"], "filtered": own.filtered,
-                            "train_pairs": before, "train_pairs_weighted": after})
-            log(f"{part.source.label}: {before:,} training pairs x {part.source.weight:g} -> "
-                f"{after:,} ({after / max(len(mix), 1):.1%} of the training split)")
-    src_t, tgt_t, ref_t = texts["train"]
-    if tagged:  # only real sources are written in other cases: a tag in capitals is no tag
-        real = [i for i, s in enumerate(src_t) if not s.startswith(f"{BT_TAG} ")]
-        src_t, tgt_t, ref_t = ([side[i] for i in real] for side in (src_t, tgt_t, ref_t))
-    extra = case_augmented(src_t, tgt_t, ref_t, cfg.case_augment, cfg.split_seed,
-                           cfg.case_forms.split(","), cfg.source)
-    if cfg.case_augment and not language(cfg.source).has_case:
-        log(f"case augmentation: none, {language(cfg.source).name} is written without letter "
-            "case")
-        extra = ([], [], [])
-    if extra[0]:
-        src_t, tgt_t, ref_t = texts["train"]
-        texts["train"] = (src_t + extra[0], tgt_t + extra[1], ref_t + extra[2])
-        log(f"case augmentation: {len(extra[0]):,} training pairs added with the source "
-            f"written {', '.join(dict.fromkeys(cfg.case_forms.split(',')))}")
-    counts["case_augmented"] = len(extra[0])
-    splits = {k: encode_split(k, tok, *texts[k]) for k in SPLITS}
-    for k, sp in splits.items():
-        log(f"{k}: {len(sp):,} pairs, {len(set(sp.src_text)):,} distinct sources")
-    vocab = (f"joint vocabulary {tok.src_vocab_size:,}" if tok.joint else
-             f"vocabularies src {tok.src_vocab_size:,}, tgt {tok.tgt_vocab_size:,}")
-    log(f"tokenizer: {tok.kind}, {vocab}")
-    digest = data.corpus.identity.sha256
-    meta = {"version": CACHE_VERSION, "corpus_sha256": digest, "data": cfg.to_dict(),
-            "corpus": data.identity(), "counts": counts, "filtered": cleaned.filtered,
-            "sources": sources,
-            "longest": {str(k): v for k, v in cleaned.longest.items()},
-            "pairs": {k: len(v) for k, v in splits.items()},
-            "seconds": round(time.perf_counter() - t0, 2)}
-    write_cache(cache_dir, tok, splits, meta, cleaned.rejected)
+    with building(cache_dir) as tmp:
+        work = tmp / WORK
+        spool = PairSpool(work / "pairs.txt")
+        rejected = RejectedWriter(tmp)
+        cleaned, origin, parts = read_sources(cfg, data, spool, rejected, log)
+        rejected.close()
+        given: dict[str, PairSpool] = {}
+        for name, corpus in (("valid", data.valid), ("test", data.test)):
+            if corpus is not None:
+                given[name] = PairSpool(work / f"{name}.txt")
+                read_pairs(corpus, cfg, given[name], held_out=True, log=log)
+        kept = spool.kept()  # the split's indices are positions in kept
+        index = grouped_split(spool.source_hashes()[kept],
+                              0.0 if "valid" in given else cfg.valid_frac,
+                              0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
+                              cfg.valid_size, cfg.test_size)
+        synthetic = np.isin(origin[kept], [n for n, p in enumerate(data.parts)
+                                           if p.source.back_translated])
+        if synthetic.any():
+            hold_back_translated_out(index, synthetic)
+            log(f"back-translated: {int(synthetic.sum()):,} pairs, their synthetic sources "
+                f"tagged {BT_TAG}, all in the train split")
+        train_sources = spool.source_hashes()[kept[index["train"][~synthetic[index["train"]]]]]
+        for name, held in given.items():
+            distinct = np.unique(held.source_hashes())
+            overlap = len(np.intersect1d(distinct, train_sources))
+            if overlap:
+                log(f"warning: {overlap:,} of the {len(distinct):,} source sentences of "
+                    f"data.{name} ({getattr(cfg, name)}) are also in the training data "
+                    "(data.corpus)")
+
+        def pairs(positions: np.ndarray) -> Iterator[tuple[str, str, str]]:
+            """The kept pairs at ``positions``, a back-translated source tagged."""
+            for p, (s, t, r) in zip(positions, spool.read(kept[positions]), strict=True):
+                yield (f"{BT_TAG} {s}" if synthetic[p] else s), t, r
+
+        if tokenizer is None:  # on the train split as written, not its copies
+            text = {side: work / f"tokenizer.{side}.txt" for side in ("src", "tgt")}
+            with text["src"].open("w", encoding="utf-8") as fs, \
+                    text["tgt"].open("w", encoding="utf-8") as ft:
+                for s, t, _ in pairs(index["train"]):
+                    fs.write(s + "\n")
+                    ft.write(t + "\n")
+            tok = train_tokenizer(cfg, LineFiles((text["src"],)), LineFiles((text["tgt"],)))
+        else:
+            tok = tokenizer
+            log(f"tokenizer: the given one ({tok.kind}, digest {tok.digest()[:12]}...)")
+        sources: list[dict[str, Any]] = []
+        mix = index["train"]
+        if data.parts:
+            train = index["train"]
+            mix = weighted(train, origin[kept], [p.source.weight for p in data.parts],
+                           cfg.split_seed)
+            for n, (part, own) in enumerate(zip(data.parts, parts, strict=True)):
+                before = int((origin[kept[train]] == n).sum())
+                after = int((origin[kept[mix]] == n).sum())
+                sources.append({**part.identity(), "read": own.counts["read"],
+                                "kept": own.counts["kept"], "filtered": own.filtered,
+                                "train_pairs": before, "train_pairs_weighted": after})
+                log(f"{part.source.label}: {before:,} training pairs x {part.source.weight:g} "
+                    f"-> {after:,} ({after / max(len(mix), 1):.1%} of the training split)")
+        real = mix[~synthetic[mix]]  # only real sources are written in other cases: a tag in
+        picked = case_picks(len(real), cfg.case_augment, cfg.split_seed)  # capitals is no tag
+        forms = cfg.case_forms.split(",")
+        if cfg.case_augment and not language(cfg.source).has_case:
+            log(f"case augmentation: none, {language(cfg.source).name} is written without "
+                "letter case")
+            picked = picked[:0]
+        writers = {k: SplitWriter(tmp, k, tok) for k in SPLITS}
+        for triple in pairs(mix):
+            writers["train"].add(*triple)
+        augmented = 0
+        for nth, (s, t, r) in enumerate(pairs(real[picked])):
+            noisy = in_case_form(s, nth, forms, cfg.source)
+            if noisy is not None:
+                writers["train"].add(noisy, t, r)
+                augmented += 1
+        if augmented:
+            log(f"case augmentation: {augmented:,} training pairs added with the source "
+                f"written {', '.join(dict.fromkeys(forms))}")
+        for name in ("valid", "test"):
+            spooled = given.get(name)
+            triples = spooled.read(range(len(spooled))) if spooled else pairs(index[name])
+            for triple in triples:
+                writers[name].add(*triple)
+        for name, w in writers.items():
+            w.close()
+            log(f"{name}: {w.pairs:,} pairs, {w.distinct():,} distinct sources")
+        vocab = (f"joint vocabulary {tok.src_vocab_size:,}" if tok.joint else
+                 f"vocabularies src {tok.src_vocab_size:,}, tgt {tok.tgt_vocab_size:,}")
+        log(f"tokenizer: {tok.kind}, {vocab}")
+        tok.save(tmp)
+        spool.close()
+        for held in given.values():
+            held.close()
+        counts = {**cleaned.counts, "case_augmented": augmented}
+        digest = data.corpus.identity.sha256
+        meta = {"version": CACHE_VERSION, "corpus_sha256": digest, "data": cfg.to_dict(),
+                "corpus": data.identity(), "counts": counts, "filtered": cleaned.filtered,
+                "sources": sources,
+                "longest": {str(words): n for words, n in cleaned.longest.items()},
+                "pairs": {name: w.pairs for name, w in writers.items()},
+                "seconds": round(time.perf_counter() - t0, 2)}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     log(f"prepared in {meta['seconds']:.1f} s: {cache_dir}")
-    return Prepared(tok, splits, cache_dir, digest, meta, record(data, meta))
+    prepared = load_cache(cache_dir)
+    prepared.identity = record(data, meta)
+    return prepared
 
 
 def record(data: Data, meta: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from rich.table import Table
 
-from nmt.data.prepare import Prepared, Split
+from nmt.data.cache import CHECK_CHUNK, Prepared, Split
+from nmt.data.spool import text_hash
 from nmt.data.tokenizers import UNK_ID
 
 PERCENTILES = (50, 90, 99, 100)
@@ -34,19 +35,28 @@ def _percentiles(lengths: np.ndarray) -> tuple[int, ...]:
     return tuple(int(v) for v in np.percentile(lengths, PERCENTILES, method="higher"))
 
 
-def _unk_rate(ids: np.ndarray) -> float:
-    return float(np.count_nonzero(ids == UNK_ID) / len(ids)) if len(ids) else 0.0
+def _id_counts(ids: np.ndarray) -> np.ndarray:
+    """How often each id occurs, counted a chunk at a time (``ids`` may be a memory-mapped
+    array of a large corpus)."""
+    counts = np.zeros(int(ids.max()) + 1 if len(ids) else 1, np.int64)
+    for i in range(0, len(ids), CHECK_CHUNK):
+        chunk = np.bincount(np.asarray(ids[i:i + CHECK_CHUNK]))
+        counts[:len(chunk)] += chunk
+    return counts
 
 
 def split_stats(split: Split) -> SplitStats:
-    sources, refs = split.grouped()
-    n_refs = np.array([len(r) for r in refs]) if refs else np.zeros(1, dtype=np.int64)
+    # references per distinct source, from hashes of the sources (8 bytes a pair, not the text)
+    hashes = np.fromiter(map(text_hash, split.src_text), np.int64, len(split))
+    n_refs = np.unique(hashes, return_counts=True)[1] if len(hashes) else np.zeros(1, np.int64)
+    src, tgt = _id_counts(split.src_ids), _id_counts(split.tgt_ids)
     return SplitStats(
-        name=split.name, pairs=len(split), sources=len(sources),
+        name=split.name, pairs=len(split), sources=len(n_refs) if len(hashes) else 0,
         refs_mean=float(n_refs.mean()), refs_max=int(n_refs.max()),
         src_len=_percentiles(split.src_lengths()), tgt_len=_percentiles(split.tgt_lengths()),
-        src_unk=_unk_rate(split.src_ids), tgt_unk=_unk_rate(split.tgt_ids),
-        src_types=len(np.unique(split.src_ids)), tgt_types=len(np.unique(split.tgt_ids)),
+        src_unk=float(src[UNK_ID] / src.sum()) if src.sum() and len(src) > UNK_ID else 0.0,
+        tgt_unk=float(tgt[UNK_ID] / tgt.sum()) if tgt.sum() and len(tgt) > UNK_ID else 0.0,
+        src_types=int(np.count_nonzero(src)), tgt_types=int(np.count_nonzero(tgt)),
     )
 
 

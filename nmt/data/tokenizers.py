@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,34 @@ def _write_meta(directory: Path, meta: dict[str, Any]) -> None:
 # --- word level (the recipe) -----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class LineFiles:
+    """Sentences in text files, one a line (``\\n`` ends a line), read when iterated: what a
+    tokenizer trains on when the corpus is large. Picklable, so that a child process reads the
+    files itself; ``a + b`` reads ``a``'s files, then ``b``'s."""
+
+    paths: tuple[Path, ...]
+
+    def __iter__(self) -> Iterator[str]:
+        for path in self.paths:
+            with path.open("rb") as f:
+                for line in f:
+                    yield line.rstrip(b"\n").decode("utf-8")
+
+    def __add__(self, other: LineFiles) -> LineFiles:
+        return LineFiles(self.paths + other.paths)
+
+
+Sentences = Sequence[str] | LineFiles  # what tokenizers train on
+
+
+def joined(a: Sentences, b: Sentences) -> Sentences:
+    """``a``'s sentences, then ``b``'s (a joint vocabulary's training text)."""
+    if isinstance(a, LineFiles) and isinstance(b, LineFiles):
+        return a + b
+    return [*a, *b]
+
+
 def build_vocab(lines: Iterable[str], min_freq: int) -> list[str]:
     """The recipe's vocabulary: specials, then words with count >= ``min_freq`` by descending
     count, ties in first-occurrence order (a stable sort over the Counter's insertion order)."""
@@ -150,9 +180,10 @@ class WordTokenizer(Tokenizer):
         self.src_vocab_size, self.tgt_vocab_size = len(self.src_itos), len(self.tgt_itos)
 
     @classmethod
-    def train(cls, src: list[str], tgt: list[str], *, min_freq: int, joint: bool) -> WordTokenizer:
+    def train(cls, src: Sentences, tgt: Sentences, *, min_freq: int, joint: bool
+              ) -> WordTokenizer:
         if joint:
-            return cls(build_vocab(src + tgt, min_freq))
+            return cls(build_vocab(itertools.chain(src, tgt), min_freq))
         return cls(build_vocab(src, min_freq), build_vocab(tgt, min_freq))
 
     def encode_src(self, text: str) -> list[int]:
@@ -198,7 +229,7 @@ class WordTokenizer(Tokenizer):
 
 
 def train_sentencepiece(
-    lines: list[str], *, vocab_size: int, model_type: str, threads: int = 0, seed: int = 1,
+    lines: Sentences, *, vocab_size: int, model_type: str, threads: int = 0, seed: int = 1,
     what: str = "data.vocab_size", character_coverage: float = 1.0,
     user_symbols: Sequence[str] = (),
 ) -> bytes:
@@ -245,7 +276,7 @@ def train_sentencepiece(
         raise DataError(f"SentencePiece training failed: {msg}") from None
 
 
-def _train_sentencepiece(lines: list[str], settings: dict[str, Any], seed: int) -> bytes:
+def _train_sentencepiece(lines: Sentences, settings: dict[str, Any], seed: int) -> bytes:
     import sentencepiece as spm
 
     if hasattr(spm, "set_random_generator_seed"):
@@ -280,7 +311,7 @@ class SentencePieceTokenizer(Tokenizer):
 
     @classmethod
     def train(
-        cls, src: list[str], tgt: list[str], *, vocab_size: int, model_type: str, joint: bool,
+        cls, src: Sentences, tgt: Sentences, *, vocab_size: int, model_type: str, joint: bool,
         threads: int = 0, seed: int = 1, character_coverage: float = 1.0,
         user_symbols: Sequence[str] = (),
     ) -> SentencePieceTokenizer:
@@ -288,7 +319,7 @@ class SentencePieceTokenizer(Tokenizer):
                                   seed=seed, character_coverage=character_coverage,
                                   user_symbols=user_symbols)
         if joint:
-            return cls(train_sentencepiece(src + tgt, **kw))
+            return cls(train_sentencepiece(joined(src, tgt), **kw))
         return cls(train_sentencepiece(src, **kw), train_sentencepiece(tgt, **kw))
 
     def encode_src(self, text: str) -> list[int]:

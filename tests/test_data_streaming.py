@@ -1,0 +1,159 @@
+"""Preparation streams: the spool, the split numbering by hash, the arrays written a chunk at a
+time and memory-mapped back, and a corpus larger than a memory limit prepared under it."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nmt.data.cache
+from nmt.config import DataConfig
+from nmt.data.cache import NpyWriter, SplitWriter, TextFile, load_cache
+from nmt.data.prepare import prepare
+from nmt.data.split import first_seen
+from nmt.data.spool import PairSpool, text_hash
+from nmt.data.tokenizers import WordTokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+# any text a corpus line can hold: no line end, the rest of Unicode (a lone \r, tabs, U+2028)
+LINE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"),
+               max_size=30)
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "d", "", "é"]), max_size=40))
+def test_first_seen_numbers_keys_in_the_order_they_first_occur(keys: list[str]) -> None:
+    numbers: dict[str, int] = {}
+    expected = [numbers.setdefault(k, len(numbers)) for k in keys]
+    ids, n = first_seen(np.array(keys, dtype=object) if keys else np.zeros(0))
+    assert ids.tolist() == expected and n == len(numbers)
+    hashed, m = first_seen(np.array([text_hash(k) for k in keys], np.int64))
+    assert hashed.tolist() == expected and m == n  # hashes group as the text does
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(LINE, LINE, LINE), max_size=30), st.randoms(use_true_random=False))
+def test_the_spool_gives_back_every_pair_in_any_order(
+        pairs: list[tuple[str, str, str]], rng: random.Random) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spool = PairSpool(Path(tmp) / "spool")
+        for p in pairs:
+            spool.add(*p)
+        order = list(range(len(pairs))) * 2
+        rng.shuffle(order)
+        assert list(spool.read(order)) == [pairs[i] for i in order]
+        assert list(spool.read(range(len(pairs)))) == pairs
+        marked = spool.mark_duplicates()
+        firsts = {}
+        for i, (s, t, _) in enumerate(pairs):
+            firsts.setdefault((s, t), i)
+        assert spool.kept().tolist() == sorted(firsts.values())
+        assert marked == len(pairs) - len(firsts)
+        spool.close()
+
+
+@given(st.lists(st.lists(st.integers(-2**31, 2**31 - 1), max_size=20), max_size=6))
+def test_an_array_written_in_chunks_is_the_array_saved_at_once(chunks: list[list[int]]) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = NpyWriter(Path(tmp) / "a.npy", np.int32)
+        for chunk in chunks:
+            writer.append(np.array(chunk, np.int32))
+        writer.close()
+        whole = np.array([x for c in chunks for x in c], np.int32)
+        np.save(Path(tmp) / "b.npy", whole)
+        assert (Path(tmp) / "a.npy").read_bytes() == (Path(tmp) / "b.npy").read_bytes()
+
+
+def test_a_split_encoded_a_chunk_at_a_time_is_the_split_encoded_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(3)
+    words = ["go", "now", "je", "vais", "très", "bien", "\u2028", "x\r"]
+    pairs = [(" ".join(rng.choices(words, k=rng.randint(0, 6))),
+              " ".join(rng.choices(words, k=rng.randint(1, 6))), f"ref {i}") for i in range(50)]
+    tok = WordTokenizer.train([s for s, _, _ in pairs], [t for _, t, _ in pairs], min_freq=1,
+                              joint=True)
+    arrays = {}
+    for chunk in (7, 1000):
+        monkeypatch.setattr(nmt.data.cache, "ENCODE_CHUNK", chunk)
+        (tmp_path / str(chunk)).mkdir()
+        writer = SplitWriter(tmp_path / str(chunk), "train", tok)
+        for p in pairs:
+            writer.add(*p)
+        writer.close()
+        arrays[chunk] = [np.load(tmp_path / str(chunk) / f"train.{a}.npy")
+                         for a in ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")]
+        text = TextFile(tmp_path / str(chunk) / "train.ref.txt", len(pairs))
+        assert list(text) == [r for _, _, r in pairs]
+        assert writer.distinct() == len({s for s, _, _ in pairs})
+    for a, b in zip(arrays[7], arrays[1000], strict=True):
+        assert np.array_equal(a, b)
+    src_ids, src_offsets = arrays[7][:2]
+    assert [src_ids[src_offsets[i]:src_offsets[i + 1]].tolist() for i in range(len(pairs))] == [
+        tok.encode_src(s) for s, _, _ in pairs]
+
+
+def test_a_cache_is_read_memory_mapped_and_its_text_when_iterated(
+        tiny_data_dir: Path, tiny_data_config: DataConfig) -> None:
+    first = prepare(tiny_data_config, tiny_data_dir, log=lambda m: None)
+    loaded = load_cache(first.cache_dir)
+    train = loaded.splits["train"]
+    assert isinstance(train.src_ids, np.memmap) and isinstance(train.tgt_offsets, np.memmap)
+    assert isinstance(train.src_text, TextFile) and len(train.src_text) == len(train)
+    assert list(train.src_text)[5] == train.src_text[5]
+
+
+def test_a_damaged_text_file_is_one_line_naming_it(
+        tiny_data_dir: Path, tiny_data_config: DataConfig) -> None:
+    from nmt.errors import DataError
+
+    cache = prepare(tiny_data_config, tiny_data_dir, log=lambda m: None).cache_dir
+    path = cache / "valid.src.txt"
+    path.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(DataError, match=r"valid\.src\.txt: expected [\d,]+ lines"):
+        list(load_cache(cache).splits["valid"].src_text)
+
+
+LIMIT_MB = 256  # the data segment nmt data prepare gets (RLIMIT_DATA)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA is Linux's")
+def test_a_corpus_larger_than_the_memory_limit_prepares_under_it(tmp_path: Path) -> None:
+    """60,000 pairs of long lines (51 MB of text) prepare under a 256 MB data-segment limit
+    (private memory: the heap, anonymous maps, not the file pages a process reads). Reading the
+    corpus whole, as preparation did before it streamed, fails at once under this limit with a
+    MemoryError (checked by hand against commit db9d493)."""
+    rng = random.Random(0)
+    vocab = [f"w{i}" for i in range(3000)]
+    with open(tmp_path / "big.en", "w") as en, open(tmp_path / "big.fr", "w") as fr:
+        for i in range(60_000):
+            k = rng.randint(50, 100)
+            en.write(" ".join(rng.choices(vocab, k=k)) + f" {i}.\n")
+            fr.write(" ".join(rng.choices(vocab, k=k)).upper() + f" {i}.\n")
+    assert (tmp_path / "big.en").stat().st_size > 24 * 2**20  # and as much in big.fr
+    script = ("import resource, runpy, sys\n"
+              "if __name__ == '__main__':\n"
+              f"    limit = {LIMIT_MB} * 2**20\n"
+              "    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))\n"
+              "    sys.argv = ['nmt', *sys.argv[1:]]\n"
+              "    runpy.run_module('nmt', run_name='__main__')\n")
+    (tmp_path / "limited.py").write_text(script)
+    settings = ["data.corpus=" + str(tmp_path / "big"), "data.tokenizer=word",
+                "data.filters=none", "data.langid=false", "data.max_words=200"]
+    child = subprocess.run(
+        [sys.executable, str(tmp_path / "limited.py"), "data", "prepare", "--data-dir",
+         str(tmp_path / "data"), *[a for s in settings for a in ("--set", s)]],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert "read 60,000 pairs; kept 60,000 pairs" in child.stdout + child.stderr
