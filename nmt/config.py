@@ -109,6 +109,8 @@ class DataConfig:
     joint_vocab: bool = True  # one SentencePiece model and vocabulary for both languages
     character_coverage: float = 1.0  # SentencePiece: share of characters covered by pieces
     # of their own, the rarest mapped to <unk>; below 1.0 (0.9995) for Chinese or Japanese
+    sp_sentences: int = 2_000_000  # SentencePiece trains on a random sample of this many
+    # sentences (its input_sentence_size; 0: all): its time and memory stay bounded
     min_freq: int = 2  # word-level tokenizer: minimum count to enter the vocabulary
     truncate: int = 0  # cut encoded sentences (with <eos>) to N tokens (0: never); d2l uses 10
 

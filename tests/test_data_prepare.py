@@ -93,6 +93,9 @@ def test_cache_key_depends_on_what_changes_the_arrays() -> None:
     word = dataclasses.replace(cfg, tokenizer="word")
     assert cache_key(word, "a") == cache_key(dataclasses.replace(word, vocab_size=3), "a")
     assert cache_key(word, "a") != cache_key(dataclasses.replace(word, min_freq=5), "a")
+    # SentencePiece's sample: in the key, but not for the word tokenizer
+    assert cache_key(cfg, "a") != cache_key(dataclasses.replace(cfg, sp_sentences=10**6), "a")
+    assert cache_key(word, "a") == cache_key(dataclasses.replace(word, sp_sentences=10**6), "a")
 
 
 # the shipped natural-text configs now also augment with capitals and title case

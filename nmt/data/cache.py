@@ -43,13 +43,14 @@ REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source,
 # DataConfig fields that do not change the cached arrays (truncation happens when batching)
 _NOT_IN_KEY = {"truncate"}
 _TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
-                   "word": {"sp_model_type", "vocab_size", "character_coverage"}}
+                   "word": {"sp_model_type", "vocab_size", "character_coverage", "sp_sentences"}}
 # Where the data is: the key holds the digests of the content instead, so a moved file keeps
 # its cache and an edited one builds a new cache
 _PATHS = {"corpus", "valid", "test"}
 # Fields added after CACHE_VERSION 2: left out of the key at their defaults, so that the caches
 # of the configs that existed before them keep their keys
-_ADDED = ("source", "target", "columns", "character_coverage", "case_forms", "sources")
+_ADDED = ("source", "target", "columns", "character_coverage", "case_forms", "sources",
+          "sp_sentences")
 # Fields added with a default that may change the arrays: left out of the key at the value
 # that reproduces what came before them (no cap)
 _BEFORE = {"valid_size": 0, "test_size": 0, "target_apostrophes": "straight"}

@@ -315,7 +315,7 @@ def train_tokenizer(cfg: DataConfig, src: Sentences, tgt: Sentences) -> Tokenize
     return SentencePieceTokenizer.train(
         src, tgt, vocab_size=cfg.vocab_size, model_type=cfg.sp_model_type,
         joint=cfg.joint_vocab, seed=cfg.split_seed, character_coverage=cfg.character_coverage,
-        user_symbols=(BT_TAG,) if tagged else ())
+        user_symbols=(BT_TAG,) if tagged else (), sample=cfg.sp_sentences)
 
 
 def hold_back_translated_out(index: dict[str, np.ndarray], synthetic: np.ndarray) -> None:
@@ -424,8 +424,9 @@ def build_cache(
 
         def pairs(positions: np.ndarray) -> Iterator[tuple[str, str, str]]:
             """The kept pairs at ``positions``, a back-translated source tagged."""
-            for p, (s, t, r) in zip(positions, spool.read(kept[positions]), strict=True):
-                yield (f"{BT_TAG} {s}" if synthetic[p] else s), t, r
+            tagged = synthetic[positions].tolist()
+            for tag, (s, t, r) in zip(tagged, spool.read(kept[positions].tolist()), strict=True):
+                yield (f"{BT_TAG} {s}" if tag else s), t, r
 
         if tokenizer is None:  # on the train split as written, not its copies
             text = {side: work / f"tokenizer.{side}.txt" for side in ("src", "tgt")}

@@ -231,7 +231,7 @@ class WordTokenizer(Tokenizer):
 def train_sentencepiece(
     lines: Sentences, *, vocab_size: int, model_type: str, threads: int = 0, seed: int = 1,
     what: str = "data.vocab_size", character_coverage: float = 1.0,
-    user_symbols: Sequence[str] = (),
+    user_symbols: Sequence[str] = (), sample: int = 2_000_000,
 ) -> bytes:
     """Train a SentencePiece model on normalised sentences; returns the serialized model.
 
@@ -249,7 +249,7 @@ def train_sentencepiece(
         unk_id=UNK_ID, pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID,
         unk_piece=SPECIALS[UNK_ID], pad_piece=SPECIALS[PAD_ID],
         bos_piece=SPECIALS[BOS_ID], eos_piece=SPECIALS[EOS_ID],
-        input_sentence_size=2_000_000,  # a sample bounds time and memory on huge corpora
+        input_sentence_size=sample,  # a sample bounds time and memory on huge corpora (0: all)
         shuffle_input_sentence=True,
         num_threads=threads or usable_cpus(),
         minloglevel=2,  # no progress chatter on stderr
@@ -313,11 +313,11 @@ class SentencePieceTokenizer(Tokenizer):
     def train(
         cls, src: Sentences, tgt: Sentences, *, vocab_size: int, model_type: str, joint: bool,
         threads: int = 0, seed: int = 1, character_coverage: float = 1.0,
-        user_symbols: Sequence[str] = (),
+        user_symbols: Sequence[str] = (), sample: int = 2_000_000,
     ) -> SentencePieceTokenizer:
         kw: dict[str, Any] = dict(vocab_size=vocab_size, model_type=model_type, threads=threads,
                                   seed=seed, character_coverage=character_coverage,
-                                  user_symbols=user_symbols)
+                                  user_symbols=user_symbols, sample=sample)
         if joint:
             return cls(train_sentencepiece(joined(src, tgt), **kw))
         return cls(train_sentencepiece(src, **kw), train_sentencepiece(tgt, **kw))
