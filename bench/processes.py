@@ -30,6 +30,8 @@ class ChildRun:
     stdout: str
     stderr: str
     peak_tree_rss_mb: float = 0.0  # the most the child and its descendants held at once
+    peak_anon_mb: float = 0.0  # the child's own peak private memory (RssAnon: heap and
+    # anonymous maps, not the file pages it reads or maps, which the system can reclaim)
 
     def last_json(self, what: str) -> dict[str, Any]:
         """The last stdout line that is a JSON object (both our child and the recipe print one)."""
@@ -54,7 +56,7 @@ def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env, cwd=ROOT)
-        hwm_kb = tree_kb = 0
+        hwm_kb = tree_kb = anon_kb = 0
         scanned = 0.0  # the process tree is scanned every TREE_POLL seconds, not every poll
         try:
             while True:
@@ -62,6 +64,7 @@ def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
                 if pid:
                     break
                 hwm_kb = max(hwm_kb, _vm_hwm_kb(proc.pid))
+                anon_kb = max(anon_kb, _vm_hwm_kb(proc.pid, "RssAnon:"))
                 if time.perf_counter() - scanned > TREE_POLL:
                     tree_kb = max(tree_kb, _tree_rss_kb(proc.pid))
                     scanned = time.perf_counter()
@@ -80,15 +83,16 @@ def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
         rss_kb = hwm_kb or usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
         return ChildRun(proc.returncode, seconds, rss_kb / 1024,
                         out.read().decode("utf-8", "replace"),
-                        err.read().decode("utf-8", "replace"), tree_kb / 1024)
+                        err.read().decode("utf-8", "replace"), tree_kb / 1024, anon_kb / 1024)
 
 
-def _vm_hwm_kb(pid: int) -> int:
-    """Peak resident memory of a running process in KiB (0 when /proc cannot say)."""
+def _vm_hwm_kb(pid: int, field: str = "VmHWM:") -> int:
+    """Peak resident memory of a running process in KiB (``field``: another line of
+    /proc/PID/status, in KiB; 0 when /proc cannot say)."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except (OSError, ValueError, IndexError):
         pass
