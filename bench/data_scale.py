@@ -59,9 +59,10 @@ def prepare_once(checkout: Path, corpus: Path, work: Path) -> dict[str, Any]:
     data_dir = work / "data"
     shutil.rmtree(data_dir, ignore_errors=True)
     env = {**child_env(), "PYTHONPATH": str(checkout)}
+    # run in the checkout: `python -m nmt` imports the working directory's nmt first
     child = run_child([sys.executable, "-m", "nmt", "data", "prepare", "--data-dir",
                        str(data_dir), "--set", f"data.corpus={corpus}"], env=env,
-                      timeout=4 * 3600, poll=0.1)
+                      timeout=4 * 3600, poll=0.1, cwd=checkout)
     if child.returncode != 0:
         raise NmtError(f"nmt data prepare ({checkout}): exited with status {child.returncode}: "
                        f"{child.stderr.strip()[-300:]}")

@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench import ROOT
@@ -45,8 +46,9 @@ class ChildRun:
 
 
 def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
-              timeout: float = 1800.0, poll: float = 0.02) -> ChildRun:
-    """Run ``cmd`` in the repository root to completion; measure its wall time and peak memory.
+              timeout: float = 1800.0, poll: float = 0.02, cwd: Path = ROOT) -> ChildRun:
+    """Run ``cmd`` in ``cwd`` (the repository root) to completion; measure its wall time and
+    peak memory. ``python -m nmt`` imports the ``nmt`` of ``cwd`` before PYTHONPATH's.
 
     The peak is the child's VmHWM, read from /proc every ``poll`` seconds until it exits (a
     high-water mark, so only growth in the last poll interval can be missed). ``ru_maxrss`` from
@@ -55,7 +57,7 @@ def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env, cwd=ROOT)
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env, cwd=cwd)
         hwm_kb = tree_kb = anon_kb = 0
         scanned = 0.0  # the process tree is scanned every TREE_POLL seconds, not every poll
         try:

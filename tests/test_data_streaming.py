@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,36 @@ def test_a_corpus_larger_than_the_memory_limit_prepares_under_it(tmp_path: Path)
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert child.returncode == 0, child.stderr[-2000:]
     assert "read 60,000 pairs; kept 60,000 pairs" in child.stdout + child.stderr
+
+
+class DiesInAWorker:
+    """Rules whose verdict ends the worker process judging it, as the kernel's OOM killer
+    would."""
+
+    def verdict(self, raw_src: str, raw_tgt: str) -> str:
+        import multiprocessing
+
+        if multiprocessing.parent_process() is not None:
+            os._exit(9)
+        return raw_src
+
+
+def test_a_worker_that_dies_is_one_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nmt.data.parallel_pairs as parallel
+    from nmt.errors import DataError
+
+    monkeypatch.setattr(parallel, "SERIAL_PAIRS", 10)
+    monkeypatch.setattr(parallel, "CHUNK", 16)
+    pairs = (("a", "b") for _ in range(500))
+
+    def hung(*_: object) -> None:
+        raise TimeoutError("judged_pairs waited a minute on a dead worker")
+
+    before = signal.signal(signal.SIGALRM, hung)  # a hang fails the test instead of the suite
+    signal.alarm(60)
+    try:
+        with pytest.raises(DataError, match="a worker process judging pairs ended abruptly"):
+            list(parallel.judged_pairs(DiesInAWorker(), pairs, workers=2))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
