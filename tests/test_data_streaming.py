@@ -123,6 +123,13 @@ def test_a_damaged_text_file_is_one_line_naming_it(
     path.write_bytes(path.read_bytes()[:-20])
     with pytest.raises(DataError, match=r"valid\.src\.txt: expected [\d,]+ lines"):
         list(load_cache(cache).splits["valid"].src_text)
+    loaded = load_cache(cache)
+    (cache / "test.ref.txt").write_bytes(b"\xff\n" * len(loaded.splits["test"]))
+    with pytest.raises(DataError, match=r"test\.ref\.txt: cannot read \(not UTF-8"):
+        list(loaded.splits["test"].ref_text)
+    (cache / "test.src.txt").unlink()  # the cache removed while a run reads it
+    with pytest.raises(DataError, match=r"test\.src\.txt: cannot read \(.*--rebuild\)"):
+        loaded.splits["test"].grouped()
 
 
 LIMIT_MB = 256  # the data segment nmt data prepare gets (RLIMIT_DATA)

@@ -33,7 +33,7 @@ from nmt.config import DataConfig
 from nmt.data.normalize import special_casing
 from nmt.data.spool import text_hash
 from nmt.data.tokenizers import SPECIALS, UNK_ID, Tokenizer, load_tokenizer
-from nmt.errors import DataError, first_line, write_errors
+from nmt.errors import DataError, first_line, os_reason, write_errors
 from nmt.files import make_dirs, path_problem, umask_mode
 
 CACHE_VERSION = 3  # the layout of meta.json and the files; bump when it changes
@@ -302,14 +302,19 @@ class TextFile(Sequence[str]):
             yield from self._lines
             return
         n = 0
-        with self.path.open("rb") as f:
-            for n, line in enumerate(f, 1):
-                if n > self._count or not line.endswith(b"\n"):
-                    break
-                yield line[:-1].decode("utf-8")
-            else:
-                if n == self._count:
-                    return
+        try:
+            with self.path.open("rb") as f:
+                for n, line in enumerate(f, 1):
+                    if n > self._count or not line.endswith(b"\n"):
+                        break
+                    yield line[:-1].decode("utf-8")
+                else:
+                    if n == self._count:
+                        return
+        except (OSError, UnicodeDecodeError) as e:  # the cache removed or damaged since loaded
+            reason = os_reason(e) if isinstance(e, OSError) else "not UTF-8"
+            raise DataError(f"{self.path}: cannot read ({reason}; nmt data prepare "
+                            "--rebuild)") from None
         raise DataError(f"{self.path}: expected {self._count:,} lines (damaged cache; "
                         "nmt data prepare --rebuild)")
 
