@@ -14,11 +14,11 @@ from nmt.data.corpora.base import (
     Identity,
     Lazy,
     combined_sha256,
-    file_sha256,
     opener,
     resolve,
     text_lines,
 )
+from nmt.data.download import sha256_file
 from nmt.errors import DataError
 from nmt.files import path_problem
 
@@ -39,8 +39,8 @@ class Aligned:
                 raise DataError(f"{path}: {problem} ({ctx.option} = {spec!r} reads aligned "
                                 f"files {paths[0]} and {paths[1]}{there})")
         opened = [opener(p, str(p)) for p in paths]
-        digest = combined_sha256({"source": file_sha256(paths[0], str(paths[0])),
-                                  "target": file_sha256(paths[1], str(paths[1]))})
+        digest = combined_sha256({"source": sha256_file(paths[0]),
+                                  "target": sha256_file(paths[1])})
 
         def read() -> Iterator[tuple[str, str]]:
             src, tgt = (text_lines(o, str(p), ctx.log) for o, p in zip(opened, paths, strict=True))

@@ -203,18 +203,6 @@ def text_lines(open_: Opener, where: str, log: Callable[[str], None] = print) ->
             f"{'their pairs are' if n > 1 else 'its pair is'} dropped")
 
 
-def file_sha256(path: Path, where: str) -> str:
-    """The SHA-256 of a file's content, read a chunk at a time."""
-    h = hashlib.sha256()
-    try:
-        with path.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-    except OSError as e:
-        raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
-    return h.hexdigest()
-
-
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

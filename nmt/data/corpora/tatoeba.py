@@ -21,13 +21,12 @@ from nmt.data.corpora.base import (
     Identity,
     Lazy,
     Opener,
-    file_sha256,
     opener,
     resolve,
     sha256,
     tab_pairs,
 )
-from nmt.data.download import ensure_corpus, tatoeba_archive
+from nmt.data.download import ensure_corpus, sha256_file, tatoeba_archive
 from nmt.data.languages import from_tatoeba
 from nmt.errors import DataError
 
@@ -71,13 +70,13 @@ class Tatoeba:
             path = ensure_corpus(ctx.data_dir, ctx.source, log=ctx.log,
                                  archive=tatoeba_archive(spec))
             return tatoeba_corpus(opener(path, str(path)), str(path), other, ctx, form=self.name,
-                                  spec=spec, digest=file_sha256(path, str(path)),
+                                  spec=spec, digest=sha256_file(path),
                                   files=[str(path)])
         path = resolve(spec, ctx.option)
         if not spec.lower().endswith(".zip"):
             open_, label = opener(path, str(path)), str(path)
             return tatoeba_corpus(open_, label, other_language(path.name, ctx, label), ctx,
-                                  form=self.name, spec=spec, digest=file_sha256(path, label),
+                                  form=self.name, spec=spec, digest=sha256_file(path),
                                   files=[str(path)])
         opener(path, str(path))  # file not found, a directory
         from nmt.data.download import read_archive

@@ -10,11 +10,11 @@ from nmt.data.corpora.base import (
     Identity,
     Lazy,
     direction,
-    file_sha256,
     opener,
     resolve,
     tab_pairs,
 )
+from nmt.data.download import sha256_file
 from nmt.errors import ConfigError
 
 
@@ -32,7 +32,7 @@ class Tsv:
         columns = ctx.cfg.columns.split(",")
         direction(columns, ctx.cfg, str(path))  # a language the file lacks, before reading it
         open_ = opener(path, str(path))
-        identity = Identity(self.name, spec, file_sha256(path, str(path)), ctx.cfg.source,
+        identity = Identity(self.name, spec, sha256_file(path), ctx.cfg.source,
                             ctx.cfg.target, files=[str(path)])
         return Lazy(identity, tab_pairs(open_, str(path), columns, ctx.cfg, ctx.log))
 
