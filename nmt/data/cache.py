@@ -245,7 +245,6 @@ class SplitWriter:
                         for a in ARRAYS}
         for a in ("src_offsets", "tgt_offsets"):
             self._arrays[a].append(np.zeros(1, np.int64))
-        self._ends = {"src": 0, "tgt": 0}
         self._pending: list[tuple[str, str, str]] = []
         self._sources = array("q")
         self.pairs = 0
@@ -263,11 +262,11 @@ class SplitWriter:
             self._text[side].write("".join(t + "\n" for t in lines))
         for side, seqs in (("src", self._tok.encode_src_batch(src)),
                            ("tgt", self._tok.encode_tgt_batch(tgt))):
+            ids = self._arrays[f"{side}_ids"]
             lengths = np.fromiter(map(len, seqs), np.int64, len(seqs))
-            self._arrays[f"{side}_ids"].append(np.fromiter(
-                itertools.chain.from_iterable(seqs), np.int32, int(lengths.sum())))
-            self._arrays[f"{side}_offsets"].append(self._ends[side] + np.cumsum(lengths))
-            self._ends[side] += int(lengths.sum())
+            self._arrays[f"{side}_offsets"].append(ids.n + np.cumsum(lengths))  # ids so far
+            ids.append(np.fromiter(itertools.chain.from_iterable(seqs), np.int32,
+                                   int(lengths.sum())))
         self._sources.extend(text_hash(s) for s in src)
         self.pairs += len(src)
         self._pending = []

@@ -388,8 +388,9 @@ def build_cache(
 ) -> Prepared:
     """Read, clean, split, tokenize and write the cache of ``data``, a pair at a time: the
     cleaned pairs wait in a spool on disk (:mod:`nmt.data.spool`), the splits are index arrays
-    into it, and each split is written as it is read back (:class:`SplitWriter`), so memory is
-    bounded by a few bytes a pair, not by the text."""
+    into it, and each split is written as it is read back (:class:`SplitWriter`), so memory
+    grows by the hashes and indices of the pairs (about a hundred bytes a pair, with numpy's
+    sorts of them), not by their text."""
     t0 = time.perf_counter()
     with building(cache_dir) as tmp:
         work = tmp / WORK
