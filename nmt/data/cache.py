@@ -141,11 +141,13 @@ _DEFAULTS = DataConfig()
 
 
 @contextlib.contextmanager
-def building(cache_dir: Path) -> Iterator[Path]:
+def building(cache_dir: Path, replace: bool = True) -> Iterator[Path]:
     """A temporary directory beside ``cache_dir`` to write a cache into, renamed into place when
     the block ends: the cache is complete or absent. A failure (disk full) is one line and leaves
     no partial cache; directories follow the umask like files. ``work/`` in it is for files that
-    are not part of the cache (removed before the rename)."""
+    are not part of the cache (removed before the rename). ``replace=False`` (a fresh build):
+    a cache another process put in place meanwhile is kept (same key, same arrays), so a
+    process reading it is not left without its files."""
     made = not cache_dir.parent.exists()  # removed again if nothing is put in it
     make_dirs(cache_dir.parent)
     with write_errors(str(cache_dir)):
@@ -155,7 +157,7 @@ def building(cache_dir: Path) -> Iterator[Path]:
             (tmp / WORK).mkdir()
             yield tmp
             shutil.rmtree(tmp / WORK)
-            _install(tmp, cache_dir)
+            _install(tmp, cache_dir, replace)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
             if made:
@@ -166,8 +168,10 @@ def building(cache_dir: Path) -> Iterator[Path]:
 WORK = "work"
 
 
-def _install(tmp: Path, cache_dir: Path) -> None:
-    if cache_dir.exists():  # a rebuild, or another process won the race: replace it
+def _install(tmp: Path, cache_dir: Path, replace: bool) -> None:
+    if cache_dir.exists() and not replace:  # another process built it first: keep theirs
+        return
+    if cache_dir.exists():  # a rebuild: replace it
         old = cache_dir.with_name(f".{cache_dir.name}-old-{os.getpid()}")
         with contextlib.suppress(FileNotFoundError):  # another rebuild moved it first
             os.replace(cache_dir, old)

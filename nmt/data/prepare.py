@@ -90,7 +90,8 @@ def prepare(
     digest = data.corpus.identity.sha256
     cache_dir = data_dir / "cache" / cache_key(cfg, digest, data.held_out_digests(),
                                                None if tokenizer is None else tokenizer.digest())
-    if cache_dir.is_dir() and not rebuild:
+    existed = cache_dir.is_dir()  # else a fresh build, which keeps one put in place meanwhile
+    if existed and not rebuild:
         try:
             prepared = load_cache(cache_dir)
             log(f"loaded cache {cache_dir}")
@@ -98,7 +99,8 @@ def prepare(
             return prepared
         except (DataError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             log(f"cache {cache_dir} unreadable ({e}); rebuilding")
-    return build_cache(cfg, data, cache_dir, log=log, tokenizer=tokenizer)
+    return build_cache(cfg, data, cache_dir, log=log, tokenizer=tokenizer,
+                       replace=existed)
 
 
 # --- reading and cleaning --------------------------------------------------------------------
@@ -384,7 +386,7 @@ def weighted(train: np.ndarray, origin: np.ndarray, weights: Sequence[float],
 
 def build_cache(
     cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Tokenizer | None = None, replace: bool = True,
 ) -> Prepared:
     """Read, clean, split, tokenize and write the cache of ``data``, a pair at a time: the
     cleaned pairs wait in a spool on disk (:mod:`nmt.data.spool`), the splits are index arrays
@@ -392,7 +394,7 @@ def build_cache(
     grows by the hashes and indices of the pairs (about a hundred bytes a pair, with numpy's
     sorts of them), not by their text."""
     t0 = time.perf_counter()
-    with building(cache_dir) as tmp:
+    with building(cache_dir, replace) as tmp:
         work = tmp / WORK
         spool = PairSpool(work / "pairs.txt")
         rejected = RejectedWriter(tmp)
