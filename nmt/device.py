@@ -119,6 +119,25 @@ def precision_said(device: torch.device, precision: str) -> str:
     return f"precision: bf16 autocast (train.precision = auto: {why})"
 
 
+ONEDNN_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+CPU_BF16_KERNELS = "128"
+"""How many compiled matrix-product kernels oneDNN keeps while training in bf16 on a CPU (its
+default, 1,024, grew the demo's training from 1.1 GB to 3.7 GB: docs/BENCHMARKS.md)."""
+
+
+def bound_kernel_cache(device: torch.device, precision: str) -> None:
+    """Before training in bf16 on a CPU: keep at most :data:`CPU_BF16_KERNELS` of oneDNN's
+    compiled kernels, unless ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` is set already.
+
+    bf16 products run through oneDNN, which compiles a kernel for each new shape and keeps
+    them; batches of sentences come in many shapes, so the kept kernels pile up. A product's
+    kernels are reused within a step (forward and backward), and rarely across steps, so a
+    smaller cache costs no speed (measured on the demo). oneDNN reads the variable when it
+    compiles its first kernel, which is why this runs before the first step."""
+    if device.type == "cpu" and autocast_dtype(device, precision) is not None:
+        os.environ.setdefault(ONEDNN_CACHE, CPU_BF16_KERNELS)
+
+
 @contextlib.contextmanager
 def autocast(device: torch.device, precision: str) -> Iterator[None]:
     import torch

@@ -7,6 +7,7 @@ decoding = one sentence at a time, checkpoints moved between the GPU and the CPU
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,30 @@ def test_auto_precision_trains_in_what_it_chose(tiny_data_dir: Path,
         cfg = tiny_config("transformer")  # train.precision = auto, the default
         assert one_step(cfg, tiny_data_dir, torch.device("cpu"))[1] == dtype
     nmt.device.cpu_bf16_units.cache_clear()
+
+
+@pytest.mark.parametrize(("device", "precision", "bf16_units", "preset", "expected"), [
+    ("cpu", "auto", "1", None, nmt.device.CPU_BF16_KERNELS),
+    ("cpu", "bf16", "0", None, nmt.device.CPU_BF16_KERNELS),
+    ("cpu", "auto", "1", "7", "7"),  # the user's setting stands
+    ("cpu", "auto", "0", None, None),  # fp32: oneDNN's cache is left alone
+    ("cpu", "fp32", "1", None, None),
+    ("cuda", "auto", "1", None, None),
+])
+def test_cpu_bf16_training_bounds_onednns_kernel_cache(
+        device: str, precision: str, bf16_units: str, preset: str | None, expected: str | None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NMT_CPU_BF16", bf16_units)
+    if preset is None:
+        monkeypatch.delenv(nmt.device.ONEDNN_CACHE, raising=False)
+    else:
+        monkeypatch.setenv(nmt.device.ONEDNN_CACHE, preset)
+    nmt.device.cpu_bf16_units.cache_clear()
+    try:
+        nmt.device.bound_kernel_cache(torch.device(device), precision)
+        assert os.environ.get(nmt.device.ONEDNN_CACHE) == expected
+    finally:
+        nmt.device.cpu_bf16_units.cache_clear()
 
 
 def compiled_and_plain(tiny_data_dir: Path, tmp_path: Path) -> tuple[list[dict[str, Any]], ...]:
