@@ -5,7 +5,9 @@ and the same batches of ``configs/demo.toml`` (its prepared data: run ``nmt data
 --config configs/demo.toml`` first), trained ``--steps`` steps in fp32 and in bf16 autocast,
 in turn, ``--repeats`` times; prints target tokens/s (the first 3 steps not timed) and the
 mean training loss of each. What ``train.precision = "auto"`` decides from
-(:func:`nmt.device.cpu_bf16_units`) is printed first.
+(:func:`nmt.device.cpu_bf16_units`) is printed first. A few hundred steps say more than the
+default: what slows bf16 over a run (oneDNN's kept kernels, :func:`nmt.device.bound_kernel_cache`)
+shows only after the first hundred.
 """
 
 from __future__ import annotations
