@@ -103,7 +103,9 @@ def bench_export(
         for t in threads:
             torch.set_num_threads(t)
             for beam in searches:
-                engines: list[tuple[str, Any]] = [("nmt", Translator.from_run(run, beam=beam))]
+                # fp32, as the float32 export computes: the identity check compares like with like
+                engines: list[tuple[str, Any]] = [
+                    ("nmt", Translator.from_run(run, beam=beam, precision="fp32"))]
                 engines += [(f"ct2 {q}", CT2Translator.from_export(p, beam=beam, threads=t))
                             for q, p in exports.items()]
                 for name, translator in engines:
@@ -136,7 +138,7 @@ def bench_export(
     if ours_greedy is not None and theirs_greedy is not None:
         data = run.config.data
         cut, keep_eos = source_cut(run.model, None, data.truncate)
-        greedy = replace(run.config.decode, beam=1)
+        greedy = replace(run.config.decode, beam=1, precision="fp32")
         ct2 = CT2Translator.from_export(exports["float32"], threads=1)
         for i, (a, b) in enumerate(zip(ours_greedy, theirs_greedy, strict=True)):
             if a == b:

@@ -390,6 +390,8 @@ def bleu(
     search = "greedy" if report.beam == 1 else f"beam {report.beam}"
     if report.engine != "nmt":
         search += f", {report.engine}"
+    if report.precision != "fp32":
+        search += f", {report.precision} (decode.precision)"
     typer.echo(f"{report.run_dir} ({report.checkpoint}, step {report.step}) on {report.data}: "
                f"{report.sentences} sentences, {search}, {report.sentences_per_second:.1f} "
                "sentences/s")

@@ -105,6 +105,23 @@ def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
     return torch.bfloat16
 
 
+def decode_dtype(device: torch.device, precision: str) -> torch.dtype | None:
+    """The autocast dtype searches run in for ``decode.precision``, or None for fp32.
+
+    ``auto`` (the default): bf16 on a CPU with bf16 units (:func:`cpu_bf16_units`), where the
+    demo's greedy search ran 1.27x faster with BLEU within 0.03 and 94% of its lines unchanged
+    (docs/BENCHMARKS.md, "bf16 on the CPU"); fp32 elsewhere, on CUDA too, where decoding in bf16
+    has not been measured. ``bf16`` and ``fp32`` force either.
+    """
+    import torch
+
+    if precision == "fp32" or device.type not in ("cuda", "cpu"):
+        return None
+    if precision == "auto":
+        return torch.bfloat16 if device.type == "cpu" and cpu_bf16_units() else None
+    return torch.bfloat16
+
+
 def precision_said(device: torch.device, precision: str) -> str:
     """Which precision training runs in and why, for the training log."""
     dtype = autocast_dtype(device, precision)
@@ -121,33 +138,39 @@ def precision_said(device: torch.device, precision: str) -> str:
 
 ONEDNN_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
 CPU_BF16_KERNELS = "128"
-"""How many compiled matrix-product kernels oneDNN keeps while training in bf16 on a CPU (its
+"""How many compiled matrix-product kernels oneDNN keeps while computing in bf16 on a CPU (its
 default, 1,024, grew the demo's training from 1.1 GB to 3.7 GB: docs/BENCHMARKS.md)."""
 
 
-def bound_kernel_cache(device: torch.device, precision: str) -> None:
-    """Before training in bf16 on a CPU: keep at most :data:`CPU_BF16_KERNELS` of oneDNN's
-    compiled kernels, unless ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` is set already.
+def bound_kernel_cache(device: torch.device, dtype: torch.dtype | None) -> None:
+    """Before computing in bf16 (``dtype``, from :func:`autocast_dtype` or
+    :func:`decode_dtype`) on a CPU: keep at most :data:`CPU_BF16_KERNELS` of oneDNN's compiled
+    kernels, unless ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` is set already.
 
     bf16 products run through oneDNN, which compiles a kernel for each new shape and keeps
     them; batches of sentences come in many shapes, so the kept kernels pile up. A product's
     kernels are reused within a step (forward and backward), and rarely across steps, so a
     smaller cache costs no speed (measured on the demo). oneDNN reads the variable when it
     compiles its first kernel, which is why this runs before the first step."""
-    if device.type == "cpu" and autocast_dtype(device, precision) is not None:
+    if device.type == "cpu" and dtype is not None:
         os.environ.setdefault(ONEDNN_CACHE, CPU_BF16_KERNELS)
 
 
 @contextlib.contextmanager
-def autocast(device: torch.device, precision: str) -> Iterator[None]:
+def autocast_to(device: torch.device, dtype: torch.dtype | None) -> Iterator[None]:
+    """Autocast to ``dtype`` on ``device``; None: plain fp32."""
     import torch
 
-    dtype = autocast_dtype(device, precision)
     if dtype is None:
         yield
     else:
         with torch.autocast(device_type=device.type, dtype=dtype):
             yield
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager[None]:
+    """Autocast for training in ``train.precision`` (:func:`autocast_dtype`)."""
+    return autocast_to(device, autocast_dtype(device, precision))
 
 
 def usable_cpus() -> int:

@@ -200,6 +200,7 @@ class BleuReport:
     seconds: float  # translation wall time
     sentences_per_second: float
     engine: str = "nmt"  # nmt, or ct2 (CTranslate2) with its compute type and export
+    precision: str = "fp32"  # what nmt's searches computed in: fp32, or bf16 (decode.precision)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -287,6 +288,7 @@ def evaluate(
         sentences=len(sources), multi=scores["multi"], single=scores["single"],
         hypotheses=str(hyp_path), scores=str(scores_path), seconds=round(seconds, 3),
         sentences_per_second=round(len(sources) / max(seconds, 1e-9), 1), engine=engine,
+        precision=translator.precision,
     )
     atomic_write_text(scores_path, json.dumps(report.to_dict(), indent=1) + "\n")
     return report

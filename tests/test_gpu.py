@@ -164,9 +164,55 @@ def test_cpu_bf16_training_bounds_onednns_kernel_cache(
         monkeypatch.setenv(nmt.device.ONEDNN_CACHE, preset)
     nmt.device.cpu_bf16_units.cache_clear()
     try:
-        nmt.device.bound_kernel_cache(torch.device(device), precision)
+        dev = torch.device(device)
+        nmt.device.bound_kernel_cache(dev, nmt.device.autocast_dtype(dev, precision))
         assert os.environ.get(nmt.device.ONEDNN_CACHE) == expected
     finally:
+        nmt.device.cpu_bf16_units.cache_clear()
+
+
+@pytest.mark.parametrize(("device", "precision", "bf16_units", "expected"), [
+    ("cpu", "auto", "1", torch.bfloat16),
+    ("cpu", "auto", "0", None),
+    ("cpu", "fp32", "1", None),
+    ("cpu", "bf16", "0", torch.bfloat16),
+    ("cuda", "auto", "1", None),  # decoding in bf16 on a GPU: not measured, so not the default
+    ("cuda", "bf16", "1", torch.bfloat16),
+    ("mps", "bf16", "1", None),
+])
+def test_decode_precision_follows_the_cpus_bf16_units(
+        device: str, precision: str, bf16_units: str, expected: torch.dtype | None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NMT_CPU_BF16", bf16_units)
+    nmt.device.cpu_bf16_units.cache_clear()
+    try:
+        assert nmt.device.decode_dtype(torch.device(device), precision) == expected
+    finally:
+        nmt.device.cpu_bf16_units.cache_clear()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_search_decodes_in_decode_precision(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``decode.precision``: the searches' output layer computes in bf16 where ``auto`` says so
+    (a CPU with bf16 units) or ``bf16`` forces it, in fp32 otherwise; every setting decodes."""
+    model = trained_toy(arch)
+    ids = [src_ids(t) for t in TEXTS[:6]]
+    seen: list[torch.dtype] = []
+    hook = model.out.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    try:
+        for units, precision, beam, dtype in (("1", "auto", 1, torch.bfloat16),
+                                              ("1", "auto", 3, torch.bfloat16),
+                                              ("0", "bf16", 1, torch.bfloat16),
+                                              ("1", "fp32", 1, torch.float32),
+                                              ("0", "auto", 3, torch.float32)):
+            monkeypatch.setenv("NMT_CPU_BF16", units)
+            nmt.device.cpu_bf16_units.cache_clear()
+            seen.clear()
+            hyps = search_ids(model, ids, DecodeConfig(beam=beam, precision=precision))
+            assert len(hyps) == len(ids) and all(h.tokens or h.finished for h in hyps)
+            assert seen and set(seen) == {dtype}, (units, precision, beam)
+    finally:
+        hook.remove()
         nmt.device.cpu_bf16_units.cache_clear()
 
 

@@ -41,6 +41,7 @@ from nmt.data.batching import Collator
 from nmt.data.corpora.record import write_record
 from nmt.data.prepare import Prepared
 from nmt.device import (
+    autocast_dtype,
     bound_kernel_cache,
     hardware,
     precision_said,
@@ -227,7 +228,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
                   f"({hardware(device)}), "
                   f"{dist.world_size} process(es)")
     said = precision_said(device, t.precision)
-    bound_kernel_cache(device, t.precision)
+    bound_kernel_cache(device, autocast_dtype(device, t.precision))
     run.mlog.text(said)
     log(said)
     forward = training_forward(model, t, dist, device)

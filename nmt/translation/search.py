@@ -31,6 +31,7 @@ from torch import Tensor
 
 from nmt.config import DecodeConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
+from nmt.device import autocast_to, bound_kernel_cache, decode_dtype
 from nmt.models.base import EncoderDecoder, select_rows
 from nmt.translation.limits import output_limit
 from nmt.translation.rules import decode_batches, length_penalty  # noqa: F401 - used here and re-exported
@@ -365,29 +366,32 @@ def search_ids(
 
     Sorting by length keeps padding (wasted work) low. ``sampling`` draws each token
     (:class:`Sampling`); else ``cfg.beam > 1`` selects beam search; otherwise ``method`` picks
-    ``"cached"`` greedy or the ``"uncached"`` reference path. Empty sources are not decoded
-    (an empty hypothesis).
+    ``"cached"`` greedy or the ``"uncached"`` reference path, in ``cfg.precision``
+    (:func:`nmt.device.decode_dtype`). Empty sources are not decoded (an empty hypothesis).
     """
     if method not in ("cached", "uncached"):
         raise ValueError(f"method: expected cached or uncached, got {method!r}")
     device = device if device is not None else next(model.parameters()).device
     results: list[Hypothesis | None] = [None] * len(src_ids)
     pick = _sampler(sampling, device) if sampling is not None else _best
-    for idx in decode_batches([len(s) for s in src_ids], cfg):
-        src, lengths = pad_batch([src_ids[i] for i in idx], device)
-        limits = torch.tensor([output_limit(len(src_ids[i]), cfg, model.max_positions)
-                               for i in idx], device=device)
-        if sampling is not None:
-            hyps = greedy(model, src, lengths, limits, prune_at=prune_at, pick=pick)
-        elif cfg.beam > 1:
-            hyps = [h[0] for h in beam_search(model, src, lengths, limits, cfg.beam,
-                                              cfg.length_penalty)]
-        elif method == "uncached":
-            hyps = greedy_uncached(model, src, lengths, limits)
-        else:
-            hyps = greedy(model, src, lengths, limits, prune_at=prune_at)
-        for i, h in zip(idx, hyps, strict=True):
-            results[i] = h
+    dtype = decode_dtype(device, cfg.precision)
+    bound_kernel_cache(device, dtype)
+    with autocast_to(device, dtype):  # docs/BENCHMARKS.md, "bf16 on the CPU"
+        for idx in decode_batches([len(s) for s in src_ids], cfg):
+            src, lengths = pad_batch([src_ids[i] for i in idx], device)
+            limits = torch.tensor([output_limit(len(src_ids[i]), cfg, model.max_positions)
+                                   for i in idx], device=device)
+            if sampling is not None:
+                hyps = greedy(model, src, lengths, limits, prune_at=prune_at, pick=pick)
+            elif cfg.beam > 1:
+                hyps = [h[0] for h in beam_search(model, src, lengths, limits, cfg.beam,
+                                                  cfg.length_penalty)]
+            elif method == "uncached":
+                hyps = greedy_uncached(model, src, lengths, limits)
+            else:
+                hyps = greedy(model, src, lengths, limits, prune_at=prune_at)
+            for i, h in zip(idx, hyps, strict=True):
+                results[i] = h
     return [h if h is not None else Hypothesis([], 0.0, finished=False) for h in results]
 
 

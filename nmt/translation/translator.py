@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from nmt import arguments
 from nmt.config import DataConfig, DecodeConfig
@@ -150,6 +150,13 @@ class StreamTranslator:
 
     target_lang: str | None  # the run's data.target: the capitals of a translation (input_case)
 
+    @property
+    def precision(self) -> str:
+        """What nmt's own searches compute in, for reports: ``fp32`` or ``bf16``
+        (``decode.precision``); another engine says ``fp32`` here and names its compute type
+        in its tag."""
+        return "fp32"
+
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
         """Raw sentences -> translations, in input order. A natural-text run reads a sentence
         typed in capitals in sentence case and gives it back in capitals
@@ -214,14 +221,22 @@ class Translator(StreamTranslator):
     target_lang: str | None = None  # the run's data.target
     sampling: Sampling | None = None  # draw the outputs (back-translation) instead of search
 
+    @property
+    def precision(self) -> str:
+        from nmt.device import decode_dtype
+
+        device = self.device if self.device is not None else next(self.model.parameters()).device
+        return "fp32" if decode_dtype(device, self.cfg.precision) is None else "bf16"
+
     @classmethod
     def from_run(
         cls, run: LoadedRun, beam: int | None = None, batch_size: int | None = None,
         max_src_tokens: int | None = None, max_tokens: int | None = None,
+        precision: str | None = None,
     ) -> Translator:
-        """Settings from the run's config; ``beam``/``batch_size``/``max_tokens`` override its
-        [decode]."""
-        cfg = decode_settings(run.config.decode, beam, batch_size, max_tokens)
+        """Settings from the run's config; ``beam``/``batch_size``/``max_tokens``/``precision``
+        override its [decode]."""
+        cfg = decode_settings(run.config.decode, beam, batch_size, max_tokens, precision)
         data = run.config.data
         return cls(run.model, run.tokenizer, cfg, data.lowercase, run.device, max_src_tokens,
                    data.normalization, data.truncate, data.source, data.target)
@@ -235,9 +250,10 @@ class Translator(StreamTranslator):
 
 
 def decode_settings(cfg: DecodeConfig, beam: int | None = None, batch_size: int | None = None,
-                    max_tokens: int | None = None) -> DecodeConfig:
+                    max_tokens: int | None = None, precision: str | None = None) -> DecodeConfig:
     """``cfg`` with the options given (not None) in place of its values."""
-    given = {"beam": beam, "batch_size": batch_size, "max_tokens": max_tokens}
+    given: dict[str, Any] = {"beam": beam, "batch_size": batch_size, "max_tokens": max_tokens,
+                             "precision": precision}
     return replace(cfg, **{k: v for k, v in given.items() if v is not None})
 
 
