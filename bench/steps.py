@@ -53,7 +53,6 @@ def training_steps(cfg: Any, data_dir: Path, device: Any) -> TrainingSteps:
 
     from nmt.data.batching import Collator
     from nmt.data.prepare import prepare
-    from nmt.device import autocast_dtype, bound_kernel_cache
     from nmt.models.build import build_model
     from nmt.runs.directory import MetricsLog
     from nmt.training.distributed import Dist
@@ -62,7 +61,6 @@ def training_steps(cfg: Any, data_dir: Path, device: Any) -> TrainingSteps:
     from nmt.training.optim import build_optimizer
 
     t = cfg.train
-    bound_kernel_cache(device, autocast_dtype(device, t.precision))  # as nmt train does
     prepared = prepare(cfg.data, data_dir, log=lambda s: None)
     tok = prepared.tokenizer
     torch.manual_seed(t.seed)

@@ -113,13 +113,9 @@ def decode_dtype(device: torch.device, precision: str) -> torch.dtype | None:
     (docs/BENCHMARKS.md, "bf16 on the CPU"); fp32 elsewhere, on CUDA too, where decoding in bf16
     has not been measured. ``bf16`` and ``fp32`` force either.
     """
-    import torch
-
-    if precision == "fp32" or device.type not in ("cuda", "cpu"):
+    if precision == "auto" and device.type == "cuda":
         return None
-    if precision == "auto":
-        return torch.bfloat16 if device.type == "cpu" and cpu_bf16_units() else None
-    return torch.bfloat16
+    return autocast_dtype(device, precision)
 
 
 def precision_said(device: torch.device, precision: str) -> str:
@@ -151,16 +147,18 @@ def bound_kernel_cache(device: torch.device, dtype: torch.dtype | None) -> None:
     them; batches of sentences come in many shapes, so the kept kernels pile up. A product's
     kernels are reused within a step (forward and backward), and rarely across steps, so a
     smaller cache costs no speed (measured on the demo). oneDNN reads the variable when it
-    compiles its first kernel, which is why this runs before the first step."""
+    compiles its first kernel, which is why :func:`autocast_to` calls this as it enters."""
     if device.type == "cpu" and dtype is not None:
         os.environ.setdefault(ONEDNN_CACHE, CPU_BF16_KERNELS)
 
 
 @contextlib.contextmanager
 def autocast_to(device: torch.device, dtype: torch.dtype | None) -> Iterator[None]:
-    """Autocast to ``dtype`` on ``device``; None: plain fp32."""
+    """Autocast to ``dtype`` on ``device``; None: plain fp32. In bf16 on a CPU, oneDNN's kernel
+    cache is bounded first (:func:`bound_kernel_cache`)."""
     import torch
 
+    bound_kernel_cache(device, dtype)
     if dtype is None:
         yield
     else:

@@ -171,6 +171,19 @@ def test_cpu_bf16_training_bounds_onednns_kernel_cache(
         nmt.device.cpu_bf16_units.cache_clear()
 
 
+def test_autocasting_to_bf16_on_a_cpu_bounds_the_kernel_cache(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Training and search both autocast through ``autocast_to``, which bounds oneDNN's cache
+    before the first bf16 product, and leaves it alone in fp32."""
+    monkeypatch.delenv(nmt.device.ONEDNN_CACHE, raising=False)
+    cpu = torch.device("cpu")
+    with nmt.device.autocast_to(cpu, None):
+        assert nmt.device.ONEDNN_CACHE not in os.environ
+    with nmt.device.autocast_to(cpu, torch.bfloat16):
+        assert os.environ.get(nmt.device.ONEDNN_CACHE) == nmt.device.CPU_BF16_KERNELS
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+
+
 @pytest.mark.parametrize(("device", "precision", "bf16_units", "expected"), [
     ("cpu", "auto", "1", torch.bfloat16),
     ("cpu", "auto", "0", None),

@@ -40,14 +40,7 @@ from nmt.config import Config, TrainConfig
 from nmt.data.batching import Collator
 from nmt.data.corpora.record import write_record
 from nmt.data.prepare import Prepared
-from nmt.device import (
-    autocast_dtype,
-    bound_kernel_cache,
-    hardware,
-    precision_said,
-    resolve_device,
-    set_threads,
-)
+from nmt.device import hardware, precision_said, resolve_device, set_threads
 from nmt.errors import ConfigError
 from nmt.models.build import build_model, count_parameters
 from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
@@ -228,7 +221,6 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
                   f"({hardware(device)}), "
                   f"{dist.world_size} process(es)")
     said = precision_said(device, t.precision)
-    bound_kernel_cache(device, autocast_dtype(device, t.precision))
     run.mlog.text(said)
     log(said)
     forward = training_forward(model, t, dist, device)

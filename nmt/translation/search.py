@@ -31,7 +31,7 @@ from torch import Tensor
 
 from nmt.config import DecodeConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
-from nmt.device import autocast_to, bound_kernel_cache, decode_dtype
+from nmt.device import autocast_to, decode_dtype
 from nmt.models.base import EncoderDecoder, select_rows
 from nmt.translation.limits import output_limit
 from nmt.translation.rules import decode_batches, length_penalty  # noqa: F401 - used here and re-exported
@@ -374,9 +374,7 @@ def search_ids(
     device = device if device is not None else next(model.parameters()).device
     results: list[Hypothesis | None] = [None] * len(src_ids)
     pick = _sampler(sampling, device) if sampling is not None else _best
-    dtype = decode_dtype(device, cfg.precision)
-    bound_kernel_cache(device, dtype)
-    with autocast_to(device, dtype):  # docs/BENCHMARKS.md, "bf16 on the CPU"
+    with autocast_to(device, decode_dtype(device, cfg.precision)):  # BENCHMARKS: "bf16 on the CPU"
         for idx in decode_batches([len(s) for s in src_ids], cfg):
             src, lengths = pad_batch([src_ids[i] for i in idx], device)
             limits = torch.tensor([output_limit(len(src_ids[i]), cfg, model.max_positions)
