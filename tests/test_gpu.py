@@ -496,3 +496,27 @@ def test_bad_check_options_are_one_line_errors(args: list[str], message: str, tm
     err = capsys.readouterr().err
     assert stopped.value.code == 1
     assert err.startswith(f"error: {message}") and err.count("\n") == 1
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_training_attention_on_cuda_builds_no_per_shape_plans() -> None:
+    """A Transformer's training steps on the GPU, on batches of ever-new shapes, run attention
+    in kernels that need no per-shape plan: cuDNN's attention (PyTorch's first choice on Hopper)
+    does not appear among the operators; the memory-efficient (or flash) kernel does."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(0)
+    cfg = tiny_config("transformer")
+    model = build_model(cfg.model, 40, 40, joint_vocab=False).cuda()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for b, t in ((3, 5), (4, 7), (5, 6)):
+            src, tgt = (torch.randint(4, 40, (b, t), device="cuda") for _ in range(2))
+            lengths = torch.full((b,), t, device="cuda")
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                model(src, lengths, tgt).float().logsumexp(-1).mean().backward()
+        torch.cuda.synchronize()
+    names = {e.key for e in prof.key_averages()}
+    assert any("_efficient_attention" in n or "_flash_attention" in n for n in names), \
+        sorted(names)
+    assert not any("cudnn_attention" in n for n in names), sorted(names)

@@ -11,9 +11,19 @@ several batches (or a training step and a picture) without hidden per-batch stat
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# The fused kernels scaled dot-product attention may use on a GPU. Not cuDNN's, which PyTorch
+# prefers on Hopper GPUs: it builds an execution plan for every new shape of its inputs, and
+# batches of sentences keep coming in new shapes (batch size x length), so on an H100 the plans'
+# host time was 70% of a Transformer's training step (bench.profile_step). The flash and
+# memory-efficient kernels need no plan.
+PLAN_FREE_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 def valid_lens_to_mask(valid_lens: Tensor, n_keys: int) -> Tensor:
@@ -112,7 +122,9 @@ def dot_product_attention(
     and may give zeros on the fused one; it does not occur, as every source holds ``<eos>``.)
     """
     if not need_weights:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
+        with sdpa_kernel(PLAN_FREE_BACKENDS) if q.is_cuda else nullcontext():
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        return out, None
     scores = torch.matmul(q, k.transpose(-2, -1)) / q.shape[-1] ** 0.5
     weights = F.softmax(masked_fill_min(scores, mask), dim=-1)
     return torch.matmul(F.dropout(weights, dropout_p), v), weights
