@@ -408,8 +408,19 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
         print(json.dumps({"which": "fits", "batch_size": largest}), flush=True)
     print(json.dumps({"which": "search", "largest": largest, "out_of_memory_at": oom_at}),
           flush=True)
-    if largest != t.batch_size:
-        print(json.dumps(measure(largest, "largest")), flush=True)
+    # Two steps that fitted do not promise twenty: the allocator's fragments can make a later one
+    # run out (an H100, the GRU at 256,000 tokens). Then the batch below it is measured instead.
+    while largest != t.batch_size:
+        try:
+            print(json.dumps(measure(largest, "largest")), flush=True)
+            break
+        except torch.OutOfMemoryError:
+            optimizer.zero_grad(set_to_none=True)
+            gc.collect()
+            torch.cuda.empty_cache()
+            print(json.dumps({"which": "out of memory while measuring", "batch_size": largest}),
+                  flush=True)
+            largest //= 2
 
 
 def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
