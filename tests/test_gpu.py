@@ -520,3 +520,30 @@ def test_training_attention_on_cuda_builds_no_per_shape_plans() -> None:
     assert any("_efficient_attention" in n or "_flash_attention" in n for n in names), \
         sorted(names)
     assert not any("cudnn_attention" in n for n in names), sorted(names)
+
+
+def test_step_profile_runs_on_the_cpu(tiny_data_dir: Path) -> None:
+    """bench.profile_step on the CPU with a tiny model: the step's pace, the collator's share,
+    and the operators with the most host time, the matrix products among them; no device
+    figures without a device."""
+    from bench.profile_step import profile
+
+    tiny = ["data.vocab_size=64", "data.valid_frac=0.1", "data.test_frac=0.1",
+            "model.d_model=16", "model.d_ff=32", "model.n_heads=2", "model.n_layers=1",
+            "train.batch_size=300"]
+    r = profile(Path("configs/transformer.toml"), "cpu", steps=2, warmup=1,
+                data_dir=tiny_data_dir, overrides=tiny, top=40)
+    assert r["wall_s"] > 0 and r["target_tokens_per_s"] > 0 and 0 < r["collate_s"] < r["wall_s"]
+    assert r["device_busy_s"] is None and r["kernels_per_step"] is None and not r["self_device"]
+    ops = {row["op"] for row in r["self_cpu"]}
+    assert ops & {"aten::mm", "aten::addmm", "aten::bmm"}, ops
+    assert all(row["self_cpu_ms"] >= 0 for row in r["self_cpu"])
+
+
+def test_step_profile_refuses_no_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.profile_step import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["configs/transformer.toml", "--device", "cpu", "--steps", "0"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 1 and err.startswith("error: --steps 0") and err.count("\n") == 1
