@@ -7,6 +7,11 @@ optimizer's update of one batch (the batch is built before, by OpenNMT-py's iter
 target tokens are the batch's non-padding tokens after ``<s>`` (``</s>`` counted, as nmt counts
 ``<eos>``), counted before the clock starts. This file imports nothing from nmt: nmt is not
 installed in that environment.
+
+Where the config has validation data, each validation is recorded with the seconds the timed
+steps before it took (validation itself is not timed). OpenNMT-py 3.5.1 computes its validation
+loss with the training's label smoothing; here it is computed without (the criterion's
+smoothing set to 0 for validation), so it is the plain per-token cross-entropy nmt reports.
 """
 
 from __future__ import annotations
@@ -31,9 +36,25 @@ def main(argv: list[str] | None = None) -> None:
     import onmt
     import onmt.trainer
     from onmt.bin.train import main as onmt_train
+    from onmt.utils.loss import LossCompute
 
     step_times: list[tuple[float, int]] = []  # (seconds, target tokens) per optimizer step
+    validations: list[dict[str, Any]] = []
     inner = onmt.trainer.Trainer._gradient_accumulation
+    inner_validate = onmt.trainer.Trainer.validate
+    inner_from_opts = LossCompute.from_opts.__func__  # type: ignore[attr-defined]
+
+    def from_opts(cls: Any, opt: Any, model: Any, vocab: Any, train: bool = True) -> Any:
+        compute = inner_from_opts(cls, opt, model, vocab, train)
+        if not train and isinstance(compute.criterion, torch.nn.CrossEntropyLoss):
+            compute.criterion.label_smoothing = 0.0  # plain cross-entropy, as nmt reports
+        return compute
+
+    def validate(self: Any, *rest: Any, **kwargs: Any) -> Any:
+        stats = inner_validate(self, *rest, **kwargs)
+        validations.append({"step": len(step_times), "valid_loss": stats.xent(),
+                            "train_s": round(sum(s for s, _ in step_times), 2)})
+        return stats
 
     def timed(self: Any, true_batches: list[Any], *rest: Any) -> Any:
         pad = self.train_loss.padding_idx
@@ -44,6 +65,8 @@ def main(argv: list[str] | None = None) -> None:
         return out
 
     onmt.trainer.Trainer._gradient_accumulation = timed  # type: ignore[method-assign]
+    onmt.trainer.Trainer.validate = validate  # type: ignore[method-assign]
+    LossCompute.from_opts = classmethod(from_opts)  # type: ignore[method-assign,assignment]
     sys.argv = ["onmt_train", "-config", args.config]
     start = time.perf_counter()
     onmt_train()
@@ -57,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         "step_seconds": [round(s, 3) for s, _ in step_times], "warmup_steps": args.warmup,
         "seconds": round(seconds, 1), "threads": torch.get_num_threads(),
         "onmt": getattr(onmt, "__version__", "?"), "torch": torch.__version__,
+        "valid": validations,
     }))
 
 

@@ -72,10 +72,12 @@ DIFFERENCES = (
 
 
 def peer_options(cfg: Config, src: Path, tgt: Path, vocab: Path, vocab_size: int,
-                 save_dir: Path, steps: int, seed: int = 1) -> dict[str, Any]:
+                 save_dir: Path, steps: int, seed: int = 1,
+                 valid: tuple[Path, Path] | None = None, eval_every: int = 0) -> dict[str, Any]:
     """onmt_train's options for training ``cfg``'s Transformer for ``steps`` steps on the
-    piece files ``src`` / ``tgt`` with the shared vocabulary ``vocab``, no validation and no
-    checkpoint before the last step. A config OpenNMT-py cannot match gets an NmtError."""
+    piece files ``src`` / ``tgt`` with the shared vocabulary ``vocab``, no checkpoint before the
+    last step, and no validation, or one on the piece files ``valid`` every ``eval_every``
+    steps. A config OpenNMT-py cannot match gets an NmtError."""
     m, t = cfg.model, cfg.train
     unmatched = [what for what, ok in (
         ("model.arch = transformer", m.arch == "transformer"),
@@ -102,9 +104,13 @@ def peer_options(cfg: Config, src: Path, tgt: Path, vocab: Path, vocab_size: int
         "save_data": str(save_dir), "save_model": str(save_dir / "model"),
         "overwrite": True, "src_vocab": str(vocab), "share_vocab": True,
         "src_vocab_size": vocab_size, "tgt_vocab_size": vocab_size, "vocab_size_multiple": 1,
-        "data": {"corpus_1": {"path_src": str(src), "path_tgt": str(tgt)}},
+        "data": {"corpus_1": {"path_src": str(src), "path_tgt": str(tgt)},
+                 **({"valid": {"path_src": str(valid[0]), "path_tgt": str(valid[1])}}
+                    if valid else {})},
         "skip_empty_level": "silent",
-        "train_steps": steps, "save_checkpoint_steps": steps, "valid_steps": 10 * steps + 1,
+        "train_steps": steps, "save_checkpoint_steps": steps,
+        "valid_steps": eval_every if valid and eval_every else 10 * steps + 1,
+        "valid_batch_size": t.batch_size,
         "report_every": max(1, steps // 5), "seed": seed, "world_size": 1, "gpu_ranks": [],
         "num_workers": 0, "model_dtype": "fp32",
         "batch_type": "tokens", "batch_size": t.batch_size, "accum_count": [1],
@@ -163,9 +169,9 @@ def _pip(cmd: list[str], what: str) -> None:
 
 def write_pieces(cfg: Config, data_dir: Path | None, dest: Path,
                  log: Callable[[str], None] = print) -> dict[str, Any]:
-    """nmt's training split of ``cfg`` as space-separated SentencePiece pieces
-    (``train.src``, ``train.tgt``) and the pieces as a vocabulary (``vocab.txt``), in ``dest``;
-    written once per cache (``dest/pieces.json`` names it)."""
+    """nmt's training and validation splits of ``cfg`` as space-separated SentencePiece pieces
+    (``train.src``, ``train.tgt``, ``valid.src``, ``valid.tgt``) and the pieces as a vocabulary
+    (``vocab.txt``), in ``dest``; written once per cache (``dest/pieces.json`` names it)."""
     import sentencepiece as spm
 
     from nmt.data.download import default_data_dir
@@ -174,7 +180,7 @@ def write_pieces(cfg: Config, data_dir: Path | None, dest: Path,
 
     prepared = prepare(cfg.data, data_dir or default_data_dir(), log=log)
     record = dest / "pieces.json"
-    key = {"cache": str(prepared.cache_dir), "digest": prepared.digest}
+    key = {"cache": str(prepared.cache_dir), "digest": prepared.digest, "splits": "train valid"}
     if record.is_file() and json.loads(record.read_text(encoding="utf-8")).get("key") == key:
         return dict(json.loads(record.read_text(encoding="utf-8")))
     sp = spm.SentencePieceProcessor(model_file=str(prepared.cache_dir / "spm.model"))
@@ -184,11 +190,13 @@ def write_pieces(cfg: Config, data_dir: Path | None, dest: Path,
                        "OpenNMT-py's files split on it")
     split = prepared.splits["train"]
     dest.mkdir(parents=True, exist_ok=True)
-    for side, ids, offsets in (("src", split.src_ids, split.src_offsets),
-                               ("tgt", split.tgt_ids, split.tgt_offsets)):
-        with open(dest / f"train.{side}", "w", encoding="utf-8") as f:
-            for i in range(len(offsets) - 1):
-                f.write(" ".join(pieces[j] for j in ids[offsets[i]:offsets[i + 1]]) + "\n")
+    for name in ("train", "valid"):
+        part = prepared.splits[name]
+        for side, ids, offsets in (("src", part.src_ids, part.src_offsets),
+                                   ("tgt", part.tgt_ids, part.tgt_offsets)):
+            with open(dest / f"{name}.{side}", "w", encoding="utf-8") as f:
+                for i in range(len(offsets) - 1):
+                    f.write(" ".join(pieces[j] for j in ids[offsets[i]:offsets[i + 1]]) + "\n")
     (dest / "vocab.txt").write_text("".join(p + "\n" for p in pieces[len(SPECIALS):]),
                                     encoding="utf-8")
     info = {"key": key, "pairs": len(split), "vocab_size": len(pieces),
@@ -203,25 +211,26 @@ def write_pieces(cfg: Config, data_dir: Path | None, dest: Path,
 
 
 def measure_peer(python: Path, stubs: Path, options: dict[str, Any], warmup: int,
-                 prefix: Sequence[str] = ()) -> dict[str, Any]:
-    """One OpenNMT-py run (:mod:`bench.onmt_child`) on one thread: its figures, wall seconds
-    and peak RSS."""
+                 prefix: Sequence[str] = (), threads: int = 1) -> dict[str, Any]:
+    """One OpenNMT-py run (:mod:`bench.onmt_child`) on ``threads`` threads: its figures, wall
+    seconds and peak RSS."""
     with tempfile.TemporaryDirectory(prefix="nmt-peers-") as tmp:
         run_options = {**options, "save_data": tmp, "save_model": f"{tmp}/model"}
         config = Path(tmp) / "config.yaml"
         config.write_text(json.dumps(run_options, indent=1), encoding="utf-8")  # JSON is YAML
         child = run_child([*prefix, str(python), "-m", "bench.onmt_child", str(config),
-                           "--warmup", str(warmup), "--threads", "1"],
-                          env={**child_env(1), "PYTHONPATH": str(stubs)})
+                           "--warmup", str(warmup), "--threads", str(threads)],
+                          env={**child_env(threads), "PYTHONPATH": str(stubs)})
     row = child.last_json("OpenNMT-py")
     row.update(wall_s=round(child.seconds, 1), peak_rss_mb=round(child.peak_rss_mb))
     return row
 
 
 def compare(config: Path, *, steps: int, warmup: int, repeats: int, venv: Path = VENV,
-            data_dir: Path | None = None, cpu: int | None = None,
+            data_dir: Path | None = None, cpu: int | None = None, precision: str = "auto",
             log: Callable[[str], None] = print) -> dict[str, Any]:
-    """nmt and OpenNMT-py on ``config``'s model and data, alternated ``repeats`` times."""
+    """nmt and OpenNMT-py on ``config``'s model and data, alternated ``repeats`` times; nmt in
+    ``precision`` (``train.precision``), OpenNMT-py in fp32 (it has no other on a CPU)."""
     from nmt.config import load_config
     from nmt.training.cost import this_cpu_fp32_peak, training_flops_per_target_token
 
@@ -233,7 +242,8 @@ def compare(config: Path, *, steps: int, warmup: int, repeats: int, venv: Path =
     options = peer_options(cfg, work / "train.src", work / "train.tgt", work / "vocab.txt",
                            pieces["vocab_size"], work / "run", total, seed=cfg.train.seed)
     prefix = ["taskset", "-c", str(cpu)] if cpu is not None else []
-    ours_overrides = [*CPU_OVERRIDES, "train.threads=1", f"train.max_steps={total}"]
+    ours_overrides = [*CPU_OVERRIDES, f"train.precision={precision}", "train.threads=1",
+                      f"train.max_steps={total}"]
     runs: dict[str, list[dict[str, Any]]] = {"nmt": [], "onmt": []}
     for i in range(repeats):
         for side in ("nmt", "onmt") if i % 2 == 0 else ("onmt", "nmt"):
@@ -249,10 +259,149 @@ def compare(config: Path, *, steps: int, warmup: int, repeats: int, venv: Path =
                                             pieces["src_mean"], pieces["tgt_mean"])
     peak = this_cpu_fp32_peak(1)
     return {"config": config.name, "steps": steps, "warmup": warmup, "repeats": repeats,
-            "cpu": cpu, "runs": runs, "flops_per_token": flops,
+            "cpu": cpu, "precision": nmt_precision(precision), "runs": runs,
+            "flops_per_token": flops,
             "cpu_peak_flops": peak.flops if peak else None,
             "cpu_peak": peak.describe() if peak else None,
             "onmt_options": options, "differences": list(DIFFERENCES)}
+
+
+def nmt_precision(precision: str) -> str:
+    """What ``train.precision = precision`` trains in on this CPU, and why."""
+    import torch
+
+    from nmt.device import autocast_dtype
+
+    dtype = autocast_dtype(torch.device("cpu"), precision)
+    chosen = "bf16" if dtype == torch.bfloat16 else "fp32"
+    return chosen if precision == chosen else f"{chosen} ({precision}: {cpu_bf16_units()})"
+
+
+def cpu_bf16_units() -> str:
+    """This CPU's bf16 units as ``/proc/cpuinfo`` names them, or that it has none."""
+    try:
+        flags = next((line.split(":", 1)[1].split()
+                      for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    units = [f for f in ("amx_bf16", "avx512_bf16") if f in flags]
+    return ", ".join(units) if units else "no bf16 units"
+
+
+# --- time to quality --------------------------------------------------------------------------
+
+
+def time_to_quality(config: Path, *, steps: int, eval_every: int, threads: int = 2,
+                    repeats: int = 1, precision: str = "auto", venv: Path = VENV,
+                    data_dir: Path | None = None,
+                    log: Callable[[str], None] = print) -> dict[str, Any]:
+    """nmt and OpenNMT-py each train ``config``'s model for ``steps`` steps on ``threads``
+    threads, alternated ``repeats`` times, scoring the same validation pairs every
+    ``eval_every`` steps; the seconds of training (validation left out) each took to reach the
+    validation loss both reached (:func:`reached`)."""
+    from nmt.config import load_config
+
+    if eval_every < 1 or steps < eval_every:
+        raise NmtError(f"--eval-every {eval_every}: expected 1 to --steps ({steps})")
+    cfg = load_config(config)
+    python, stubs = ensure_peer(venv, log)
+    work = WORK / config.stem
+    pieces = write_pieces(cfg, data_dir, work, log)
+    options = peer_options(cfg, work / "train.src", work / "train.tgt", work / "vocab.txt",
+                           pieces["vocab_size"], work / "run", steps, seed=cfg.train.seed,
+                           valid=(work / "valid.src", work / "valid.tgt"),
+                           eval_every=eval_every)
+    ours_overrides = [*CPU_OVERRIDES, f"train.precision={precision}", f"train.threads={threads}",
+                      f"train.max_steps={steps}", f"train.eval_every={eval_every}",
+                      "train.eval_sentences=-1", "train.patience=0"]
+    runs: dict[str, list[dict[str, Any]]] = {"nmt": [], "onmt": []}
+    for i in range(repeats):
+        for side in ("nmt", "onmt") if i % 2 == 0 else ("onmt", "nmt"):
+            if side == "nmt":
+                row = measure_train(config, ours_overrides, data_dir=data_dir,
+                                    threads=threads)
+            else:
+                row = measure_peer(python, stubs, options, 0, threads=threads)
+            runs[side].append(row)
+            last = row["valid"][-1] if row.get("valid") else {}
+            log(f"  {side}: {row['steps']} steps, {len(row.get('valid', []))} validations, "
+                f"last valid loss {last.get('valid_loss', float('nan')):.3f} after "
+                f"{last.get('train_s', float('nan')):.0f} s of training")
+    result = {"config": config.name, "steps": steps, "eval_every": eval_every,
+              "threads": threads, "repeats": repeats, "precision": nmt_precision(precision),
+              "valid_pairs": _lines(work / "valid.src"), "runs": runs,
+              "onmt_options": options, "differences": list(DIFFERENCES)}
+    result.update(reached(runs))
+    return result
+
+
+def _lines(path: Path) -> int:
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for _ in f)
+
+
+def reached(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The target: the highest of the two sides' lowest validation losses (a loss both
+    reached), and for each run the training seconds at its first validation at or below it;
+    ``speedup``: OpenNMT-py's seconds over nmt's, each side's fastest run."""
+    lowest = {side: min((v["valid_loss"] for r in rows for v in r.get("valid", [])),
+                        default=None) for side, rows in runs.items()}
+    if any(x is None for x in lowest.values()):
+        return {"target_loss": None, "seconds_to_target": {}, "speedup": None}
+    target = max(x for x in lowest.values() if x is not None)
+    seconds = {side: [next((v["train_s"] for v in r.get("valid", [])
+                            if v["valid_loss"] <= target), None) for r in rows]
+               for side, rows in runs.items()}
+    fastest = {side: min((x for x in xs if x is not None), default=None)
+               for side, xs in seconds.items()}
+    ours, peer = fastest["nmt"], fastest["onmt"]
+    return {"target_loss": target, "seconds_to_target": seconds,
+            "speedup": peer / ours if ours and peer else None}
+
+
+def quality_markdown(result: dict[str, Any]) -> str:
+    """:func:`time_to_quality`'s result: each validation of each run, then the time to the
+    target loss."""
+    out = ["| step | " + " | ".join(
+        f"{name} run {i + 1}: valid loss (training s)"
+        for side, name in (("nmt", "nmt"), ("onmt", "OpenNMT-py"))
+        for i in range(len(result["runs"][side]))) + " |"]
+    columns = [r for side in ("nmt", "onmt") for r in result["runs"][side]]
+    out.append("|---:|" + "---:|" * len(columns))
+    steps = sorted({v["step"] for r in columns for v in r.get("valid", [])})
+    for step in steps:
+        cells = []
+        for r in columns:
+            v = next((v for v in r.get("valid", []) if v["step"] == step), None)
+            cells.append(f"{v['valid_loss']:.3f} ({v['train_s']:.0f})" if v else "-")
+        out.append(f"| {step:,} | " + " | ".join(cells) + " |")
+    out.append("")
+    for side, name in (("nmt", "nmt"), ("onmt", "OpenNMT-py")):
+        rows = result["runs"][side]
+        each = ", ".join(f"{r['steady_tokens_per_sec'] or 0:,.0f}" for r in rows)
+        walls = ", ".join(f"{r['wall_s']:.0f}" for r in rows)
+        out.append(f"- {name}: target tokens/s {each}; wall seconds (validation, start and "
+                   f"data loading included) {walls}")
+    target, speedup = result["target_loss"], result["speedup"]
+    if target is None:
+        out.append("- no validation loss on one side: no time to quality")
+    else:
+        secs = result["seconds_to_target"]
+        out.append(f"- target: valid loss {target:.3f} (the higher of the two sides' lowest); "
+                   "training seconds to reach it: "
+                   + "; ".join(f"{n} " + ", ".join("not reached" if x is None else f"{x:.0f}"
+                                                   for x in secs[side])
+                               for side, n in (("nmt", "nmt"), ("onmt", "OpenNMT-py"))))
+        out.append("- nmt / OpenNMT-py, time to the target: "
+                   + (f"**{speedup:.2f}x** faster" if speedup else "-"))
+    out += ["", f"{result['config']}'s model and data, {result['steps']:,} steps, validation "
+            f"every {result['eval_every']:,} steps on the same {result['valid_pairs']:,} pairs "
+            "(per-token cross-entropy without label smoothing, both sides), "
+            f"{result['threads']} threads each, {result['repeats']} run(s) per side "
+            f"alternated; nmt in {result['precision']}, OpenNMT-py in fp32. What differs:", ""]
+    out += [f"- {d}" for d in result["differences"]]
+    return "\n".join(out)
 
 
 def best(rows: list[dict[str, Any]]) -> float:
@@ -283,7 +432,8 @@ def markdown(result: dict[str, Any]) -> str:
                    f"{max(r['peak_rss_mb'] for r in rows):,} |")
     r = ratio(result)
     out += ["", f"nmt / OpenNMT-py: **{r:.2f}x**" if r else "nmt / OpenNMT-py: -", "",
-            f"{result['config']}'s model and training pairs, one thread each"
+            f"{result['config']}'s model and training pairs, one thread each, nmt in "
+            f"{result.get('precision', 'fp32')} and OpenNMT-py in fp32"
             + (f" pinned to CPU {result['cpu']}" if result["cpu"] is not None else "")
             + f", {result['repeats']} alternating runs per side of {result['warmup']} warm-up "
             f"+ {result['steps']} timed steps; steady: target tokens over the timed steps' "
@@ -301,34 +451,54 @@ def _peer_version(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__.split("\n")[0])
     p.add_argument("--config", type=Path, default=CONFIGS / "demo.toml")
-    p.add_argument("--steps", type=int, default=150, help="timed steps per run")
+    p.add_argument("--steps", type=int, default=None, help="timed steps per run (150); with "
+                   "--quality, the steps each side trains (the config's train.max_steps)")
     p.add_argument("--warmup", type=int, default=20, help="leading steps left out")
-    p.add_argument("--repeats", type=int, default=2, help="runs per side, alternated")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="runs per side, alternated (2; with --quality, 1)")
+    p.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
+                   help="nmt's train.precision (OpenNMT-py trains in fp32 on a CPU)")
+    p.add_argument("--quality", action="store_true", help="time to the same validation loss "
+                   "instead of training speed: bench/out/peers-quality.md")
+    p.add_argument("--eval-every", type=int, default=100,
+                   help="with --quality: validate every N steps")
+    p.add_argument("--threads", type=int, default=2, help="with --quality: threads per side")
     p.add_argument("--venv", type=Path, default=VENV, help="OpenNMT-py's virtual environment")
     p.add_argument("--data-dir", type=Path, default=None, help="nmt's corpus and cache folder")
     p.add_argument("--cpu", type=int, default=None, help="pin both sides to this CPU (taskset)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = p.parse_args(argv)
-    if args.steps < 1 or args.warmup < 0 or args.repeats < 1:
-        p.error("--steps and --repeats must be >= 1, --warmup >= 0")
+    repeats = args.repeats or (1 if args.quality else 2)
+    if (args.steps is not None and args.steps < 1) or args.warmup < 0 or repeats < 1 \
+            or args.threads < 1:
+        p.error("--steps, --repeats and --threads must be >= 1, --warmup >= 0")
     if args.cpu is not None and shutil.which("taskset") is None:
         p.error("--cpu needs taskset (util-linux)")
     try:
-        result = compare(args.config, steps=args.steps, warmup=args.warmup,
-                         repeats=args.repeats, venv=args.venv.resolve(),
-                         data_dir=args.data_dir, cpu=args.cpu)
+        if args.quality:
+            from nmt.config import load_config
+
+            steps = args.steps or load_config(args.config).train.max_steps
+            result = time_to_quality(args.config, steps=steps, eval_every=args.eval_every,
+                                     threads=args.threads, repeats=repeats,
+                                     precision=args.precision, venv=args.venv.resolve(),
+                                     data_dir=args.data_dir)
+        else:
+            result = compare(args.config, steps=args.steps or 150, warmup=args.warmup,
+                             repeats=repeats, venv=args.venv.resolve(),
+                             data_dir=args.data_dir, cpu=args.cpu, precision=args.precision)
     except NmtError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
     from bench.machine import machine
 
     result["machine"] = machine()
-    text = markdown(result)
+    text = quality_markdown(result) if args.quality else markdown(result)
+    name = "peers-quality" if args.quality else "peers"
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "peers.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
-    (args.out / "peers.md").write_text(text + "\n", encoding="utf-8")
+    (args.out / f"{name}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    (args.out / f"{name}.md").write_text(text + "\n", encoding="utf-8")
     print(text)
-
 
 if __name__ == "__main__":
     main()

@@ -92,7 +92,7 @@ def profile(config: Path, device_name: str = "cuda", steps: int = 10, warmup: in
         "precision": cfg.train.precision, "batch_size": cfg.train.batch_size,
         "steps": steps, "warmup": warmup,
         "wall_s": round(wall, 4), "target_tokens_per_s": round(tokens / (wall * steps)),
-        "collate_s": round(statistics.median(collate), 4),
+        "collate_s": round(statistics.median(collate), 6),
         "device_busy_s": round(busy / steps / 1e6, 4) if cuda else None,
         "kernels_per_step": round(sum(e.count for e in on_device) / steps) if cuda else None,
         "self_cpu": sorted(rows, key=lambda r: -r["self_cpu_ms"])[:top],

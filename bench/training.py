@@ -63,6 +63,7 @@ def train_child(config: Path, overrides: list[str], stop_after: int, warmup: int
     import nmt.training.loop as training
     from nmt.config import load_config
     from nmt.data.download import default_data_dir
+    from nmt.runs.directory import validation_records
 
     class StopAfter(training.StopFlag):
         def check(self, step: int) -> bool:
@@ -82,6 +83,7 @@ def train_child(config: Path, overrides: list[str], stop_after: int, warmup: int
     with tempfile.TemporaryDirectory(prefix="nmt-bench-") as tmp:
         result = training.train(cfg, Path(tmp) / "run", data_dir=data_dir or default_data_dir(),
                                 log=lambda s: None, stop=StopAfter())
+        validations = validation_records(Path(tmp) / "run")
     from nmt.training.cost import this_cpu_fp32_peak
 
     steady = step_times[warmup:]
@@ -97,13 +99,18 @@ def train_child(config: Path, overrides: list[str], stop_after: int, warmup: int
         "flops_per_token": result.flops_per_token,
         "cpu_peak_flops": peak.flops if peak else None,
         "cpu_peak": peak.describe() if peak else None,
+        # each validation's loss, with the seconds the training steps before it took
+        "valid": [{"step": r["step"], "valid_loss": r["valid_loss"],
+                   "train_s": round(sum(s for s, _ in step_times[:r["step"]]), 2)}
+                  for r in validations if r.get("valid_loss") is not None],
     }
 
 
 def measure_train(config: Path, overrides: Sequence[str] = (), *, stop_after: int = 0,
                   warmup: int = 0, data_dir: Path | None = None,
-                  prefix: Sequence[str] = ()) -> dict[str, Any]:
-    """Run :func:`train_child` in a fresh process; its figures plus wall seconds and peak RSS.
+                  prefix: Sequence[str] = (), threads: int | None = None) -> dict[str, Any]:
+    """Run :func:`train_child` in a fresh process (``threads``: its OpenMP threads, None for
+    torch's default); its figures plus wall seconds and peak RSS.
     ``prefix`` goes before the command (``taskset -c 0``, say)."""
     # the child runs in the repository root: paths are made absolute
     cmd = [*prefix, sys.executable, "-m", "bench.training", str(config.resolve()),
@@ -112,7 +119,7 @@ def measure_train(config: Path, overrides: Sequence[str] = (), *, stop_after: in
         cmd += ["--data-dir", str(data_dir.resolve())]
     for text in overrides:
         cmd += ["--set", text]
-    child = run_child(cmd, env=child_env())
+    child = run_child(cmd, env=child_env(threads))
     row = child.last_json(f"training {config.name}")
     row.update(config=config.name, overrides=list(overrides), wall_s=round(child.seconds, 1),
                peak_rss_mb=round(child.peak_rss_mb))

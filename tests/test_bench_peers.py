@@ -71,3 +71,43 @@ def test_table_gives_both_speeds_the_ratio_and_what_differs() -> None:
     # a side with no figure gives no ratio rather than a division by zero
     result["runs"]["onmt"] = [run(0.0)]
     assert peers.ratio(result) is None and "nmt / OpenNMT-py: -" in peers.markdown(result)
+
+
+def test_validation_is_on_the_same_pairs_every_n_steps() -> None:
+    cfg = load_config(DEMO)
+    o = peers.peer_options(cfg, Path("/d/train.src"), Path("/d/train.tgt"), Path("/d/vocab.txt"),
+                           4000, Path("/d/run"), 600,
+                           valid=(Path("/d/valid.src"), Path("/d/valid.tgt")), eval_every=100)
+    assert o["data"]["valid"] == {"path_src": "/d/valid.src", "path_tgt": "/d/valid.tgt"}
+    assert o["valid_steps"] == 100 and o["train_steps"] == 600
+
+
+def quality_run(*points: tuple[int, float, float]) -> dict[str, Any]:
+    return {"steps": 300, "steady_tokens_per_sec": 5000.0, "wall_s": 100.0,
+            "valid": [{"step": s, "valid_loss": v, "train_s": t} for s, v, t in points]}
+
+
+def test_time_to_quality_is_to_the_loss_both_sides_reach() -> None:
+    """The target is the higher of the two sides' lowest losses; each side's time is at its
+    first validation at or below it; the speedup compares the fastest runs."""
+    runs = {"nmt": [quality_run((100, 4.0, 30), (200, 3.0, 60), (300, 2.5, 90)),
+                    quality_run((100, 4.1, 25), (200, 3.2, 50), (300, 2.9, 75))],
+            "onmt": [quality_run((100, 4.2, 40), (200, 3.5, 80), (300, 2.9, 120))]}
+    r = peers.reached(runs)
+    assert r["target_loss"] == 2.9
+    assert r["seconds_to_target"] == {"nmt": [90, 75], "onmt": [120]}
+    assert r["speedup"] == pytest.approx(120 / 75)
+    # a run that never gets there counts as not reached, not as zero seconds
+    runs["nmt"][1] = quality_run((100, 4.1, 25), (300, 3.1, 75))
+    r = peers.reached(runs)
+    assert r["seconds_to_target"]["nmt"] == [90, None] and r["speedup"] == pytest.approx(120 / 90)
+    # a side with no validation: no target, no speedup
+    assert peers.reached({"nmt": runs["nmt"], "onmt": [quality_run()]})["speedup"] is None
+    table = peers.quality_markdown(
+        {"config": "demo.toml", "steps": 300, "eval_every": 100, "threads": 2, "repeats": 1,
+         "precision": "bf16 (auto: avx512_bf16)", "valid_pairs": 3350, "runs": runs,
+         "differences": ["x"], **peers.reached(runs)})
+    assert "| 300 | 2.500 (90) | 3.100 (75) | 2.900 (120) |" in table
+    assert "| 200 | 3.000 (60) | - | 3.500 (80) |" in table
+    assert "nmt / OpenNMT-py, time to the target: **1.33x** faster" in table
+    assert "nmt 90, not reached; OpenNMT-py 120" in table
