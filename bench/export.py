@@ -2,7 +2,8 @@
 
 ``python -m bench.export --run runs/NAME`` (and ``make bench``'s ``export`` part) exports the
 run's best checkpoint twice (float32 and int8 weights) under ``--out``, then translates the whole
-test split, text in and text out, with each engine at 1 and 2 threads, greedy and beam 4:
+test split, text in and text out, with each engine at 1 and 2 threads, greedy and beam 4 (nmt
+in fp32, and also in bf16 where the CPU has bf16 units and nmt decodes in it by default):
 sentences per second, the share of lines identical to ``nmt``'s output with the same search,
 corpus BLEU (all references), and the size on disk. Every greedy line where CTranslate2 fp32
 and ``nmt`` differ is explained in ``export-diffs.jsonl``: the first differing step and, under
@@ -64,6 +65,7 @@ def bench_export(
     from nmt.data.download import default_data_dir
     from nmt.data.normalize import normalize
     from nmt.data.prepare import prepare
+    from nmt.device import decode_dtype
     from nmt.evaluate import corpus_scores
     from nmt.export import require_ctranslate2
     from nmt.runs.loading import load_run
@@ -95,6 +97,7 @@ def bench_export(
     log(f"export benchmark: {run.run_dir}, {len(sources)} {split} sources, threads "
         f"{list(threads)}, beams {list(searches)}")
     load_start = os.getloadavg()
+    bf16_default = decode_dtype(torch.device("cpu"), "auto") == torch.bfloat16
     rows: list[dict[str, Any]] = []
     reference: dict[int, list[str]] = {}  # nmt's output per beam
     outputs: dict[tuple[str, int], list[str]] = {}
@@ -103,9 +106,13 @@ def bench_export(
         for t in threads:
             torch.set_num_threads(t)
             for beam in searches:
-                # fp32, as the float32 export computes: the identity check compares like with like
+                # fp32, as the float32 export computes: the identity check compares like with
+                # like; and, where the CPU has bf16 units, what nmt decodes in by default there
                 engines: list[tuple[str, Any]] = [
                     ("nmt", Translator.from_run(run, beam=beam, precision="fp32"))]
+                if bf16_default:
+                    engines.append(("nmt bf16", Translator.from_run(run, beam=beam,
+                                                                    precision="bf16")))
                 engines += [(f"ct2 {q}", CT2Translator.from_export(p, beam=beam, threads=t))
                             for q, p in exports.items()]
                 for name, translator in engines:

@@ -267,26 +267,13 @@ def compare(config: Path, *, steps: int, warmup: int, repeats: int, venv: Path =
 
 
 def nmt_precision(precision: str) -> str:
-    """What ``train.precision = precision`` trains in on this CPU, and why."""
+    """What ``train.precision = precision`` trains in on this CPU, and why
+    (:func:`nmt.device.precision_said`, as the training log says it)."""
     import torch
 
-    from nmt.device import autocast_dtype
+    from nmt.device import precision_said
 
-    dtype = autocast_dtype(torch.device("cpu"), precision)
-    chosen = "bf16" if dtype == torch.bfloat16 else "fp32"
-    return chosen if precision == chosen else f"{chosen} ({precision}: {cpu_bf16_units()})"
-
-
-def cpu_bf16_units() -> str:
-    """This CPU's bf16 units as ``/proc/cpuinfo`` names them, or that it has none."""
-    try:
-        flags = next((line.split(":", 1)[1].split()
-                      for line in Path("/proc/cpuinfo").read_text().splitlines()
-                      if line.startswith("flags")), [])
-    except OSError:
-        flags = []
-    units = [f for f in ("amx_bf16", "avx512_bf16") if f in flags]
-    return ", ".join(units) if units else "no bf16 units"
+    return precision_said(torch.device("cpu"), precision).removeprefix("precision: ")
 
 
 # --- time to quality --------------------------------------------------------------------------

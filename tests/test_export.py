@@ -880,17 +880,28 @@ def test_libretranslate_serves_the_package(runs: dict[str, Path], tmp_path: Path
             server.wait()
 
 
-def test_export_benchmark_runs_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
-    """`make bench`'s export part: a row per engine, search and thread count, sizes, and every
-    greedy difference explained."""
+@pytest.mark.parametrize("bf16_units", ["0", "1"])
+def test_export_benchmark_runs_end_to_end(bf16_units: str, tmp_path: Path, tiny_data_dir: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make bench`'s export part: a row per engine, search and thread count (nmt in bf16 too
+    where the CPU has bf16 units, as it then decodes by default), sizes, and every greedy
+    difference explained."""
+    import nmt.device
     from bench.export import bench_export, markdown
 
+    monkeypatch.setenv("NMT_CPU_BF16", bf16_units)
+    monkeypatch.delenv(nmt.device.ONEDNN_CACHE, raising=False)  # a bf16 search sets it
+    nmt.device.cpu_bf16_units.cache_clear()
     run = make_run(tmp_path / "run")
-    result = bench_export(run, tmp_path / "out", threads=(1,), searches=(1, 2),
-                          data_dir=tiny_data_dir, log=lambda s: None)
+    try:
+        result = bench_export(run, tmp_path / "out", threads=(1,), searches=(1, 2),
+                              data_dir=tiny_data_dir, log=lambda s: None)
+    finally:
+        nmt.device.cpu_bf16_units.cache_clear()
     assert json.loads((tmp_path / "out" / "export.json").read_text()) == result
+    ours = ("nmt", "nmt bf16") if bf16_units == "1" else ("nmt",)
     assert [(r["beam"], r["engine"]) for r in result["rows"]] == [
-        (b, e) for b in (1, 2) for e in ("nmt", "ct2 float32", "ct2 int8")]
+        (b, e) for b in (1, 2) for e in (*ours, "ct2 float32", "ct2 int8")]
     greedy = {r["engine"]: r for r in result["rows"] if r["beam"] == 1}
     assert greedy["nmt"]["identical_share"] == 1.0 and greedy["nmt"]["speedup_vs_nmt"] == 1.0
     assert greedy["ct2 float32"]["identical_to_nmt"] == result["sentences"] - len(
