@@ -17,7 +17,7 @@ RUN ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install data train translate bleu quality test test-isa test-all test-argos lint bench \
-	bench-peers bench-startup bench-bt bench-adapt bench-data demo clean gpu-bundle gpu-check
+	bench-peers bench-peers-quality bench-startup bench-bt bench-adapt bench-data demo clean gpu-bundle gpu-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -106,6 +106,10 @@ bench-startup: install ## cold-start seconds of nmt --help and one-sentence tran
 PEERS_STEPS ?= 150
 bench-peers: install ## nmt against OpenNMT-py, demo model, 1 thread each; bench/out/peers.md
 	$(BIN)/python -m bench.peers --out bench/out --steps $(PEERS_STEPS) $(if $(PEERS_CPU),--cpu $(PEERS_CPU))
+
+# The same two trainings to the same validation loss, 2 threads each, 1,200 steps (~17 min).
+bench-peers-quality: install ## time to the same validation loss, nmt vs OpenNMT-py; bench/out/peers-quality.md
+	$(BIN)/python -m bench.peers --quality --out bench/out --steps 1200 --eval-every 100
 
 # Back-translation's gain on the shipped corpus: fr->en on half of it back-translates the French
 # of the other half; en->fr with and without those pairs, the same steps (bench/backtranslation.py).
