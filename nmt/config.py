@@ -23,7 +23,7 @@ from typing import Any
 
 from nmt.data.filters import parse as parse_filters
 from nmt.data.normalize import POLICIES, is_natural_text
-from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SPECIALS
+from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SENTENCEPIECE_SAMPLE, SPECIALS
 from nmt.errors import ConfigError
 from nmt.files import path_problem
 
@@ -109,8 +109,8 @@ class DataConfig:
     joint_vocab: bool = True  # one SentencePiece model and vocabulary for both languages
     character_coverage: float = 1.0  # SentencePiece: share of characters covered by pieces
     # of their own, the rarest mapped to <unk>; below 1.0 (0.9995) for Chinese or Japanese
-    sp_sentences: int = 2_000_000  # SentencePiece trains on a random sample of this many
-    # sentences (its input_sentence_size; 0: all): its time and memory stay bounded
+    sp_sentences: int = SENTENCEPIECE_SAMPLE  # SentencePiece trains on a random sample of this
+    # many sentences (its input_sentence_size; 0: all): its time and memory stay bounded
     min_freq: int = 2  # word-level tokenizer: minimum count to enter the vocabulary
     truncate: int = 0  # cut encoded sentences (with <eos>) to N tokens (0: never); d2l uses 10
 

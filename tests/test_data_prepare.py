@@ -93,17 +93,22 @@ def test_cache_key_depends_on_what_changes_the_arrays() -> None:
     word = dataclasses.replace(cfg, tokenizer="word")
     assert cache_key(word, "a") == cache_key(dataclasses.replace(word, vocab_size=3), "a")
     assert cache_key(word, "a") != cache_key(dataclasses.replace(word, min_freq=5), "a")
-    # SentencePiece's sample: in the key, but not for the word tokenizer
-    assert cache_key(cfg, "a") != cache_key(dataclasses.replace(cfg, sp_sentences=10**6), "a")
-    assert cache_key(word, "a") == cache_key(dataclasses.replace(word, sp_sentences=10**6), "a")
+    # SentencePiece's sample: in the key, but not for the word tokenizer; at 2,000,000, the
+    # default of the caches built before it became 1,000,000, the key is what it was then
+    assert cache_key(cfg, "a") != cache_key(dataclasses.replace(cfg, sp_sentences=5 * 10**5), "a")
+    assert cache_key(word, "a") == cache_key(dataclasses.replace(word, sp_sentences=5 * 10**5),
+                                             "a")
+    before = dataclasses.replace(cfg, sp_sentences=2 * 10**6)
+    assert cache_key(before, "a") == "141c8abaedf0437a" != cache_key(cfg, "a")  # the old default's
 
 
 # the shipped natural-text configs now also augment with capitals and title case
 # (data.case_forms), filter and language-check their pairs and cap their held-out splits, which
 # changes their data, so their keys; as they were, they keep them (and so target apostrophes
-# straightened, as on the source side)
+# straightened, as on the source side, and SentencePiece's sample of two million sentences)
 OLD_FORMS = ["data.case_forms=textbook", "data.filters=none", "data.langid=false",
-             "data.valid_size=0", "data.test_size=0", "data.target_apostrophes=straight"]
+             "data.valid_size=0", "data.test_size=0", "data.target_apostrophes=straight",
+             "data.sp_sentences=2000000"]
 
 
 @pytest.mark.parametrize(("config", "overrides", "key"), [

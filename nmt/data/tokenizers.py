@@ -27,6 +27,9 @@ from nmt.errors import ConfigError, DataError
 UNK_ID, PAD_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 SPECIALS = ("<unk>", "<pad>", "<bos>", "<eos>")  # indexed by the ids above
 MIN_SENTENCEPIECE_VOCAB = len(SPECIALS) + 1  # the specials and at least one character
+# SentencePiece trains on a random sample of this many sentences (its input_sentence_size):
+# about 1.5 GB of the trainer's memory; 2,000,000 took 2.9 GB (docs/BENCHMARKS.md)
+SENTENCEPIECE_SAMPLE = 1_000_000
 META_FILE = "tokenizer.json"
 
 
@@ -231,7 +234,7 @@ class WordTokenizer(Tokenizer):
 def train_sentencepiece(
     lines: Sentences, *, vocab_size: int, model_type: str, threads: int = 0, seed: int = 1,
     what: str = "data.vocab_size", character_coverage: float = 1.0,
-    user_symbols: Sequence[str] = (), sample: int = 2_000_000,
+    user_symbols: Sequence[str] = (), sample: int = SENTENCEPIECE_SAMPLE,
 ) -> bytes:
     """Train a SentencePiece model on normalised sentences; returns the serialized model.
 
@@ -313,7 +316,7 @@ class SentencePieceTokenizer(Tokenizer):
     def train(
         cls, src: Sentences, tgt: Sentences, *, vocab_size: int, model_type: str, joint: bool,
         threads: int = 0, seed: int = 1, character_coverage: float = 1.0,
-        user_symbols: Sequence[str] = (), sample: int = 2_000_000,
+        user_symbols: Sequence[str] = (), sample: int = SENTENCEPIECE_SAMPLE,
     ) -> SentencePieceTokenizer:
         kw: dict[str, Any] = dict(vocab_size=vocab_size, model_type=model_type, threads=threads,
                                   seed=seed, character_coverage=character_coverage,
