@@ -382,6 +382,12 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
                 "peak_memory_bytes": torch.cuda.max_memory_allocated() if cuda else None,
                 "estimated_memory_bytes": round(estimate.total)}
 
+    def free() -> None:
+        """What an out-of-memory step left: its gradients and the allocator's cached blocks."""
+        optimizer.zero_grad(set_to_none=True)
+        gc.collect()
+        torch.cuda.empty_cache()
+
     def fits(size: int) -> bool:
         """Two steps of the batches of ``size`` with the most padded tokens, or an OOM."""
         listed = batches(size)
@@ -393,9 +399,7 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
             synchronize()
             return True
         except torch.OutOfMemoryError:
-            optimizer.zero_grad(set_to_none=True)
-            gc.collect()
-            torch.cuda.empty_cache()
+            free()
             return False
 
     print(json.dumps(measure(t.batch_size, "config")), flush=True)
@@ -415,9 +419,7 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
             print(json.dumps(measure(largest, "largest")), flush=True)
             break
         except torch.OutOfMemoryError:
-            optimizer.zero_grad(set_to_none=True)
-            gc.collect()
-            torch.cuda.empty_cache()
+            free()
             print(json.dumps({"which": "out of memory while measuring", "batch_size": largest}),
                   flush=True)
             largest //= 2

@@ -226,6 +226,20 @@ def measure_peer(python: Path, stubs: Path, options: dict[str, Any], warmup: int
     return row
 
 
+def alternated(repeats: int, ours: Callable[[], dict[str, Any]],
+               peer: Callable[[], dict[str, Any]], said: Callable[[dict[str, Any]], str],
+               log: Callable[[str], None]) -> dict[str, list[dict[str, Any]]]:
+    """``repeats`` runs of each side, nmt first in even rounds and OpenNMT-py first in odd
+    ones, so that a machine's drift falls on both; each run logged with ``said(row)``."""
+    runs: dict[str, list[dict[str, Any]]] = {"nmt": [], "onmt": []}
+    for i in range(repeats):
+        for side in ("nmt", "onmt") if i % 2 == 0 else ("onmt", "nmt"):
+            row = ours() if side == "nmt" else peer()
+            runs[side].append(row)
+            log(f"  {side}: {row['steps']} steps, {said(row)}")
+    return runs
+
+
 def compare(config: Path, *, steps: int, warmup: int, repeats: int, venv: Path = VENV,
             data_dir: Path | None = None, cpu: int | None = None, precision: str = "auto",
             log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -244,17 +258,12 @@ def compare(config: Path, *, steps: int, warmup: int, repeats: int, venv: Path =
     prefix = ["taskset", "-c", str(cpu)] if cpu is not None else []
     ours_overrides = [*CPU_OVERRIDES, f"train.precision={precision}", "train.threads=1",
                       f"train.max_steps={total}"]
-    runs: dict[str, list[dict[str, Any]]] = {"nmt": [], "onmt": []}
-    for i in range(repeats):
-        for side in ("nmt", "onmt") if i % 2 == 0 else ("onmt", "nmt"):
-            if side == "nmt":
-                row = measure_train(config, ours_overrides, stop_after=total, warmup=warmup,
-                                    data_dir=data_dir, prefix=prefix)
-            else:
-                row = measure_peer(python, stubs, options, warmup, prefix)
-            runs[side].append(row)
-            log(f"  {side}: {row['steps']} steps, steady "
-                f"{row['steady_tokens_per_sec'] or 0:,.0f} target tokens/s")
+    runs = alternated(
+        repeats,
+        lambda: measure_train(config, ours_overrides, stop_after=total, warmup=warmup,
+                              data_dir=data_dir, prefix=prefix),
+        lambda: measure_peer(python, stubs, options, warmup, prefix),
+        lambda row: f"steady {row['steady_tokens_per_sec'] or 0:,.0f} target tokens/s", log)
     flops = training_flops_per_target_token(cfg.model, pieces["tgt_vocab_size"],
                                             pieces["src_mean"], pieces["tgt_mean"])
     peak = this_cpu_fp32_peak(1)
@@ -302,19 +311,15 @@ def time_to_quality(config: Path, *, steps: int, eval_every: int, threads: int =
     ours_overrides = [*CPU_OVERRIDES, f"train.precision={precision}", f"train.threads={threads}",
                       f"train.max_steps={steps}", f"train.eval_every={eval_every}",
                       "train.eval_sentences=-1", "train.patience=0"]
-    runs: dict[str, list[dict[str, Any]]] = {"nmt": [], "onmt": []}
-    for i in range(repeats):
-        for side in ("nmt", "onmt") if i % 2 == 0 else ("onmt", "nmt"):
-            if side == "nmt":
-                row = measure_train(config, ours_overrides, data_dir=data_dir,
-                                    threads=threads)
-            else:
-                row = measure_peer(python, stubs, options, 0, threads=threads)
-            runs[side].append(row)
-            last = row["valid"][-1] if row.get("valid") else {}
-            log(f"  {side}: {row['steps']} steps, {len(row.get('valid', []))} validations, "
-                f"last valid loss {last.get('valid_loss', float('nan')):.3f} after "
+    def said(row: dict[str, Any]) -> str:
+        last = row["valid"][-1] if row.get("valid") else {}
+        return (f"{len(row.get('valid', []))} validations, last valid loss "
+                f"{last.get('valid_loss', float('nan')):.3f} after "
                 f"{last.get('train_s', float('nan')):.0f} s of training")
+
+    runs = alternated(
+        repeats, lambda: measure_train(config, ours_overrides, data_dir=data_dir, threads=threads),
+        lambda: measure_peer(python, stubs, options, 0, threads=threads), said, log)
     result = {"config": config.name, "steps": steps, "eval_every": eval_every,
               "threads": threads, "repeats": repeats, "precision": nmt_precision(precision),
               "valid_pairs": _lines(work / "valid.src"), "runs": runs,

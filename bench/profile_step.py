@@ -77,10 +77,9 @@ def profile(config: Path, device_name: str = "cuda", steps: int = 10, warmup: in
             trainer.step(group)
         drain()
     averages = prof.key_averages()
-    dev_attr = "self_device_time_total"
 
     def device_us(e: Any) -> float:
-        return float(getattr(e, dev_attr, 0.0) or 0.0)
+        return float(e.self_device_time_total)
 
     rows = [{"op": e.key, "calls": e.count / steps,
              "self_cpu_ms": round(e.self_cpu_time_total / steps / 1000, 3),

@@ -111,3 +111,16 @@ def test_time_to_quality_is_to_the_loss_both_sides_reach() -> None:
     assert "| 200 | 3.000 (60) | - | 3.500 (80) |" in table
     assert "nmt / OpenNMT-py, time to the target: **1.33x** faster" in table
     assert "nmt 90, not reached; OpenNMT-py 120" in table
+
+
+def test_sides_alternate_which_goes_first() -> None:
+    calls: list[str] = []
+
+    def side(name: str) -> Any:
+        return lambda: calls.append(name) or {"steps": len(calls)}
+
+    lines: list[str] = []
+    runs = peers.alternated(3, side("nmt"), side("onmt"), lambda row: "ok", lines.append)
+    assert calls == ["nmt", "onmt", "onmt", "nmt", "nmt", "onmt"]
+    assert [r["steps"] for r in runs["nmt"]] == [1, 4, 5] and len(runs["onmt"]) == 3
+    assert lines[0] == "  nmt: 1 steps, ok"
