@@ -522,6 +522,27 @@ def test_training_attention_on_cuda_builds_no_per_shape_plans() -> None:
     assert not any("cudnn_attention" in n for n in names), sorted(names)
 
 
+@pytest.mark.gpu
+@needs_cuda
+def test_gru_layers_run_in_fp32_under_autocast_on_cuda() -> None:
+    """Under bf16 autocast on the GPU the GRU's recurrent layers run cuDNN's fp32 kernels
+    (:func:`nmt.models.gru.in_fp32`), forward and backward; autocast alone ran them in half
+    precision on weights it cast at every call."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(0)
+    model = build_model(tiny_config("gru").model, 40, 40, joint_vocab=False).cuda()
+    src, tgt = (torch.randint(4, 40, (6, 9), device="cuda") for _ in range(2))
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            model(src, torch.full((6,), 9, device="cuda"), tgt).float().logsumexp(-1).mean() \
+                .backward()
+        torch.cuda.synchronize()
+    gru = [e.key for e in prof.key_averages() if "GRU" in e.key]
+    assert gru, sorted(e.key for e in prof.key_averages())
+    assert not [k for k in gru if "half" in k or "bfloat" in k or "bf16" in k], gru
+
+
 def test_step_profile_runs_on_the_cpu(tiny_data_dir: Path) -> None:
     """bench.profile_step on the CPU with a tiny model: the step's pace, the collator's share,
     and the operators with the most host time, the matrix products among them; no device

@@ -18,6 +18,8 @@ Memory: ``enc_out`` ``(B, S, H)``, ``enc_hidden`` ``(B, L, H)``, ``src_mask`` ``
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -32,6 +34,20 @@ from nmt.models.base import (
     lengths_to_mask,
     xavier_requested,
 )
+
+
+def in_fp32(gru: nn.GRU, x: Any, hidden: Tensor | None = None) -> Any:
+    """``gru(x, hidden)`` with autocast off, so in fp32 (the layers around it keep bf16).
+
+    On CUDA, bf16 autocast ran cuDNN's GRU in its half-precision kernels on weights cast at
+    every call, and the whole model in fp32 trained faster than in bf16 on an H100; with the
+    GRU in fp32, ``configs/gru.toml``'s bf16 step went from 93,000 to 113,000 target tokens a
+    second there (docs/BENCHMARKS.md, "The GPU check"). On a CPU autocast leaves the GRU in
+    fp32 anyway. The inputs are fp32 already: embeddings, and contexts concatenated with them.
+    """
+    with torch.autocast(hidden.device.type if hidden is not None else x.data.device.type,
+                        enabled=False):
+        return gru(x) if hidden is None else gru(x, hidden)
 
 
 class GRUSeq2Seq(EncoderDecoder):
@@ -81,7 +97,7 @@ class GRUSeq2Seq(EncoderDecoder):
         x = self.dropout(self.src_embed(src))
         packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True,
                                       enforce_sorted=False)
-        packed_out, h_n = self.encoder(packed)
+        packed_out, h_n = in_fp32(self.encoder, packed)
         out, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=s)
         if self.bidirectional:  # sum the two directions, outputs and final states alike
             out = out[..., : self.hidden] + out[..., self.hidden:]
@@ -111,7 +127,7 @@ class GRUSeq2Seq(EncoderDecoder):
         query = hidden[-1].unsqueeze(1)  # (B, 1, H)
         context, weights = self.attention.attend(query, keys, memory["enc_out"],
                                                  memory["src_mask"].unsqueeze(1))
-        output, hidden = self.decoder(torch.cat((context, embedding), dim=-1), hidden)
+        output, hidden = in_fp32(self.decoder, torch.cat((context, embedding), dim=-1), hidden)
         return output, hidden, weights
 
     def decode(
