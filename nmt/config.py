@@ -23,7 +23,12 @@ from typing import Any
 
 from nmt.data.filters import parse as parse_filters
 from nmt.data.normalize import POLICIES, is_natural_text
-from nmt.data.tokenizers import MIN_SENTENCEPIECE_VOCAB, SENTENCEPIECE_SAMPLE, SPECIALS
+from nmt.data.tokenizers import (
+    MIN_SENTENCEPIECE_VOCAB,
+    SENTENCEPIECE_CHARACTERS,
+    SENTENCEPIECE_SAMPLE,
+    SPECIALS,
+)
 from nmt.errors import ConfigError
 from nmt.files import path_problem
 
@@ -111,6 +116,8 @@ class DataConfig:
     # of their own, the rarest mapped to <unk>; below 1.0 (0.9995) for Chinese or Japanese
     sp_sentences: int = SENTENCEPIECE_SAMPLE  # SentencePiece trains on a random sample of this
     # many sentences (its input_sentence_size; 0: all): its time and memory stay bounded
+    sp_characters: int = SENTENCEPIECE_CHARACTERS  # ... and of about this many characters at
+    # most (0: no limit): its memory grows by about 20 bytes a character of the sample
     min_freq: int = 2  # word-level tokenizer: minimum count to enter the vocabulary
     truncate: int = 0  # cut encoded sentences (with <eos>) to N tokens (0: never); d2l uses 10
 

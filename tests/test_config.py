@@ -62,6 +62,7 @@ def test_overrides_are_typed() -> None:
         ("model.dropout=1.5", "model.dropout"),
         ("train.log_every=0", "train.log_every: expected a value >= 1"),
         ("data.sp_sentences=-5", "data.sp_sentences: expected a value >= 0, got -5"),
+        ("data.sp_characters=-1", "data.sp_characters: expected a value >= 0, got -1"),
         ("train.beta1=1.5", "train.beta1: expected 0 <= value < 1, got 1.5"),
         ("train.beta2=1", "train.beta2: expected 0 <= value < 1, got 1.0"),
         ("train.eval_sentences=-2", "train.eval_sentences: expected -1 (no BLEU), 0 (all)"),

@@ -98,17 +98,22 @@ def test_cache_key_depends_on_what_changes_the_arrays() -> None:
     assert cache_key(cfg, "a") != cache_key(dataclasses.replace(cfg, sp_sentences=5 * 10**5), "a")
     assert cache_key(word, "a") == cache_key(dataclasses.replace(word, sp_sentences=5 * 10**5),
                                              "a")
-    before = dataclasses.replace(cfg, sp_sentences=2 * 10**6)
+    # so is its limit on characters, whose absence (0) gave the caches built before it
+    assert cache_key(cfg, "a") != cache_key(dataclasses.replace(cfg, sp_characters=10**6), "a")
+    assert cache_key(word, "a") == cache_key(dataclasses.replace(word, sp_characters=10**6),
+                                             "a")
+    before = dataclasses.replace(cfg, sp_sentences=2 * 10**6, sp_characters=0)
     assert cache_key(before, "a") == "141c8abaedf0437a" != cache_key(cfg, "a")  # the old default's
 
 
 # the shipped natural-text configs now also augment with capitals and title case
 # (data.case_forms), filter and language-check their pairs and cap their held-out splits, which
 # changes their data, so their keys; as they were, they keep them (and so target apostrophes
-# straightened, as on the source side, and SentencePiece's sample of two million sentences)
+# straightened, as on the source side, and SentencePiece's sample of two million sentences, of
+# any number of characters)
 OLD_FORMS = ["data.case_forms=textbook", "data.filters=none", "data.langid=false",
              "data.valid_size=0", "data.test_size=0", "data.target_apostrophes=straight",
-             "data.sp_sentences=2000000"]
+             "data.sp_sentences=2000000", "data.sp_characters=0"]
 
 
 @pytest.mark.parametrize(("config", "overrides", "key"), [

@@ -7,17 +7,21 @@ from pathlib import Path
 
 import pytest
 from conftest import tiny_corpus_sides
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nmt.data.tokenizers import (
     BOS_ID,
     EOS_ID,
     PAD_ID,
     UNK_ID,
+    LineFiles,
     SentencePieceTokenizer,
     Tokenizer,
     WordTokenizer,
     build_vocab,
     load_tokenizer,
+    training_sample,
 )
 from nmt.errors import ConfigError, DataError
 
@@ -100,3 +104,56 @@ def test_load_errors_name_the_file(tmp_path: Path) -> None:
 
 def test_is_a_tokenizer() -> None:
     assert isinstance(WordTokenizer(["<unk>", "<pad>", "<bos>", "<eos>"]), Tokenizer)
+
+
+# --- SentencePiece's sample: at most data.sp_sentences sentences and about data.sp_characters
+# characters (nmt.data.tokenizers.training_sample) -----------------------------------------------
+
+lengths_st = st.lists(st.integers(0, 60), min_size=0, max_size=120)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lengths=lengths_st, sentences=st.integers(0, 150), characters=st.integers(0, 3000),
+       seed=st.integers(0, 3))
+def test_the_sample_fits_its_limits_and_keeps_the_order(lengths: list[int], sentences: int,
+                                                        characters: int, seed: int) -> None:
+    lines = [f"{i:03d}" + "x" * n for i, n in enumerate(lengths)]  # distinct, of known lengths
+    given_, size = training_sample(lines, sentences, characters, seed)
+    total = sum(map(len, lines))
+    taken = len(lines) if sentences <= 0 else min(len(lines), sentences)
+    if characters <= 0 or not lines or total * taken <= characters * len(lines):
+        # within the limits: SentencePiece is given everything and samples `sentences` itself
+        assert given_ is lines and size == sentences
+        return
+    picked = list(given_)
+    k = len(picked)
+    assert size == 0 and k >= 1  # SentencePiece takes all it is given: this sample
+    assert sentences <= 0 or k <= sentences
+    assert k * total <= max(characters * len(lines), total)  # expected characters fit
+    assert k == max(1, characters * len(lines) // total)  # and no fewer than fit
+    assert picked == sorted(picked) and set(picked) <= set(lines)  # distinct lines, in order
+    again, _ = training_sample(lines, sentences, characters, seed)
+    assert list(again) == picked  # seeded
+
+
+def test_the_sample_reads_files_and_differs_by_seed(tmp_path: Path) -> None:
+    path = tmp_path / "train.txt"
+    path.write_text("".join(f"sentence number {i}\n" for i in range(2000)), encoding="utf-8")
+    files = LineFiles((path,))
+    first, size = training_sample(files, 0, 10_000, seed=1)
+    chosen = list(first)
+    assert size == 0 and len(chosen) == 10_000 * 2000 // sum(len(x) for x in files)
+    assert chosen != list(training_sample(files, 0, 10_000, seed=2)[0])
+    assert list(training_sample(files, 0, 10_000, seed=1)[0]) == chosen  # the files read again
+
+
+def test_sentencepiece_trains_within_a_character_limit() -> None:
+    """Trained on a sample of about 10,000 of the corpus' 44,000 characters, SentencePiece
+    gives a model of the size asked; without the limit, the same settings give another model
+    (it saw more text), and with a limit the corpus is within, the same one."""
+    kw = dict(vocab_size=60, model_type="unigram", joint=True, seed=3)
+    small = SentencePieceTokenizer.train(SRC, TGT, characters=10_000, **kw)  # type: ignore[arg-type]
+    whole = SentencePieceTokenizer.train(SRC, TGT, characters=0, **kw)  # type: ignore[arg-type]
+    within = SentencePieceTokenizer.train(SRC, TGT, characters=10**6, **kw)  # type: ignore[arg-type]
+    assert small.src_vocab_size == 60
+    assert small.pieces("src") != whole.pieces("src") == within.pieces("src")

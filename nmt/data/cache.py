@@ -43,7 +43,8 @@ REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source,
 # DataConfig fields that do not change the cached arrays (truncation happens when batching)
 _NOT_IN_KEY = {"truncate"}
 _TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
-                   "word": {"sp_model_type", "vocab_size", "character_coverage", "sp_sentences"}}
+                   "word": {"sp_model_type", "vocab_size", "character_coverage", "sp_sentences",
+                            "sp_characters"}}
 # Where the data is: the key holds the digests of the content instead, so a moved file keeps
 # its cache and an edited one builds a new cache
 _PATHS = {"corpus", "valid", "test"}
@@ -52,9 +53,10 @@ _PATHS = {"corpus", "valid", "test"}
 _ADDED = ("source", "target", "columns", "character_coverage", "case_forms", "sources")
 # Fields added with a default that may change the arrays: left out of the key at the value
 # that reproduces what came before them (no cap; SentencePiece's sample of 2,000,000 sentences,
-# its default until it became 1,000,000, so the configs that runs saved keep their caches)
+# its default until it became 1,000,000, so the configs that runs saved keep their caches; no
+# limit on the characters of that sample)
 _BEFORE = {"valid_size": 0, "test_size": 0, "target_apostrophes": "straight",
-           "sp_sentences": 2_000_000}
+           "sp_sentences": 2_000_000, "sp_characters": 0}
 
 
 @dataclass

@@ -317,7 +317,8 @@ def train_tokenizer(cfg: DataConfig, src: Sentences, tgt: Sentences) -> Tokenize
     return SentencePieceTokenizer.train(
         src, tgt, vocab_size=cfg.vocab_size, model_type=cfg.sp_model_type,
         joint=cfg.joint_vocab, seed=cfg.split_seed, character_coverage=cfg.character_coverage,
-        user_symbols=(BT_TAG,) if tagged else (), sample=cfg.sp_sentences)
+        user_symbols=(BT_TAG,) if tagged else (), sample=cfg.sp_sentences,
+        characters=cfg.sp_characters)
 
 
 def hold_back_translated_out(index: dict[str, np.ndarray], synthetic: np.ndarray) -> None:

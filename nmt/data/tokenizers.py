@@ -30,6 +30,10 @@ MIN_SENTENCEPIECE_VOCAB = len(SPECIALS) + 1  # the specials and at least one cha
 # SentencePiece trains on a random sample of this many sentences (its input_sentence_size):
 # about 1.5 GB of the trainer's memory; 2,000,000 took 2.9 GB (docs/BENCHMARKS.md)
 SENTENCEPIECE_SAMPLE = 1_000_000
+# ... and of at most about this many characters: the trainer's memory grows by about 20 bytes a
+# character of its sample (its suffix array), so long sentences would otherwise raise it without
+# bound (a million sentences of 400 characters: 8 GB); this is about 1 GB (docs/BENCHMARKS.md)
+SENTENCEPIECE_CHARACTERS = 40_000_000
 META_FILE = "tokenizer.json"
 
 
@@ -235,8 +239,12 @@ def train_sentencepiece(
     lines: Sentences, *, vocab_size: int, model_type: str, threads: int = 0, seed: int = 1,
     what: str = "data.vocab_size", character_coverage: float = 1.0,
     user_symbols: Sequence[str] = (), sample: int = SENTENCEPIECE_SAMPLE,
+    characters: int = SENTENCEPIECE_CHARACTERS,
 ) -> bytes:
     """Train a SentencePiece model on normalised sentences; returns the serialized model.
+
+    It trains on a random sample of ``sample`` sentences and about ``characters`` characters
+    (:func:`training_sample`; 0: no limit), which bounds its time and memory.
 
     Our text is already normalised, so SentencePiece's own normaliser is switched off
     (``identity``: NFKC would rewrite characters and break ``decode(encode(x)) == x``).
@@ -260,7 +268,7 @@ def train_sentencepiece(
     if user_symbols:  # pieces of their own, never split (the back-translation tag)
         settings["user_defined_symbols"] = list(user_symbols)
     try:  # in a child process: minutes of C++ on a large corpus, which Ctrl-C must still stop
-        return stoppable.call(_train_sentencepiece, lines, settings, seed,
+        return stoppable.call(_train_sentencepiece, lines, settings, seed, characters,
                               what="SentencePiece training")
     except RuntimeError as e:
         msg = " ".join(str(e).split()) or type(e).__name__
@@ -279,13 +287,53 @@ def train_sentencepiece(
         raise DataError(f"SentencePiece training failed: {msg}") from None
 
 
-def _train_sentencepiece(lines: Sentences, settings: dict[str, Any], seed: int) -> bytes:
+def training_sample(lines: Sentences, sentences: int, characters: int, seed: int
+                    ) -> tuple[Iterable[str], int]:
+    """What SentencePiece is given to train on, and the sample size it is told
+    (``input_sentence_size``, 0: all it is given).
+
+    Where its own uniform sample of ``sentences`` of them (0: all) is expected to hold at most
+    ``characters`` characters (0: no limit), ``lines`` and ``sentences`` as they are: it samples
+    them itself. Otherwise fewer, and 0: ``k`` sentences drawn uniformly here (seeded, in their
+    order), ``k`` the most whose expected characters fit. Reads ``lines`` twice, holding none.
+    """
+    if characters <= 0:
+        return lines, sentences
+    n = total = 0
+    for line in lines:
+        n += 1
+        total += len(line)
+    taken = n if sentences <= 0 else min(n, sentences)
+    if n == 0 or total * taken <= characters * n:  # expected characters of the sample: fits
+        return lines, sentences
+    k = max(1, characters * n // total)
+    import numpy as np
+
+    picked = np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False))
+
+    def chosen() -> Iterator[str]:
+        wanted = iter(picked.tolist())
+        want = next(wanted)
+        for i, line in enumerate(lines):
+            if i == want:
+                yield line
+                want = next(wanted, -1)
+                if want < 0:
+                    return
+
+    return chosen(), 0
+
+
+def _train_sentencepiece(lines: Sentences, settings: dict[str, Any], seed: int,
+                         characters: int) -> bytes:
     import sentencepiece as spm
 
     if hasattr(spm, "set_random_generator_seed"):
         spm.set_random_generator_seed(seed)  # the input sampling is then reproducible
+    given, size = training_sample(lines, settings["input_sentence_size"], characters, seed)
     model = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, **settings)
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(given), model_writer=model,
+                                   **{**settings, "input_sentence_size": size})
     return model.getvalue()
 
 
@@ -317,10 +365,12 @@ class SentencePieceTokenizer(Tokenizer):
         cls, src: Sentences, tgt: Sentences, *, vocab_size: int, model_type: str, joint: bool,
         threads: int = 0, seed: int = 1, character_coverage: float = 1.0,
         user_symbols: Sequence[str] = (), sample: int = SENTENCEPIECE_SAMPLE,
+        characters: int = SENTENCEPIECE_CHARACTERS,
     ) -> SentencePieceTokenizer:
         kw: dict[str, Any] = dict(vocab_size=vocab_size, model_type=model_type, threads=threads,
                                   seed=seed, character_coverage=character_coverage,
-                                  user_symbols=user_symbols, sample=sample)
+                                  user_symbols=user_symbols, sample=sample,
+                                  characters=characters)
         if joint:
             return cls(train_sentencepiece(joined(src, tgt), **kw))
         return cls(train_sentencepiece(src, **kw), train_sentencepiece(tgt, **kw))
