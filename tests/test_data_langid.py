@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nmt.config import DataConfig, load_config
 from nmt.data.langid import CONFIDENCE, MIN_CHARS, _identifier, candidates_for
@@ -106,3 +108,63 @@ def test_runs_saved_before_the_check_keep_it_off(tmp_path: Path) -> None:
     path.write_text('[data]\nsource = "en"\n')
     assert load_config(path, saved=True).data.langid is False
     assert load_config(path).data.langid is True
+
+
+# --- many sides at once (nmt/data/langid_batch.py) = py3langid one by one ---------------------
+
+
+def assert_same_as_py3langid(texts: list[str], candidates: tuple[str, ...]) -> None:
+    from nmt.data.langid import _batched
+
+    one_by_one = [_identifier(candidates).classify(t) for t in texts]
+    batched = _batched(candidates).classify_many(texts)
+    assert len(batched) == len(texts)
+    for text, (lang, p), (want, q) in zip(texts, batched, one_by_one, strict=True):
+        assert abs(p - q) < 1e-5, (text, p, q)
+        if lang != want:  # only a tie within rounding may come out the other way
+            ranked = [s for _, s in _identifier(candidates).rank(text)]
+            assert ranked[0] - ranked[1] < 1e-5, (text, lang, want, ranked[:2])
+
+
+@pytest.mark.parametrize(("source", "target"), [("en", "fr"), ("ru", "uk"), ("de", "ja")])
+def test_many_sides_at_once_are_classified_as_one_by_one(source: str, target: str) -> None:
+    from conftest import tiny_corpus_sides
+
+    src, tgt = tiny_corpus_sides()
+    texts = [*EN, *FR, *DE, *RU, *UK, *src[:300], *tgt[:300], "", "a", "OK.", "ÇA VA ?",
+             "WHERE IS THE STATION?", "1234 5678", "https://example.org/a?b=c", "日本語の文です。",
+             " ".join(EN + FR), "x" * 500]
+    assert_same_as_py3langid(texts, candidates_for(source, target))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=80), max_size=40))
+def test_generated_text_is_classified_as_one_by_one(texts: list[str]) -> None:
+    assert_same_as_py3langid(texts, candidates_for("en", "fr"))
+
+
+def test_judging_many_pairs_is_judging_each(tmp_path: Path) -> None:
+    """LanguageCheck.judge_many (what preparing a corpus calls on each chunk) = py3langid on each
+    side long enough to judge, with the check's rule for "confidently another language"."""
+    from nmt.data.langid import LanguageCheck
+
+    check = LanguageCheck("en", "fr", ("a.en", "a.fr"), log=lambda s: None)
+    pairs = [(e, f) for e in EN[:3] for f in FR[:3]]
+    pairs += [(f, e) for e, f in zip(EN, FR, strict=True)]  # swapped
+    pairs += [(d, f) for d, f in zip(DE, FR, strict=True)]  # a third language
+    pairs += [("short", "court"), (EN[0], RU[0])]
+    ident = _identifier(check.candidates)
+    expected = []
+    for pair in pairs:
+        found: list[str | None] = [None, None]
+        other = None
+        for side, (text, code) in enumerate(zip(pair, ("en", "fr"), strict=True)):
+            if len(text) >= MIN_CHARS:
+                lang, p = ident.classify(text)
+                found[side] = lang
+                if other is None and lang != code and p >= CONFIDENCE:
+                    other = side
+        expected.append(((found[0], found[1]), other))
+    assert check.judge_many(pairs) == expected
+    assert [check.judge(s, t) for s, t in pairs] == expected
+    assert check.judge_many([]) == []

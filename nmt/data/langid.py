@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from nmt.data.languages import LANGUAGES, language
@@ -73,6 +73,15 @@ def _identifier(candidates: tuple[str, ...]) -> Any:
     return identifier
 
 
+@functools.cache
+def _batched(candidates: tuple[str, ...]) -> Any:
+    """:func:`_identifier`'s tables for classifying many sides at once
+    (:mod:`nmt.data.langid_batch`)."""
+    from nmt.data.langid_batch import BatchClassifier
+
+    return BatchClassifier(_identifier(candidates))
+
+
 def candidates_for(source: str, target: str) -> tuple[str, ...]:
     """The languages a side of a ``source``-``target`` corpus is judged among."""
     pair = {MODEL_CODES.get(source, source), MODEL_CODES.get(target, target)}
@@ -106,16 +115,22 @@ class LanguageCheck:
     def judge(self, src: str, tgt: str) -> tuple[tuple[str | None, str | None], int | None]:
         """The language found on each side long enough to judge (None: not judged), and 0 or 1,
         the first side (source, target) confidently in another language (None: neither)."""
-        found: list[str | None] = [None, None]
-        other = None
-        for side, (text, code) in enumerate(zip((src, tgt), self.langs, strict=True)):
-            if not self.checked[side] or len(text) < MIN_CHARS:
-                continue
-            lang, probability = _identifier(self.candidates).classify(text)
-            found[side] = lang
-            if other is None and lang != code and probability >= CONFIDENCE:
-                other = side
-        return (found[0], found[1]), other
+        return self.judge_many([(src, tgt)])[0]
+
+    def judge_many(self, pairs: Sequence[tuple[str, str]]
+                   ) -> list[tuple[tuple[str | None, str | None], int | None]]:
+        """:meth:`judge` of each pair, the sides classified all at once (5x faster than one by
+        one: :mod:`nmt.data.langid_batch`)."""
+        where = [(i, side) for i, pair in enumerate(pairs) for side in (0, 1)
+                 if self.checked[side] and len(pair[side]) >= MIN_CHARS]
+        found: list[list[str | None]] = [[None, None] for _ in pairs]
+        other: list[int | None] = [None] * len(pairs)
+        classified = _batched(self.candidates).classify_many([pairs[i][side] for i, side in where])
+        for (i, side), (lang, probability) in zip(where, classified, strict=True):
+            found[i][side] = lang
+            if other[i] is None and lang != self.langs[side] and probability >= CONFIDENCE:
+                other[i] = side
+        return [((a, b), o) for (a, b), o in zip(found, other, strict=True)]
 
     def tally(self, judged: tuple[str | None, str | None]) -> None:
         """Count one pair's judgements for :meth:`check_files`."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import itertools
 import multiprocessing
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol, TypeVar
@@ -29,9 +29,10 @@ V = TypeVar("V", covariant=True)
 
 
 class Rules(Protocol[V]):
-    """What judges one pair alone (``PairRules``); picklable, as workers get a copy."""
+    """What judges each pair alone (``PairRules``), a chunk of pairs at a time; picklable, as
+    workers get a copy."""
 
-    def verdict(self, raw_src: str, raw_tgt: str) -> V: ...
+    def verdicts(self, pairs: Sequence[tuple[str, str]]) -> Sequence[V]: ...
 
 SERIAL_PAIRS = 20_000  # judged in the calling process before any worker starts
 CHUNK = 4096  # pairs per task
@@ -47,25 +48,29 @@ def _start(rules: Rules[Any]) -> None:
 
 
 def _judge(chunk: list[tuple[str, str]]) -> list[Any]:
-    return [_rules.verdict(s, t) for s, t in chunk]
+    return list(_rules.verdicts(chunk))
+
+
+def _chunks(pairs: Iterator[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
+    return iter(lambda: list(itertools.islice(pairs, size)), [])
 
 
 def judged_pairs(rules: Rules[V], pairs: Iterable[tuple[str, str]],
                  workers: int | None = None) -> Iterator[V]:
-    """``rules.verdict`` of every pair, in order: the first :data:`SERIAL_PAIRS` here, the rest
-    in ``workers`` processes (by default one per usable CPU, at most :data:`MAX_WORKERS`; 1:
-    all here)."""
+    """The verdict of every pair (``rules.verdicts``, :data:`CHUNK` pairs at a time), in
+    order: the first :data:`SERIAL_PAIRS` here, the rest in ``workers`` processes (by default
+    one per usable CPU, at most :data:`MAX_WORKERS`; 1: all here)."""
     pairs = iter(pairs)
-    for s, t in itertools.islice(pairs, SERIAL_PAIRS):
-        yield rules.verdict(s, t)
+    for chunk in _chunks(itertools.islice(pairs, SERIAL_PAIRS), CHUNK):
+        yield from rules.verdicts(chunk)
     if workers is None:
         workers = min(usable_cpus(), MAX_WORKERS)
     first = list(itertools.islice(pairs, CHUNK))
     if workers <= 1 or len(first) < CHUNK:  # one CPU, or the corpus ended: no pool for it
-        for s, t in itertools.chain(first, pairs):
-            yield rules.verdict(s, t)
+        for chunk in itertools.chain([first], _chunks(pairs, CHUNK)):
+            yield from rules.verdicts(chunk)
         return
-    chunks = itertools.chain([first], iter(lambda: list(itertools.islice(pairs, CHUNK)), []))
+    chunks = itertools.chain([first], _chunks(pairs, CHUNK))
     context = multiprocessing.get_context("spawn")
     # concurrent.futures, not multiprocessing.Pool: a worker that dies (out of memory, killed)
     # breaks the pool with an error here, where Pool would start another and wait forever

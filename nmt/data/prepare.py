@@ -174,7 +174,21 @@ class PairRules:
     chosen: dict[str, float]  # the filters and their parameters
     check: LanguageCheck | None
 
-    def verdict(self, raw_src: str, raw_tgt: str) -> Verdict:
+    def verdicts(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """The verdict of each raw pair: normalised and filtered one by one, then the sides of
+        those still kept language-checked all at once."""
+        alone = [self.verdict(s, t, langid=False) for s, t in pairs]
+        if self.check is None:
+            return alone
+        todo = [i for i, v in enumerate(alone) if v[4] is None]
+        judged = self.check.judge_many([(alone[i][0], alone[i][1]) for i in todo])
+        for i, (found, side) in zip(todo, judged, strict=True):
+            s, t, ref, words, _, _ = alone[i]
+            alone[i] = (s, t, ref, words, None if side is None else LANGID_SIDES[side], found)
+        return alone
+
+    def verdict(self, raw_src: str, raw_tgt: str, langid: bool = True) -> Verdict:
+        """One raw pair's verdict (``langid``: with the language check, where there is one)."""
         cfg = self.cfg
         s = normalize(raw_src, cfg.lowercase, cfg.normalization, lang=cfg.source)
         t = normalize(raw_tgt, cfg.lowercase, cfg.normalization, lang=cfg.target,
@@ -190,7 +204,7 @@ class PairRules:
             return s, t, ref, words, "too_long", (None, None)  # more than max_words on a side
         failed = first_failed(s, t, src_lang, tgt_lang, self.chosen) if self.chosen else None
         judged: tuple[str | None, str | None] = (None, None)
-        if self.check is not None and failed is None:
+        if self.check is not None and failed is None and langid:
             judged, side = self.check.judge(s, t)
             failed = None if side is None else LANGID_SIDES[side]
         return s, t, ref, words, failed, judged
