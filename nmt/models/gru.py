@@ -37,17 +37,20 @@ from nmt.models.base import (
 
 
 def in_fp32(gru: nn.GRU, x: Any, hidden: Tensor | None = None) -> Any:
-    """``gru(x, hidden)`` with autocast off, so in fp32 (the layers around it keep bf16).
+    """``gru(x, hidden)``, on CUDA with autocast off, so in fp32 (the layers around it keep bf16).
 
     On CUDA, bf16 autocast ran cuDNN's GRU in its half-precision kernels on weights cast at
     every call, and the whole model in fp32 trained faster than in bf16 on an H100; with the
     GRU in fp32, ``configs/gru.toml``'s bf16 step went from 93,000 to 113,000 target tokens a
-    second there (docs/BENCHMARKS.md, "The GPU check"). On a CPU autocast leaves the GRU in
-    fp32 anyway. The inputs are fp32 already: embeddings, and contexts concatenated with them.
+    second there (docs/BENCHMARKS.md, "The GPU check"). On a CPU the GRU is left to autocast,
+    which computes its matrix products in bf16. The inputs are fp32 already: embeddings, and
+    contexts concatenated with them.
     """
-    with torch.autocast(hidden.device.type if hidden is not None else x.data.device.type,
-                        enabled=False):
-        return gru(x) if hidden is None else gru(x, hidden)
+    args = (x,) if hidden is None else (x, hidden)
+    if (hidden if hidden is not None else x.data).device.type != "cuda":
+        return gru(*args)
+    with torch.autocast("cuda", enabled=False):
+        return gru(*args)
 
 
 class GRUSeq2Seq(EncoderDecoder):
