@@ -104,3 +104,22 @@ def test_an_unscored_checkpoint_is_scored_at_export_unless_told_not_to(
     export(run, to="ctranslate2", output=tmp_path / "c", data_dir=tiny_data_dir,
            log=said.append)
     assert not said
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), True, "31.2", None])
+def test_a_score_that_is_not_a_finite_number_is_no_score(bad: object, tmp_path: Path) -> None:
+    """What a model card reports as a test score is a finite JSON number (one rule with
+    ``nmt runs``' table: ``nmt.runs.table.is_number``); a newer file holding anything else
+    (NaN, infinity, true, text, nothing) is passed over for the older real one."""
+    import os
+
+    from nmt.export.model_card import scores
+
+    good = {"bleu": 30.5, "chrf": 50.0, "bleu_signature": SIGNATURE, "chrf_signature": "c"}
+    for name, bleu, when in (("scores.test.json", 30.5, 1_000), ("scores.test.b.json", bad, 2_000)):
+        path = tmp_path / name
+        path.write_text(json.dumps({"checkpoint": "best.pt", "beam": 1, "sentences": 5,
+                                    "multi": {**good, "bleu": bleu}}))
+        os.utime(path, (when, when))
+    found = scores(tmp_path, "best.pt")
+    assert set(found) == {"nmt"} and found["nmt"]["bleu"] == 30.5

@@ -33,14 +33,13 @@ def _json(path: Path) -> Any:
         return None
 
 
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 def scores(run_dir: Path, checkpoint: str) -> dict[str, dict[str, Any]]:
     """The newest test-split scores of ``checkpoint`` by how they were made (``nmt``, or the
     tag of their file: ``ct2-int8``, ...):
-    BLEU and chrF with their sacrebleu signatures, the beam and the sentences scored."""
+    BLEU and chrF with their sacrebleu signatures, the beam and the sentences scored (a score
+    that is not a finite number is no score)."""
+    from nmt.runs.table import is_number
+
     found: dict[str, dict[str, Any]] = {}
     files = sorted(run_dir.glob("scores.test*.json"), key=lambda p: p.stat().st_mtime)
     for path in files:
@@ -49,7 +48,7 @@ def scores(run_dir: Path, checkpoint: str) -> dict[str, dict[str, Any]]:
                 and isinstance(report.get("multi"), dict)):
             continue
         multi = report["multi"]
-        if not (_number(multi.get("bleu")) and _number(multi.get("chrf"))):
+        if not (is_number(multi.get("bleu")) and is_number(multi.get("chrf"))):
             continue
         engine = path.name[len("scores.test"):-len(".json")].strip(".") or "nmt"
         found[engine] = {

@@ -102,7 +102,7 @@ def _best_valid_bleu(run_dir: Path) -> tuple[float | None, int | None]:
     best: tuple[float | None, int | None] = (None, None)
     for rec in read_metrics(run_dir):
         v = rec.get("valid_bleu")
-        if _is_number(v) and (best[0] is None or v > best[0]):
+        if is_number(v) and (best[0] is None or v > best[0]):
             best = (float(v), rec["step"])
     return best
 
@@ -119,13 +119,13 @@ def _test_bleu(run_dir: Path) -> tuple[float | None, int, str]:
         bleu, beam = report["multi"]["bleu"], report.get("beam", 1)
     except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
         bleu = beam = None  # not JSON, or not a table holding multi.bleu
-    if not (_is_number(bleu) and 0 <= bleu <= 100 and _is_number(beam) and beam >= 1
+    if not (is_number(bleu) and 0 <= bleu <= 100 and is_number(beam) and beam >= 1
             and beam == int(beam)):
         return None, 1, f"{files[-1].name} unreadable"
     return float(bleu), int(beam), ""
 
 
-def _is_number(x: Any) -> TypeGuard[float]:
+def is_number(x: Any) -> TypeGuard[float]:
     """A finite JSON number (``true`` is not one)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
