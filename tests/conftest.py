@@ -24,6 +24,7 @@ import shutil
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,24 @@ def one_torch_thread() -> Any:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+@pytest.fixture()
+def cpu_bf16(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str | None], None]]:
+    """``cpu_bf16("1")`` / ``("0")``: what :func:`nmt.device.cpu_bf16_units` answers, through
+    ``NMT_CPU_BF16``; ``(None)``: the CPU's flags decide. Its cached answer is dropped at each
+    call and after the test."""
+    import nmt.device
+
+    def set_units(value: str | None) -> None:
+        if value is None:
+            monkeypatch.delenv("NMT_CPU_BF16", raising=False)
+        else:
+            monkeypatch.setenv("NMT_CPU_BF16", value)
+        nmt.device.cpu_bf16_units.cache_clear()
+
+    yield set_units
+    nmt.device.cpu_bf16_units.cache_clear()
+
 
 def step_by_step_logits(model: EncoderDecoder, memory: Memory, tgt: torch.Tensor) -> torch.Tensor:
     """The logits of ``tgt`` ``(B, T)`` decoded one position at a time through the incremental

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -882,22 +883,19 @@ def test_libretranslate_serves_the_package(runs: dict[str, Path], tmp_path: Path
 
 @pytest.mark.parametrize("bf16_units", ["0", "1"])
 def test_export_benchmark_runs_end_to_end(bf16_units: str, tmp_path: Path, tiny_data_dir: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          cpu_bf16: Callable[[str | None], None]) -> None:
     """`make bench`'s export part: a row per engine, search and thread count (nmt in bf16 too
     where the CPU has bf16 units, as it then decodes by default), sizes, and every greedy
     difference explained."""
     import nmt.device
     from bench.export import bench_export, markdown
 
-    monkeypatch.setenv("NMT_CPU_BF16", bf16_units)
+    cpu_bf16(bf16_units)
     monkeypatch.delenv(nmt.device.ONEDNN_CACHE, raising=False)  # a bf16 search sets it
-    nmt.device.cpu_bf16_units.cache_clear()
     run = make_run(tmp_path / "run")
-    try:
-        result = bench_export(run, tmp_path / "out", threads=(1,), searches=(1, 2),
-                              data_dir=tiny_data_dir, log=lambda s: None)
-    finally:
-        nmt.device.cpu_bf16_units.cache_clear()
+    result = bench_export(run, tmp_path / "out", threads=(1,), searches=(1, 2),
+                          data_dir=tiny_data_dir, log=lambda s: None)
     assert json.loads((tmp_path / "out" / "export.json").read_text()) == result
     ours = ("nmt", "nmt bf16") if bf16_units == "1" else ("nmt",)
     assert [(r["beam"], r["engine"]) for r in result["rows"]] == [

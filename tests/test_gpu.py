@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from nmt.translation.limits import output_limit
 from nmt.translation.search import beam_search, greedy, pad_batch, search_ids
 
 ARCHS = ("transformer", "gru")
+BF16 = Callable[[str | None], None]  # the cpu_bf16 fixture (conftest.py)
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="needs a CUDA device, and none is visible")
 
@@ -113,37 +115,27 @@ def test_bf16_autocast_trains_like_fp32_on_the_cpu(arch: str, tiny_data_dir: Pat
 ])
 def test_auto_precision_follows_the_cpus_bf16_units(
         flags: str, env: str | None, expected: torch.dtype | None, said: str, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, cpu_bf16: BF16) -> None:
     """``train.precision = "auto"``: bf16 where the CPU computes in bf16 (its flags), fp32
     elsewhere; ``NMT_CPU_BF16`` overrides; the training log says which and why; fp32 and
     bf16 force either; CUDA is bf16."""
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nmodel name\t: A CPU\nflags\t\t: {flags}\n")
     monkeypatch.setattr(nmt.device, "CPUINFO", str(cpuinfo))
-    if env is None:
-        monkeypatch.delenv("NMT_CPU_BF16", raising=False)
-    else:
-        monkeypatch.setenv("NMT_CPU_BF16", env)
-    nmt.device.cpu_bf16_units.cache_clear()
-    try:
-        cpu = torch.device("cpu")
-        assert nmt.device.autocast_dtype(cpu, "auto") == expected
-        assert said in nmt.device.precision_said(cpu, "auto")
-        assert nmt.device.autocast_dtype(cpu, "fp32") is None
-        assert nmt.device.autocast_dtype(cpu, "bf16") == torch.bfloat16
-        assert nmt.device.autocast_dtype(torch.device("cuda"), "auto") == torch.bfloat16
-    finally:
-        nmt.device.cpu_bf16_units.cache_clear()
+    cpu_bf16(env)
+    cpu = torch.device("cpu")
+    assert nmt.device.autocast_dtype(cpu, "auto") == expected
+    assert said in nmt.device.precision_said(cpu, "auto")
+    assert nmt.device.autocast_dtype(cpu, "fp32") is None
+    assert nmt.device.autocast_dtype(cpu, "bf16") == torch.bfloat16
+    assert nmt.device.autocast_dtype(torch.device("cuda"), "auto") == torch.bfloat16
 
 
-def test_auto_precision_trains_in_what_it_chose(tiny_data_dir: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_precision_trains_in_what_it_chose(tiny_data_dir: Path, cpu_bf16: BF16) -> None:
     for env, dtype in (("1", torch.bfloat16), ("0", torch.float32)):
-        monkeypatch.setenv("NMT_CPU_BF16", env)
-        nmt.device.cpu_bf16_units.cache_clear()
+        cpu_bf16(env)
         cfg = tiny_config("transformer")  # train.precision = auto, the default
         assert one_step(cfg, tiny_data_dir, torch.device("cpu"))[1] == dtype
-    nmt.device.cpu_bf16_units.cache_clear()
 
 
 @pytest.mark.parametrize(("device", "precision", "bf16_units", "preset", "expected"), [
@@ -156,19 +148,15 @@ def test_auto_precision_trains_in_what_it_chose(tiny_data_dir: Path,
 ])
 def test_cpu_bf16_training_bounds_onednns_kernel_cache(
         device: str, precision: str, bf16_units: str, preset: str | None, expected: str | None,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NMT_CPU_BF16", bf16_units)
+        monkeypatch: pytest.MonkeyPatch, cpu_bf16: BF16) -> None:
+    cpu_bf16(bf16_units)
     if preset is None:
         monkeypatch.delenv(nmt.device.ONEDNN_CACHE, raising=False)
     else:
         monkeypatch.setenv(nmt.device.ONEDNN_CACHE, preset)
-    nmt.device.cpu_bf16_units.cache_clear()
-    try:
-        dev = torch.device(device)
-        nmt.device.bound_kernel_cache(dev, nmt.device.autocast_dtype(dev, precision))
-        assert os.environ.get(nmt.device.ONEDNN_CACHE) == expected
-    finally:
-        nmt.device.cpu_bf16_units.cache_clear()
+    dev = torch.device(device)
+    nmt.device.bound_kernel_cache(dev, nmt.device.autocast_dtype(dev, precision))
+    assert os.environ.get(nmt.device.ONEDNN_CACHE) == expected
 
 
 def test_autocasting_to_bf16_on_a_cpu_bounds_the_kernel_cache(
@@ -195,17 +183,13 @@ def test_autocasting_to_bf16_on_a_cpu_bounds_the_kernel_cache(
 ])
 def test_decode_precision_follows_the_cpus_bf16_units(
         device: str, precision: str, bf16_units: str, expected: torch.dtype | None,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NMT_CPU_BF16", bf16_units)
-    nmt.device.cpu_bf16_units.cache_clear()
-    try:
-        assert nmt.device.decode_dtype(torch.device(device), precision) == expected
-    finally:
-        nmt.device.cpu_bf16_units.cache_clear()
+        cpu_bf16: BF16) -> None:
+    cpu_bf16(bf16_units)
+    assert nmt.device.decode_dtype(torch.device(device), precision) == expected
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_search_decodes_in_decode_precision(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_search_decodes_in_decode_precision(arch: str, cpu_bf16: BF16) -> None:
     """``decode.precision``: the searches' output layer computes in bf16 where ``auto`` says so
     (a CPU with bf16 units) or ``bf16`` forces it, in fp32 otherwise; every setting decodes."""
     model = trained_toy(arch)
@@ -218,15 +202,13 @@ def test_search_decodes_in_decode_precision(arch: str, monkeypatch: pytest.Monke
                                               ("0", "bf16", 1, torch.bfloat16),
                                               ("1", "fp32", 1, torch.float32),
                                               ("0", "auto", 3, torch.float32)):
-            monkeypatch.setenv("NMT_CPU_BF16", units)
-            nmt.device.cpu_bf16_units.cache_clear()
+            cpu_bf16(units)
             seen.clear()
             hyps = search_ids(model, ids, DecodeConfig(beam=beam, precision=precision))
             assert len(hyps) == len(ids) and all(h.tokens or h.finished for h in hyps)
             assert seen and set(seen) == {dtype}, (units, precision, beam)
     finally:
         hook.remove()
-        nmt.device.cpu_bf16_units.cache_clear()
 
 
 def compiled_and_plain(tiny_data_dir: Path, tmp_path: Path) -> tuple[list[dict[str, Any]], ...]:
