@@ -199,3 +199,51 @@ def test_a_worker_that_dies_is_one_error_not_a_hang(monkeypatch: pytest.MonkeyPa
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, before)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 300), start=st.integers(0, 320), length=st.integers(0, 320),
+       dtype=st.sampled_from(["int32", "int64"]))
+def test_the_cache_check_reads_parts_of_arrays_as_they_are(
+        tmp_path_factory: pytest.TempPathFactory, n: int, start: int, length: int,
+        dtype: str) -> None:
+    """The cache check reads a memory-mapped array's parts from its file (so that checking a
+    large cache leaves its pages out of the process' resident memory): the same values as
+    slicing, for a mapped array, a view of one and a plain one."""
+    from nmt.data.cache import _part
+
+    values = np.arange(n, dtype=dtype) * 7 - 3
+    path = tmp_path_factory.mktemp("part") / "a.npy"
+    np.save(path, values)
+    mapped = np.load(path, mmap_mode="r")
+    for array in (mapped, mapped[n // 3:], values):
+        want = np.asarray(array[start:start + length])
+        got = _part(array, start, start + length)
+        assert got.dtype == array.dtype and np.array_equal(got, want)
+        assert not isinstance(got, np.memmap)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/self/status")
+def test_checking_a_cache_leaves_its_ids_out_of_resident_memory(tmp_path: Path) -> None:
+    """Every id of a loaded cache is checked against the vocabulary, but through reads of its
+    files, not its mapping: the process' file-backed resident memory grows by far less than
+    the 64 MB of ids checked (it grew by all of them when the check read the mapping)."""
+    from nmt.data.cache import Split, _check_split
+
+    def rss_file_kb() -> int:
+        status = Path("/proc/self/status").read_text()
+        return int(next(line.split()[1] for line in status.splitlines()
+                        if line.startswith("RssFile:")))
+
+    pairs, per = 1 << 20, 8  # 8 M ids a side
+    tok = WordTokenizer([*("<unk>", "<pad>", "<bos>", "<eos>"), *(f"w{i}" for i in range(60))])
+    for side in ("src", "tgt"):
+        np.save(tmp_path / f"{side}_ids.npy", np.full(pairs * per, 9, dtype=np.int32))
+        np.save(tmp_path / f"{side}_offsets.npy", np.arange(pairs + 1, dtype=np.int64) * per)
+    arrays = {k: np.load(tmp_path / f"{k}.npy", mmap_mode="r")
+              for k in ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")}
+    split = Split("train", arrays["src_ids"], arrays["src_offsets"], arrays["tgt_ids"],
+                  arrays["tgt_offsets"], [], [], [])
+    before = rss_file_kb()
+    _check_split(tmp_path, split, pairs, tok)
+    assert rss_file_kb() - before < 16 * 1024  # KB; the ids alone are 64 MB

@@ -17,6 +17,7 @@ import errno
 import hashlib
 import itertools
 import json
+import mmap
 import os
 import re
 import shutil
@@ -432,6 +433,18 @@ def _read_meta(path: Path) -> dict[str, Any]:
 CHECK_CHUNK = 1 << 22  # ids checked at a time: the check holds no corpus-sized temporary
 
 
+def _part(array: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """``array[start:stop]`` as a copy; read from the file when ``array`` maps one, so that
+    checking a cache leaves none of its pages mapped in: a process that loads a large cache
+    does not hold it all resident (the pages stay in the system's file cache, which it reclaims
+    at will; those of the mapping counted in the process' resident memory)."""
+    stop = min(stop, len(array))
+    if isinstance(array, np.memmap) and isinstance(array.base, mmap.mmap) and array.ndim == 1:
+        return np.fromfile(array.filename, dtype=array.dtype, count=max(stop - start, 0),
+                           offset=array.offset + start * array.dtype.itemsize)
+    return np.array(array[start:stop])
+
+
 def _check_split(cache_dir: Path, sp: Split, pairs: int, tok: Tokenizer) -> None:
     """The arrays of one split fit each other, ``pairs`` and the vocabulary."""
     for side, ids, offsets, vocab in (("src", sp.src_ids, sp.src_offsets, tok.src_vocab_size),
@@ -443,11 +456,11 @@ def _check_split(cache_dir: Path, sp: Split, pairs: int, tok: Tokenizer) -> None
                             f"offsets, got {ids.dtype} {ids.shape} and {offsets.dtype} "
                             f"{offsets.shape}")
         if not (offsets[0] == 0 and offsets[-1] == len(ids) and all(
-                (np.diff(offsets[i:i + CHECK_CHUNK + 1]) >= 0).all()
+                (np.diff(_part(offsets, i, i + CHECK_CHUNK + 1)) >= 0).all()
                 for i in range(0, pairs, CHECK_CHUNK))):
             raise DataError(f"{path}: {side}_offsets: not a split of the {len(ids):,} ids")
         for i in range(0, len(ids), CHECK_CHUNK):
-            chunk = np.asarray(ids[i:i + CHECK_CHUNK])
+            chunk = _part(ids, i, i + CHECK_CHUNK)
             if not (0 <= chunk.min() and chunk.max() < vocab):
                 raise DataError(f"{path}: {side}_ids: ids from {chunk.min()} to {chunk.max()}, "
                                 f"expected 0 to {vocab - 1} (the vocabulary)")
