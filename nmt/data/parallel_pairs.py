@@ -1,6 +1,6 @@
 """A speed trick, fenced here: a large corpus' pairs are judged on every usable CPU.
 
-Normalising, filtering and identifying the language of a pair (``PairRules.verdict`` in
+Normalising, filtering and identifying the language of a pair (``PairRules.verdicts`` in
 :mod:`nmt.data.prepare`) is pure Python and depends on that pair alone, so chunks of pairs go to
 worker processes and come back in order; what depends on the pairs before (duplicates, counts,
 the language tallies) stays in the calling process. The first :data:`SERIAL_PAIRS` pairs are

@@ -177,7 +177,7 @@ class PairRules:
     def verdicts(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
         """The verdict of each raw pair: normalised and filtered one by one, then the sides of
         those still kept language-checked all at once."""
-        alone = [self.verdict(s, t, langid=False) for s, t in pairs]
+        alone = [self.verdict(s, t) for s, t in pairs]
         if self.check is None:
             return alone
         todo = [i for i, v in enumerate(alone) if v[4] is None]
@@ -187,8 +187,8 @@ class PairRules:
             alone[i] = (s, t, ref, words, None if side is None else LANGID_SIDES[side], found)
         return alone
 
-    def verdict(self, raw_src: str, raw_tgt: str, langid: bool = True) -> Verdict:
-        """One raw pair's verdict (``langid``: with the language check, where there is one)."""
+    def verdict(self, raw_src: str, raw_tgt: str) -> Verdict:
+        """One raw pair's verdict before the language check (:meth:`verdicts` adds it)."""
         cfg = self.cfg
         s = normalize(raw_src, cfg.lowercase, cfg.normalization, lang=cfg.source)
         t = normalize(raw_tgt, cfg.lowercase, cfg.normalization, lang=cfg.target,
@@ -203,11 +203,7 @@ class PairRules:
         if cfg.max_words and words > cfg.max_words:
             return s, t, ref, words, "too_long", (None, None)  # more than max_words on a side
         failed = first_failed(s, t, src_lang, tgt_lang, self.chosen) if self.chosen else None
-        judged: tuple[str | None, str | None] = (None, None)
-        if self.check is not None and failed is None and langid:
-            judged, side = self.check.judge(s, t)
-            failed = None if side is None else LANGID_SIDES[side]
-        return s, t, ref, words, failed, judged
+        return s, t, ref, words, failed, (None, None)
 
 
 def read_pairs(corpus: Corpus, cfg: DataConfig, spool: PairSpool, *, held_out: bool = False,
