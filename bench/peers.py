@@ -180,7 +180,8 @@ def write_pieces(cfg: Config, data_dir: Path | None, dest: Path,
 
     prepared = prepare(cfg.data, data_dir or default_data_dir(), log=log)
     record = dest / "pieces.json"
-    key = {"cache": str(prepared.cache_dir), "digest": prepared.digest, "splits": "train valid"}
+    key = {"cache": str(prepared.cache_dir), "digest": prepared.digest, "splits": "train valid",
+           "record": 2}  # what the record holds: 2 with valid_pairs
     if record.is_file() and json.loads(record.read_text(encoding="utf-8")).get("key") == key:
         return dict(json.loads(record.read_text(encoding="utf-8")))
     sp = spm.SentencePieceProcessor(model_file=str(prepared.cache_dir / "spm.model"))
@@ -199,7 +200,8 @@ def write_pieces(cfg: Config, data_dir: Path | None, dest: Path,
                     f.write(" ".join(pieces[j] for j in ids[offsets[i]:offsets[i + 1]]) + "\n")
     (dest / "vocab.txt").write_text("".join(p + "\n" for p in pieces[len(SPECIALS):]),
                                     encoding="utf-8")
-    info = {"key": key, "pairs": len(split), "vocab_size": len(pieces),
+    info = {"key": key, "pairs": len(split), "valid_pairs": len(prepared.splits["valid"]),
+            "vocab_size": len(pieces),
             "tgt_vocab_size": prepared.tokenizer.tgt_vocab_size,
             "src_mean": float(split.src_lengths().mean()) + 1,
             "tgt_mean": float(split.tgt_lengths().mean()) + 1}
@@ -322,15 +324,10 @@ def time_to_quality(config: Path, *, steps: int, eval_every: int, threads: int =
         lambda: measure_peer(python, stubs, options, 0, threads=threads), said, log)
     result = {"config": config.name, "steps": steps, "eval_every": eval_every,
               "threads": threads, "repeats": repeats, "precision": nmt_precision(precision),
-              "valid_pairs": _lines(work / "valid.src"), "runs": runs,
+              "valid_pairs": pieces["valid_pairs"], "runs": runs,
               "onmt_options": options, "differences": list(DIFFERENCES)}
     result.update(reached(runs))
     return result
-
-
-def _lines(path: Path) -> int:
-    with open(path, encoding="utf-8") as f:
-        return sum(1 for _ in f)
 
 
 def reached(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

@@ -124,3 +124,21 @@ def test_sides_alternate_which_goes_first() -> None:
     assert calls == ["nmt", "onmt", "onmt", "nmt", "nmt", "onmt"]
     assert [r["steps"] for r in runs["nmt"]] == [1, 4, 5] and len(runs["onmt"]) == 3
     assert lines[0] == "  nmt: 1 steps, ok"
+
+
+def test_pieces_written_for_the_peer_count_what_they_hold(tiny_data_dir: Path,
+                                                          tmp_path: Path) -> None:
+    """write_pieces: one line a pair in each file, the counts in its record (what the
+    time-to-quality report states), and the record reused while the cache is the same."""
+    cfg = load_config(None, ["data.vocab_size=64", "data.valid_frac=0.1", "data.test_frac=0.1"])
+    info = peers.write_pieces(cfg, tiny_data_dir, tmp_path / "pieces", log=lambda s: None)
+
+    def lines(name: str) -> int:
+        return len((tmp_path / "pieces" / name).read_text(encoding="utf-8").splitlines())
+
+    assert info["pairs"] == lines("train.src") == lines("train.tgt") > 0
+    assert info["valid_pairs"] == lines("valid.src") == lines("valid.tgt") > 0
+    (tmp_path / "pieces" / "valid.src").write_text("")  # not rewritten: the record stands
+    assert peers.write_pieces(cfg, tiny_data_dir, tmp_path / "pieces",
+                              log=lambda s: None) == info
+    assert lines("valid.src") == 0
