@@ -18,24 +18,18 @@ the sides of a corpus and on generated text).
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 
-def encoded(text: str) -> bytes:
-    """The bytes py3langid judges for ``text``: lower case when all in capitals, NFC."""
-    if text.isupper():
-        text = text.lower()
-    return unicodedata.normalize("NFC", text).encode("utf8", errors="surrogatepass")
-
-
 class BatchClassifier:
-    """An identifier's tables, as arrays, for :meth:`classify_many`."""
+    """An identifier's tables, as arrays, for :meth:`classify_many`; the text's encoding and
+    the aliased labels are the identifier's own."""
 
     def __init__(self, identifier: Any) -> None:
+        self.encode = identifier._encode  # lower case when all in capitals, NFC, UTF-8
         self.labels: list[str] = list(identifier.nb_classes)
         self.nextmove = np.asarray(identifier.tk_nextmove)  # a view of its 39 MB, not a copy
         self.rowbase = np.asarray(identifier.tk_row, dtype=np.int64) << 8
@@ -43,20 +37,14 @@ class BatchClassifier:
         self.ptc = np.asarray(identifier.nb_ptc, dtype=np.float32)
         self.pc = np.asarray(identifier.nb_pc, dtype=np.float32)
         self.n_features = len(self.ptc)
-        first: dict[str, int] = {}
-        self.aliases = []  # (first column, its duplicate) of a label listed twice
-        for i, label in enumerate(self.labels):
-            if label in first:
-                self.aliases.append((first[label], i))
-            else:
-                first[label] = i
+        self.aliases = list(identifier._alias_pairs)  # (first column, its duplicate) of a label
 
     def classify_many(self, texts: Sequence[str]) -> list[tuple[str, float]]:
         """``(language, probability)`` of each text, as py3langid's ``classify`` gives them
         (with ``norm_probs``)."""
         if not texts:
             return []
-        raw = [encoded(t) for t in texts]
+        raw = [self.encode(t) for t in texts]
         lengths = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
         order = np.argsort(-lengths, kind="stable")  # longest first: live rows are a prefix
         lengths = lengths[order]
