@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from nmt.config import SourceConfig, load_config
 from nmt.data.cache import cache_key
-from nmt.data.prepare import prepare, weighted
+from nmt.data.prepare import prepare, weighted_shares
 from nmt.errors import ConfigError, DataError
 
 ADJ = [("red", "rouge"), ("big", "grand"), ("small", "petit"), ("old", "vieux"),
@@ -78,16 +78,17 @@ def test_two_weighted_sources_give_the_intended_proportions(weight_b: float,
 
 
 def test_the_weighted_sample_is_exact_and_seeded() -> None:
-    train = np.arange(100)
-    origin = np.array([0] * 60 + [1] * 40)
-    mix = weighted(train, origin, [1.0, 2.5], seed=1)
-    assert (origin[mix] == 0).sum() == 60 and (origin[mix] == 1).sum() == 100
-    assert np.array_equal(np.bincount(mix[origin[mix] == 1], minlength=100)[60:].clip(2, 3),
-                          np.bincount(mix[origin[mix] == 1], minlength=100)[60:])
-    assert np.array_equal(mix, weighted(train, origin, [1.0, 2.5], seed=1))
-    assert not np.array_equal(mix, weighted(train, origin, [1.0, 2.5], seed=2))
-    half = weighted(train, origin, [0.5, 1.0], seed=1)
-    assert (origin[half] == 0).sum() == 30 and len(set(half[origin[half] == 0])) == 30
+    (whole_a, sample_a), (whole_b, sample_b) = weighted_shares([60, 40], [1.0, 2.5], seed=1)
+    assert (whole_a, len(sample_a)) == (1, 0)  # 60 pairs once
+    assert whole_b == 2 and len(sample_b) == 20  # 40 twice, then 20 of them once more
+    assert len(set(sample_b.tolist())) == 20 and sorted(sample_b) == sample_b.tolist()
+    assert 0 <= sample_b.min() and sample_b.max() < 40
+    again = weighted_shares([60, 40], [1.0, 2.5], seed=1)
+    assert np.array_equal(again[1][1], sample_b)
+    assert not np.array_equal(weighted_shares([60, 40], [1.0, 2.5], seed=2)[1][1], sample_b)
+    (whole, half), _ = weighted_shares([60, 40], [0.5, 1.0], seed=1)
+    assert whole == 0 and len(set(half.tolist())) == 30
+    assert weighted_shares([0, 5], [3.0, 1.0], seed=1)[0][0] == 0  # an empty source: nothing
 
 
 def test_a_pair_in_two_sources_is_kept_once(tmp_path: Path) -> None:

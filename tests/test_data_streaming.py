@@ -13,15 +13,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import nmt.data.cache
+import nmt.data.hash_buckets
+import nmt.data.spool
 from nmt.config import DataConfig
 from nmt.data.cache import NpyWriter, SplitWriter, TextFile, load_cache
+from nmt.data.hash_buckets import HashBuckets
 from nmt.data.prepare import prepare
-from nmt.data.split import first_seen
-from nmt.data.spool import PairSpool, text_hash
+from nmt.data.split import first_seen, grouped_split, split_spool
+from nmt.data.spool import DUPLICATE, SPLIT_CODES, SPLIT_SHIFT, PairSpool, text_hash
 from nmt.data.tokenizers import WordTokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,10 +43,30 @@ def test_first_seen_numbers_keys_in_the_order_they_first_occur(keys: list[str]) 
     assert hashed.tolist() == expected and m == n  # hashes group as the text does
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(LINE, LINE, LINE), max_size=30), st.randoms(use_true_random=False))
+# tiny_buckets only sets constants, the same for every example
+FIXTURE = [HealthCheck.function_scoped_fixture]
+
+
+@pytest.fixture
+def tiny_buckets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Buckets of 4 records, columns read 5 values and indices 3 at a time, a mark every 2
+    pairs: a small corpus takes every path a large one does."""
+    monkeypatch.setattr(nmt.data.hash_buckets, "BUCKET_RECORDS", 4)
+    monkeypatch.setattr(nmt.data.hash_buckets, "CHUNK", 5)
+    monkeypatch.setattr(nmt.data.spool, "INDEX_CHUNK", 3)
+    monkeypatch.setattr(nmt.data.spool, "MARK_EVERY", 2)
+
+
+def every_index(spool: PairSpool, split: str | None = None) -> list[int]:
+    return [i for chunk in spool.indices(split) for i in chunk.tolist()]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=FIXTURE)
+@given(st.lists(st.tuples(LINE, LINE, LINE), max_size=30), st.randoms(use_true_random=False),
+       st.integers(0, 30))
 def test_the_spool_gives_back_every_pair_in_any_order(
-        pairs: list[tuple[str, str, str]], rng: random.Random) -> None:
+        tiny_buckets: None, pairs: list[tuple[str, str, str]], rng: random.Random,
+        start: int) -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,13 +77,97 @@ def test_the_spool_gives_back_every_pair_in_any_order(
         rng.shuffle(order)
         assert list(spool.read(order)) == [pairs[i] for i in order]
         assert list(spool.read(range(len(pairs)))) == pairs
-        marked = spool.mark_duplicates()
-        firsts = {}
+        start = min(start, len(pairs))
+        marked = spool.mark_duplicates(start)
+        firsts: dict[tuple[str, str], int] = {}
         for i, (s, t, _) in enumerate(pairs):
             firsts.setdefault((s, t), i)
-        assert spool.kept().tolist() == sorted(firsts.values())
-        assert marked == len(pairs) - len(firsts)
+        kept = [i for i, (s, t, _) in enumerate(pairs) if i < start or firsts[s, t] == i]
+        assert every_index(spool) == kept
+        assert marked == len(pairs) - len(kept)
         spool.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURE)
+@given(st.lists(st.tuples(st.sampled_from("abcdefghij"), st.sampled_from("xyz")), max_size=60),
+       st.floats(0, 0.4), st.floats(0, 0.4), st.integers(0, 3), st.integers(0, 3),
+       st.integers(0, 2**32))
+def test_the_split_on_disk_is_the_split_in_memory(
+        tiny_buckets: None, pairs: list[tuple[str, str]], valid: float, test: float,
+        valid_size: int, test_size: int, seed: int) -> None:
+    """split_spool (hashes a bucket at a time on disk) gives every pair that is not a
+    duplicate the split grouped_split gives it from the list of their sources; duplicates get
+    none."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spool = PairSpool(Path(tmp) / "spool")
+        for s, t in pairs:
+            spool.add(s, t, t)
+        spool.mark_duplicates()
+        kept = every_index(spool)
+        split_spool(spool, valid, test, seed, valid_size, test_size)
+        expected = grouped_split([pairs[i][0] for i in kept], valid, test, seed, valid_size,
+                                 test_size)
+        for name, positions in expected.items():
+            assert every_index(spool, name) == [kept[k] for k in positions.tolist()]
+        fate = spool.fate()
+        assert all(fate[i] == DUPLICATE for i in set(range(len(pairs))) - set(kept))
+        assert all(fate[i] >> SPLIT_SHIFT in SPLIT_CODES.values() for i in kept)
+        spool.close()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.lists(st.integers(-2**63, 2**63 - 1) | st.sampled_from([0, 1, -1, 2**62]),
+                         max_size=12), max_size=5), st.integers(1, 40))
+def test_hash_buckets_give_back_every_record_with_its_equals(
+        tmp_path_factory: pytest.TempPathFactory, chunks: list[list[int]],
+        expected: int) -> None:
+    """Every record comes back once; a bucket keeps its records in the order they were added;
+    equal hashes share a bucket; more records expected, more buckets."""
+    directory = tmp_path_factory.mktemp("b") / "buckets"
+    added = [(h, i) for i, h in enumerate(h for c in chunks for h in c)]
+    with HashBuckets(directory, expected, bucket_records=4) as buckets:
+        assert len(buckets._files) == 1 << buckets.bits >= expected / 4
+        at = 0
+        for chunk in chunks:
+            buckets.add(np.array(chunk, np.int64), np.arange(at, at + len(chunk)))
+            at += len(chunk)
+        for _ in range(2):  # read back as often as wanted
+            seen, home = [], {}
+            for k, (hashes, indices) in enumerate(buckets.buckets()):
+                assert indices.tolist() == sorted(indices.tolist())
+                seen += list(zip(hashes.tolist(), indices.tolist(), strict=True))
+                for h in hashes.tolist():
+                    assert home.setdefault(h, k) == k
+            assert sorted(seen, key=lambda r: r[1]) == added
+    assert not directory.exists()
+
+
+def test_finding_duplicates_and_splitting_take_memory_of_a_bucket_not_of_the_corpus(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python's allocations (numpy's included) at their peak while duplicates are marked and
+    the split drawn on 300,000 pairs: the fate byte a pair and five bytes a distinct source,
+    plus a bucket's worth, where sorting every hash in memory took tens of bytes a pair."""
+    import tracemalloc
+
+    monkeypatch.setattr(nmt.data.hash_buckets, "BUCKET_RECORDS", 1 << 14)
+    monkeypatch.setattr(nmt.data.hash_buckets, "CHUNK", 1 << 14)
+    n = 300_000
+    spool = PairSpool(tmp_path / "spool")
+    for i in range(n):
+        spool.add(f"s{i % 250_000 // 2}", f"t{i % 250_000}", "")  # duplicates, shared sources
+    tracemalloc.start()
+    try:
+        assert spool.mark_duplicates() == n - 250_000
+        split_spool(spool, 0.01, 0.01, 0, 1000, 1000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    spool.close()
+    assert peak < 6 * n + 4 * 2**20, f"{peak / 2**20:.1f} MB"
+    # 1,000 sources each, two pairs a source
+    assert [sum(map(len, spool.indices(k))) for k in ("valid", "test")] == [2000, 2000]
 
 
 @given(st.lists(st.lists(st.integers(-2**31, 2**31 - 1), max_size=20), max_size=6))

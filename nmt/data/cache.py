@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import tempfile
-from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any, overload
 import numpy as np
 
 from nmt.config import DataConfig
+from nmt.data.hash_buckets import Column, HashBuckets
 from nmt.data.normalize import special_casing
 from nmt.data.spool import text_hash
 from nmt.data.tokenizers import SPECIALS, UNK_ID, Tokenizer, load_tokenizer
@@ -239,7 +239,8 @@ ENCODE_CHUNK = 8192  # pairs encoded at a time
 class SplitWriter:
     """One split of the cache, written as its pairs come: the text files a line at a time, the
     ids of :data:`ENCODE_CHUNK` pairs at a time (``tokenizer``'s batch encoding), appended to
-    the split's ``.npy`` arrays. ``distinct()``: how many different sources it holds."""
+    the split's ``.npy`` arrays. ``distinct()``: how many different sources it holds (their
+    hashes wait in ``directory/work``, counted a bucket at a time)."""
 
     def __init__(self, directory: Path, name: str, tokenizer: Tokenizer) -> None:
         self.name = name
@@ -254,7 +255,9 @@ class SplitWriter:
         for a in ("src_offsets", "tgt_offsets"):
             self._arrays[a].append(np.zeros(1, np.int64))
         self._pending: list[tuple[str, str, str]] = []
-        self._sources = array("q")
+        (directory / WORK).mkdir(exist_ok=True)
+        self._sources = Column(directory / WORK / f"{name}.sources")
+        self._distinct: int | None = None
         self.pairs = 0
 
     def add(self, src: str, tgt: str, ref: str) -> None:
@@ -275,12 +278,23 @@ class SplitWriter:
             self._arrays[f"{side}_offsets"].append(ids.n + np.cumsum(lengths))  # ids so far
             ids.append(np.fromiter(itertools.chain.from_iterable(seqs), np.int32,
                                    int(lengths.sum())))
-        self._sources.extend(text_hash(s) for s in src)
+        for s in src:
+            self._sources.append(text_hash(s))
         self.pairs += len(src)
         self._pending = []
 
     def distinct(self) -> int:
-        return len(np.unique(np.frombuffer(self._sources, np.int64)))
+        """How many different sources the split holds (counted when it is closed)."""
+        if self._distinct is None:
+            raise ValueError(f"{self.name}: distinct() before close()")
+        return self._distinct
+
+    def _count_distinct(self) -> int:
+        with HashBuckets(self._sources.path.with_suffix(".buckets"),
+                         len(self._sources)) as buckets:
+            for at, hashes in self._sources.chunks():
+                buckets.add(hashes, np.arange(at, at + len(hashes)))
+            return sum(len(np.unique(hashes)) for hashes, _ in buckets.buckets())
 
     def close(self) -> None:
         self._flush()
@@ -288,6 +302,8 @@ class SplitWriter:
             f.close()
         for w in self._arrays.values():
             w.close()
+        self._distinct = self._count_distinct()
+        self._sources.close()
 
 
 TEXT_SIDES = ("src", "tgt", "ref")

@@ -34,7 +34,7 @@ import json
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from nmt.config import CASE_FORM_NAMES, DataConfig
+from nmt.data import hash_buckets
 from nmt.data.cache import (
     CACHE_VERSION,
     SPLITS,
@@ -56,12 +57,13 @@ from nmt.data.cache import (
 from nmt.data.corpora import Corpus, Data, open_data
 from nmt.data.filters import first_failed
 from nmt.data.filters import parse as parse_filters
+from nmt.data.hash_buckets import HashBuckets
 from nmt.data.langid import LanguageCheck
 from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form, upper
 from nmt.data.parallel_pairs import judged_pairs
-from nmt.data.split import grouped_split
-from nmt.data.spool import PairSpool
+from nmt.data.split import split_spool
+from nmt.data.spool import DUPLICATE, SPLIT, SPLIT_CODES, SPLIT_SHIFT, PairSpool
 from nmt.data.tokenizers import (
     BT_TAG,
     LineFiles,
@@ -331,15 +333,76 @@ def train_tokenizer(cfg: DataConfig, src: Sentences, tgt: Sentences) -> Tokenize
         characters=cfg.sp_characters)
 
 
-def hold_back_translated_out(index: dict[str, np.ndarray], synthetic: np.ndarray) -> None:
-    """The pairs of back-translated sources (``back_translated = true``; ``synthetic`` marks
-    them) moved from valid and test to train: their sources are synthetic. In training their
-    sources are marked with :data:`BT_TAG` (:func:`build_cache`), so the model tells them from
-    real ones and translation (untagged input) reads like the real data."""
-    for k in ("valid", "test"):
-        moved = index[k][synthetic[index[k]]]
-        index[k] = index[k][~synthetic[index[k]]]
-        index["train"] = np.sort(np.concatenate([index["train"], moved]))
+def hold_back_translated_out(spool: PairSpool, ranges: Sequence[tuple[int, int]]) -> int:
+    """The pairs of back-translated sources (``back_translated = true``; ``ranges`` of the spool
+    hold them) moved from valid and test to train: their sources are synthetic. In training
+    their sources are marked with :data:`BT_TAG` (:func:`build_cache`), so the model tells them
+    from real ones and translation (untagged input) reads like the real data. Returns how many
+    pairs (not duplicates) they hold."""
+    fate, train, held = spool.fate(), np.uint8(SPLIT_CODES["train"] << SPLIT_SHIFT), 0
+    for first, end in ranges:
+        for at in range(first, end, hash_buckets.CHUNK):
+            part = fate[at:min(at + hash_buckets.CHUNK, end)]  # a view: written through
+            kept = (part & DUPLICATE) == 0
+            part[kept] = (part[kept] & ~SPLIT) | train
+            held += int(kept.sum())
+    return held
+
+
+def within(indices: np.ndarray, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Which of ``indices`` fall in one of ``ranges`` (``[first, end)`` each)."""
+    inside = np.zeros(len(indices), bool)
+    for first, end in ranges:
+        inside |= (indices >= first) & (indices < end)
+    return inside
+
+
+def at_positions(chunks: Iterable[np.ndarray], positions: np.ndarray) -> Iterator[np.ndarray]:
+    """The values at ``positions`` (ascending) of ``chunks`` joined end to end."""
+    seen = 0
+    for chunk in chunks:
+        lo, hi = np.searchsorted(positions, [seen, seen + len(chunk)])
+        if hi > lo:
+            yield chunk[positions[lo:hi] - seen]
+        seen += len(chunk)
+
+
+def weighted_shares(counts: Sequence[int], weights: Sequence[float],
+                    seed: int) -> list[tuple[int, np.ndarray]]:
+    """How each source's ``counts[k]`` training pairs enter the mix, ``round(weight x count)``
+    times in all: ``(whole, sample)``, every pair ``whole`` times, then those at the positions
+    ``sample`` (ascending, a seeded sample without replacement) once more (weight 2.5: every
+    pair twice and half of them once more; 0.5: half of them)."""
+    rng = np.random.default_rng(seed)
+    shares = []
+    for n, weight in zip(counts, weights, strict=True):
+        if not n:
+            shares.append((0, np.zeros(0, np.int64)))
+            continue
+        whole, rest = divmod(round(weight * n), n)
+        shares.append((whole, np.sort(rng.choice(n, rest, replace=False))))
+    return shares
+
+
+def sources_in_common(held: PairSpool, spool: PairSpool, train: Callable[[int, np.ndarray],
+                      np.ndarray]) -> tuple[int, int]:
+    """How many distinct sources ``held`` has, and how many of them a training pair of
+    ``spool`` has too (``train(at, fates)``: which of the pairs from ``at`` are real training
+    pairs); the hashes are matched a bucket at a time on disk."""
+    fate = spool.fate()
+    with HashBuckets(held.path.with_name(held.path.name + ".common"),
+                     len(held) + len(spool)) as buckets:
+        for at, hashes in held.source_hashes.chunks():
+            buckets.add(hashes, -1 - np.arange(at, at + len(hashes)))  # held: negative
+        for at, hashes in spool.source_hashes.chunks():
+            mine = train(at, fate[at:at + len(hashes)])
+            buckets.add(hashes[mine], np.arange(at, at + len(hashes))[mine])
+        distinct = common = 0
+        for hashes, indices in buckets.buckets():
+            ours = np.unique(hashes[indices < 0])
+            distinct += len(ours)
+            common += int(np.isin(ours, hashes[indices >= 0]).sum())
+    return distinct, common
 
 
 # --- building the cache ----------------------------------------------------------------------
@@ -348,16 +411,16 @@ def hold_back_translated_out(index: dict[str, np.ndarray], synthetic: np.ndarray
 def read_sources(
     cfg: DataConfig, data: Data, spool: PairSpool, rejected: RejectedWriter,
     log: Callable[[str], None],
-) -> tuple[Cleaned, np.ndarray, list[Cleaned]]:
+) -> tuple[Cleaned, list[Cleaned]]:
     """``data.corpus``, or each of ``data.sources`` in turn (its own filters; a pair of an
     earlier source is a duplicate), read and cleaned into ``spool``: the counts of them all as
-    one :class:`Cleaned`, the source of each pair of the spool (an index into ``data.parts``)
-    and each source's own counts."""
+    one :class:`Cleaned`, and each source's own (its pairs are those of the spool from its
+    ``first`` to its ``end``)."""
     if not data.parts:
         cleaned = read_pairs(data.corpus, cfg, spool, rejected=rejected, log=log)
         for line in cleaning_report(cleaned, cfg):
             log(line)
-        return cleaned, np.zeros(len(spool), np.int64), [cleaned]
+        return cleaned, [cleaned]
     parts = []
     for part in data.parts:
         own = dataclasses.replace(cfg, filters=part.source.filters or cfg.filters)
@@ -365,7 +428,6 @@ def read_sources(
         for line in cleaning_report(cleaned, own):
             log(f"{part.source.label}: {line}")
         parts.append(cleaned)
-    origin = np.repeat(np.arange(len(parts)), [c.end - c.first for c in parts])
     counts: Counter[str] = Counter()
     filtered: Counter[str] = Counter()
     longest: Counter[int] = Counter()
@@ -376,23 +438,7 @@ def read_sources(
     merged = Cleaned(dict(counts),
                      {k: filtered[k] for k in dict.fromkeys(k for c in parts for k in c.filtered)},
                      dict(sorted(longest.items())), 0, len(spool))
-    return merged, origin, parts
-
-
-def weighted(train: np.ndarray, origin: np.ndarray, weights: Sequence[float],
-             seed: int) -> np.ndarray:
-    """The training pairs ``train`` (indices), each source's ``round(weight x its count)``
-    times in all: whole copies of them all, then a seeded sample without replacement of the
-    rest (weight 2.5: every pair twice and half of them once more; 0.5: half of them)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for part, weight in enumerate(weights):
-        mine = train[origin[train] == part]
-        if not len(mine):
-            continue
-        whole, rest = divmod(round(weight * len(mine)), len(mine))
-        out += [np.tile(mine, whole), np.sort(rng.choice(mine, rest, replace=False))]
-    return np.concatenate(out) if out else train
+    return merged, parts
 
 
 def build_cache(
@@ -400,85 +446,101 @@ def build_cache(
     tokenizer: Tokenizer | None = None, replace: bool = True,
 ) -> Prepared:
     """Read, clean, split, tokenize and write the cache of ``data``, a pair at a time: the
-    cleaned pairs wait in a spool on disk (:mod:`nmt.data.spool`), the splits are index arrays
-    into it, and each split is written as it is read back (:class:`SplitWriter`), so memory
-    grows by the hashes and indices of the pairs (about a hundred bytes a pair, with numpy's
-    sorts of them), not by their text."""
+    cleaned pairs and their hashes wait on disk (:mod:`nmt.data.spool`), duplicates and the
+    split's groups are found a bucket of hashes at a time (:mod:`nmt.data.hash_buckets`), each
+    pair's fate is a byte in memory, and each split is written as it is read back
+    (:class:`SplitWriter`), so memory grows by that byte a pair (and four a distinct source
+    while the split is drawn), not by the pairs' text or hashes."""
     t0 = time.perf_counter()
     with building(cache_dir, replace) as tmp:
         work = tmp / WORK
         spool = PairSpool(work / "pairs.txt")
         rejected = RejectedWriter(tmp)
-        cleaned, origin, parts = read_sources(cfg, data, spool, rejected, log)
+        cleaned, parts = read_sources(cfg, data, spool, rejected, log)
         rejected.close()
         given: dict[str, PairSpool] = {}
         for name, corpus in (("valid", data.valid), ("test", data.test)):
             if corpus is not None:
                 given[name] = PairSpool(work / f"{name}.txt")
                 read_pairs(corpus, cfg, given[name], held_out=True, log=log)
-        kept = spool.kept()  # the split's indices are positions in kept
-        index = grouped_split(spool.source_hashes()[kept],
-                              0.0 if "valid" in given else cfg.valid_frac,
-                              0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
-                              cfg.valid_size, cfg.test_size)
-        synthetic = np.isin(origin[kept], [n for n, p in enumerate(data.parts)
-                                           if p.source.back_translated])
-        if synthetic.any():
-            hold_back_translated_out(index, synthetic)
-            log(f"back-translated: {int(synthetic.sum()):,} pairs, their synthetic sources "
-                f"tagged {BT_TAG}, all in the train split")
-        train_sources = spool.source_hashes()[kept[index["train"][~synthetic[index["train"]]]]]
+        split_spool(spool, 0.0 if "valid" in given else cfg.valid_frac,
+                    0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
+                    cfg.valid_size, cfg.test_size)
+        sourced = list(zip(data.parts, parts, strict=True)) if data.parts else []
+        synthetic = [(c.first, c.end) for p, c in sourced if p.source.back_translated]
+        if synthetic:
+            n_synthetic = hold_back_translated_out(spool, synthetic)
+            if n_synthetic:
+                log(f"back-translated: {n_synthetic:,} pairs, their synthetic sources "
+                    f"tagged {BT_TAG}, all in the train split")
+
+        def real_training(at: int, fates: np.ndarray) -> np.ndarray:
+            indices = np.arange(at, at + len(fates))
+            return (((fates & DUPLICATE) == 0) & ((fates >> SPLIT_SHIFT) == SPLIT_CODES["train"])
+                    & ~within(indices, synthetic))
+
         for name, held in given.items():
-            distinct = np.unique(held.source_hashes())
-            overlap = len(np.intersect1d(distinct, train_sources))
+            distinct, overlap = sources_in_common(held, spool, real_training)
             if overlap:
-                log(f"warning: {overlap:,} of the {len(distinct):,} source sentences of "
+                log(f"warning: {overlap:,} of the {distinct:,} source sentences of "
                     f"data.{name} ({getattr(cfg, name)}) are also in the training data "
                     "(data.corpus)")
 
-        def pairs(positions: np.ndarray) -> Iterator[tuple[str, str, str]]:
-            """The kept pairs at ``positions``, a back-translated source tagged."""
-            tagged = synthetic[positions].tolist()
-            for tag, (s, t, r) in zip(tagged, spool.read(kept[positions].tolist()), strict=True):
-                yield (f"{BT_TAG} {s}" if tag else s), t, r
+        def pairs(chunks: Iterable[np.ndarray]) -> Iterator[tuple[str, str, str]]:
+            """The pairs of the spool at the indices of ``chunks``, a back-translated source
+            tagged."""
+            for chunk in chunks:
+                tagged = within(chunk, synthetic).tolist()
+                for tag, (s, t, r) in zip(tagged, spool.read(chunk.tolist()), strict=True):
+                    yield (f"{BT_TAG} {s}" if tag else s), t, r
 
         if tokenizer is None:  # on the train split as written, not its copies
             text = {side: work / f"tokenizer.{side}.txt" for side in ("src", "tgt")}
             with text["src"].open("w", encoding="utf-8") as fs, \
                     text["tgt"].open("w", encoding="utf-8") as ft:
-                for s, t, _ in pairs(index["train"]):
+                for s, t, _ in pairs(spool.indices("train")):
                     fs.write(s + "\n")
                     ft.write(t + "\n")
             tok = train_tokenizer(cfg, LineFiles((text["src"],)), LineFiles((text["tgt"],)))
         else:
             tok = tokenizer
             log(f"tokenizer: the given one ({tok.kind}, digest {tok.digest()[:12]}...)")
+        ranges = [(c.first, c.end) for c in parts]
+        before = [sum(len(chunk) for chunk in spool.indices("train", first, end))
+                  for first, end in ranges]
+        shares = weighted_shares(before, [p.source.weight for p in data.parts] or [1.0],
+                                 cfg.split_seed)
+        after = [whole * n + len(sample) for n, (whole, sample) in zip(before, shares,
+                                                                        strict=True)]
+
+        def mix() -> Iterator[np.ndarray]:
+            """The indices of the training pairs, each source's weighted."""
+            for (first, end), (whole, sample) in zip(ranges, shares, strict=True):
+                for _ in range(whole):
+                    yield from spool.indices("train", first, end)
+                yield from at_positions(spool.indices("train", first, end), sample)
+
         sources: list[dict[str, Any]] = []
-        mix = index["train"]
-        if data.parts:
-            train = index["train"]
-            mix = weighted(train, origin[kept], [p.source.weight for p in data.parts],
-                           cfg.split_seed)
-            for n, (part, own) in enumerate(zip(data.parts, parts, strict=True)):
-                before = int((origin[kept[train]] == n).sum())
-                after = int((origin[kept[mix]] == n).sum())
-                sources.append({**part.identity(), "read": own.counts["read"],
-                                "kept": own.counts["kept"], "filtered": own.filtered,
-                                "train_pairs": before, "train_pairs_weighted": after})
-                log(f"{part.source.label}: {before:,} training pairs x {part.source.weight:g} "
-                    f"-> {after:,} ({after / max(len(mix), 1):.1%} of the training split)")
-        real = mix[~synthetic[mix]]  # only real sources are written in other cases: a tag in
-        picked = case_picks(len(real), cfg.case_augment, cfg.split_seed)  # capitals is no tag
+        for n, (part, own) in enumerate(sourced):
+            sources.append({**part.identity(), "read": own.counts["read"],
+                            "kept": own.counts["kept"], "filtered": own.filtered,
+                            "train_pairs": before[n], "train_pairs_weighted": after[n]})
+            log(f"{part.source.label}: {before[n]:,} training pairs x {part.source.weight:g} "
+                f"-> {after[n]:,} ({after[n] / max(sum(after), 1):.1%} of the training split)")
+        # only real sources are written in other cases: a tag in capitals is no tag
+        n_real = sum(a for a, r in zip(after, ranges, strict=True) if r not in synthetic)
+        picked = case_picks(n_real, cfg.case_augment, cfg.split_seed)
         forms = cfg.case_forms.split(",")
         if cfg.case_augment and not language(cfg.source).has_case:
             log(f"case augmentation: none, {language(cfg.source).name} is written without "
                 "letter case")
             picked = picked[:0]
         writers = {k: SplitWriter(tmp, k, tok) for k in SPLITS}
-        for triple in pairs(mix):
+        for triple in pairs(mix()):
             writers["train"].add(*triple)
         augmented = 0
-        for nth, (s, t, r) in enumerate(pairs(real[picked])):
+        real = (chunk[~within(chunk, synthetic)] for chunk in mix())
+        for nth, (s, t, r) in enumerate(pairs(at_positions(real, picked))):
             noisy = in_case_form(s, nth, forms, cfg.source)
             if noisy is not None:
                 writers["train"].add(noisy, t, r)
@@ -488,7 +550,8 @@ def build_cache(
                 f"written {', '.join(dict.fromkeys(forms))}")
         for name in ("valid", "test"):
             spooled = given.get(name)
-            triples = spooled.read(range(len(spooled))) if spooled else pairs(index[name])
+            triples = (spooled.read(range(len(spooled))) if spooled else
+                       pairs(spool.indices(name)))
             for triple in triples:
                 writers[name].add(*triple)
         for name, w in writers.items():

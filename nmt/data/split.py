@@ -2,6 +2,12 @@
 
 Every source sentence, with all its translations, lands in exactly one split, so no test
 source was seen in training and valid/test keep every reference for multi-reference BLEU.
+
+The rule is :func:`group_splits`: the distinct sources, numbered in the order each is first
+seen, are shuffled with the seed, and the first of the permutation go to test, the next to
+valid. :func:`grouped_split` applies it to a list of sources in memory; :func:`split_spool` to
+the pairs of a :class:`nmt.data.spool.PairSpool` on disk, a bucket of hashes at a time, in
+memory of a byte a pair and five a distinct source: the same split.
 """
 
 from __future__ import annotations
@@ -9,6 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
+from nmt.data import hash_buckets
+from nmt.data.hash_buckets import HashBuckets, first_of_each
+from nmt.data.spool import DUPLICATE, FIRST_OF_GROUP, SPLIT, SPLIT_SHIFT, PairSpool
+
+SPLITS = ("train", "valid", "test")  # what group_splits' codes 0, 1, 2 stand for
 
 
 def first_seen(keys: np.ndarray) -> tuple[np.ndarray, int]:
@@ -34,23 +46,61 @@ def n_held_out(n_groups: int, frac: float, cap: int = 0) -> int:
     return min(max(1, wanted), (n_groups - 1) // 2)
 
 
+def group_splits(n: int, valid_frac: float, test_frac: float, seed: int, valid_size: int = 0,
+                 test_size: int = 0) -> np.ndarray:
+    """The split of each of ``n`` groups numbered as first seen (uint8: 0 train, 1 valid, 2
+    test): ``*_frac`` of them, at most ``*_size`` (0: no cap). The groups are shuffled with
+    ``seed`` (numpy PCG64): the first of the permutation go to test, the next to valid. Same
+    ``n`` and seed, same split."""
+    # what rng.permutation(n) gives, in 4 bytes a group instead of 8 (the shuffle is the same)
+    perm = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    np.random.default_rng(seed).shuffle(perm)
+    n_test, n_valid = n_held_out(n, test_frac, test_size), n_held_out(n, valid_frac, valid_size)
+    which = np.zeros(n, dtype=np.uint8)
+    which[perm[:n_test]] = 2
+    which[perm[n_test:n_test + n_valid]] = 1
+    return which
+
+
 def grouped_split(
     sources: Sequence[str] | np.ndarray, valid_frac: float, test_frac: float, seed: int,
     valid_size: int = 0, test_size: int = 0,
 ) -> dict[str, np.ndarray]:
-    """Pair indices (ascending, int64) of ``train``, ``valid`` and ``test``: ``*_frac`` of the
-    distinct source sentences, at most ``*_size`` of them (0: no cap). ``sources``: each
-    pair's source sentence, or a hash of it (:func:`nmt.data.spool.text_hash`).
-
-    The sentences are shuffled with ``seed`` (numpy PCG64): the first groups of the permutation
-    go to test, the next to valid, the rest to train. Same input and seed, same split.
-    """
+    """Pair indices (ascending, int64) of ``train``, ``valid`` and ``test``
+    (:func:`group_splits` of the distinct ``sources``). ``sources``: each pair's source
+    sentence, or a hash of it (:func:`nmt.data.spool.text_hash`)."""
     groups, n = first_seen(np.asarray(sources))
-    perm = np.random.default_rng(seed).permutation(n)
-    n_test, n_valid = n_held_out(n, test_frac, test_size), n_held_out(n, valid_frac, valid_size)
-    which = np.zeros(n, dtype=np.int8)  # 0 train, 1 valid, 2 test, per group
-    which[perm[:n_test]] = 2
-    which[perm[n_test:n_test + n_valid]] = 1
-    pair_split = which[groups]
-    return {name: np.flatnonzero(pair_split == k) for k, name in
-            enumerate(("train", "valid", "test"))}
+    pair_split = group_splits(n, valid_frac, test_frac, seed, valid_size, test_size)[groups]
+    return {name: np.flatnonzero(pair_split == k) for k, name in enumerate(SPLITS)}
+
+
+def split_spool(spool: PairSpool, valid_frac: float, test_frac: float, seed: int,
+                valid_size: int = 0, test_size: int = 0) -> None:
+    """:func:`grouped_split` of the pairs of ``spool`` that are not duplicates, by the hashes of
+    their sources, written into their fate bytes (``PairSpool.fate``;
+    :data:`nmt.data.spool.SPLIT_CODES`). Equal sources are found a bucket at a time on disk
+    (:class:`nmt.data.hash_buckets.HashBuckets`): the first pair of each is marked, the marks
+    counted in order number the groups as first seen, and each pair then takes the split of
+    the first pair of its group."""
+    fate = spool.fate()
+    with HashBuckets(spool.path.with_name(spool.path.name + ".groups"), len(spool)) as buckets:
+        for at, hashes in spool.source_hashes.chunks():
+            indices = np.arange(at, at + len(hashes))
+            kept = (fate[indices] & DUPLICATE) == 0
+            buckets.add(hashes[kept], indices[kept])
+        n = 0
+        for hashes, indices in buckets.buckets():
+            first, _ = first_of_each(hashes)
+            fate[indices[first]] |= FIRST_OF_GROUP
+            n += len(first)
+        codes = group_splits(n, valid_frac, test_frac, seed, valid_size, test_size) + 1
+        numbered = 0  # groups numbered so far, in the order of their first pairs
+        for at in range(0, len(fate), hash_buckets.CHUNK):
+            part = fate[at:at + hash_buckets.CHUNK]  # a view: written through
+            firsts = np.flatnonzero(part & FIRST_OF_GROUP)
+            part[firsts] = (part[firsts] & ~FIRST_OF_GROUP) | (
+                codes[numbered:numbered + len(firsts)] << SPLIT_SHIFT)
+            numbered += len(firsts)
+        for hashes, indices in buckets.buckets():
+            first, inverse = first_of_each(hashes)
+            fate[indices] = (fate[indices] & ~SPLIT) | (fate[indices[first]] & SPLIT)[inverse]

@@ -1,11 +1,14 @@
-"""Cleaned pairs kept on disk while a cache is built, so that preparing a corpus holds a few
-bytes a pair in memory, not its text.
+"""Cleaned pairs kept on disk while a cache is built, so that preparing a corpus holds a byte
+a pair in memory, not its text or its hashes.
 
 A :class:`PairSpool` appends each pair as it is cleaned (source, target and reference, three
-lines of a work file) and keeps, per pair, where it begins and two 64-bit hashes: of the pair,
-for duplicates, and of its source, for the split grouped by source. Duplicates are found from
-the hashes (:meth:`PairSpool.mark_duplicates`: the first of equal pairs stays); the pairs are
-read back by index, in any order, when the splits are written.
+lines of a work file) and, beside it, two 64-bit hashes a pair in column files
+(:class:`nmt.data.hash_buckets.Column`): of the pair, for duplicates, and of its source, for
+the split grouped by source. In memory it keeps a byte a pair, its :attr:`PairSpool.fate`
+(duplicate or not, then its split), and where every :data:`MARK_EVERY`-th pair begins in the
+file. Duplicates are found from the hashes a bucket at a time
+(:meth:`PairSpool.mark_duplicates`: the first of equal pairs stays); the pairs are read back by
+index, in ascending runs, when the splits are written.
 
 A hash stands for its text: two different pairs with the same 64-bit hash would be taken for
 duplicates (at ten million pairs, a chance of about one in three hundred thousand).
@@ -20,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nmt.data.hash_buckets import Column, HashBuckets, first_of_each
+
 
 def text_hash(*texts: str) -> int:
     """A 64-bit signed hash of ``texts`` (BLAKE2b), the same in every process and run."""
@@ -30,65 +35,98 @@ def text_hash(*texts: str) -> int:
     return int.from_bytes(h.digest(), "little", signed=True)
 
 
+# A pair's fate, a byte: DUPLICATE, then its split (nmt.data.split.split_spool) in SPLIT's bits
+# (FIRST_OF_GROUP marks, while the split is made, the first pair of each source sentence)
+DUPLICATE = np.uint8(1)
+SPLIT_SHIFT = 2
+SPLIT = np.uint8(3 << SPLIT_SHIFT)
+FIRST_OF_GROUP = np.uint8(1 << 4)
+SPLIT_CODES = {"train": 1, "valid": 2, "test": 3}
+
+INDEX_CHUNK = 1 << 16  # indices a chunk (PairSpool.indices)
+MARK_EVERY = 64  # where every 64th pair begins is kept: a read seeks there, then skips lines
+
+
 class PairSpool:
     """Pairs appended to ``path`` (three lines each: source, target, reference; none holds a
-    line end, as corpus lines are split at them), read back by index."""
+    line end, as corpus lines are split at them), their hashes beside it (``path.pairs``,
+    ``path.sources``), read back by index."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._out = path.open("wb")
         self._end = 0
-        self._starts = array("q")  # where each pair begins in the file
-        self._pair_hashes = array("q")
-        self._source_hashes = array("q")
-        self._duplicate = bytearray()  # 1: an earlier pair is the same (mark_duplicates)
+        self._marks = array("q")  # where pairs 0, MARK_EVERY, 2 MARK_EVERY ... begin
+        self.pair_hashes = Column(path.with_name(path.name + ".pairs"))
+        self.source_hashes = Column(path.with_name(path.name + ".sources"))
+        self._fate = bytearray()
 
     def __len__(self) -> int:
-        return len(self._starts)
+        return len(self._fate)
 
     def add(self, src: str, tgt: str, ref: str) -> None:
         blob = f"{src}\n{tgt}\n{ref}\n".encode()
+        if not len(self._fate) % MARK_EVERY:
+            self._marks.append(self._end)
         self._out.write(blob)
-        self._starts.append(self._end)
         self._end += len(blob)
-        self._pair_hashes.append(text_hash(src, tgt))
-        self._source_hashes.append(text_hash(src))
-        self._duplicate.append(0)
+        self.pair_hashes.append(text_hash(src, tgt))
+        self.source_hashes.append(text_hash(src))
+        self._fate.append(0)
+
+    def fate(self) -> np.ndarray:
+        """Every pair's fate byte (:data:`DUPLICATE`, its split in :data:`SPLIT`), writable;
+        let it go before adding pairs."""
+        return np.frombuffer(self._fate, np.uint8)
 
     def mark_duplicates(self, start: int = 0) -> int:
         """Mark the pairs from ``start`` on that equal an earlier pair (of any part); returns
         how many were marked."""
-        hashes = self.pair_hashes()
-        _, first = np.unique(hashes, return_index=True)
-        repeated = np.ones(len(hashes), bool)
-        repeated[first] = False
-        repeated[:start] = False
-        marked = np.frombuffer(self._duplicate, np.uint8)
-        marked[repeated] = 1
-        return int(repeated.sum())
+        fate, marked = self.fate(), 0
+        with HashBuckets(self.path.with_name(self.path.name + ".buckets"), len(self)) as buckets:
+            for at, hashes in self.pair_hashes.chunks():
+                buckets.add(hashes, np.arange(at, at + len(hashes)))
+            for hashes, indices in buckets.buckets():
+                first, _ = first_of_each(hashes)
+                repeated = np.ones(len(indices), bool)
+                repeated[first] = False
+                later = indices[repeated & (indices >= start)]
+                fate[later] |= DUPLICATE
+                marked += len(later)
+        return marked
 
-    def kept(self) -> np.ndarray:
-        """Indices of the pairs not marked as duplicates, ascending."""
-        return np.flatnonzero(np.frombuffer(self._duplicate, np.uint8) == 0)
-
-    def pair_hashes(self) -> np.ndarray:
-        return np.frombuffer(self._pair_hashes, np.int64)
-
-    def source_hashes(self) -> np.ndarray:
-        return np.frombuffer(self._source_hashes, np.int64)
+    def indices(self, split: str | None = None, start: int = 0,
+                stop: int | None = None) -> Iterator[np.ndarray]:
+        """Ascending indices, a chunk at a time, of the pairs from ``start`` to ``stop`` that
+        are not duplicates and, if ``split`` is named, in that split."""
+        stop = len(self) if stop is None else stop
+        fate = self.fate()
+        for at in range(start, stop, INDEX_CHUNK):
+            part = fate[at:min(at + INDEX_CHUNK, stop)]
+            keep = (part & DUPLICATE) == 0
+            if split is not None:
+                keep &= (part >> SPLIT_SHIFT) == SPLIT_CODES[split]
+            found = np.flatnonzero(keep)
+            if len(found):
+                yield found + at
 
     def read(self, indices: Iterable[int]) -> Iterator[tuple[str, str, str]]:
-        """The pairs at ``indices`` (any order; ascending runs are read without seeking)."""
+        """The pairs at ``indices`` (ascending runs are read without seeking back)."""
         self._out.flush()
         with self.path.open("rb") as f:
-            at = -1
+            at = -1  # the pair the file is at
             for i in indices:
-                start = self._starts[i]
-                if start != at:
-                    f.seek(start)
+                mark = i - i % MARK_EVERY
+                if at < 0 or i < at or at < mark:
+                    f.seek(self._marks[i // MARK_EVERY])
+                    at = mark
+                for _ in range(3 * (i - at)):
+                    f.readline()
                 s, t, r = (f.readline()[:-1].decode("utf-8") for _ in range(3))
-                at = self._starts[i + 1] if i + 1 < len(self._starts) else self._end
+                at = i + 1
                 yield s, t, r
 
     def close(self) -> None:
         self._out.close()
+        self.pair_hashes.close()
+        self.source_hashes.close()
