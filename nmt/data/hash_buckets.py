@@ -23,6 +23,7 @@ from types import TracebackType
 import numpy as np
 
 BUCKET_RECORDS = 1 << 20  # records a bucket is sized for (16 bytes each)
+MAX_BITS = 8  # at most 256 bucket files open at once (beyond 268 M records, buckets grow)
 CHUNK = 1 << 20  # values read from a column at a time
 
 RECORD = np.dtype([("hash", "<i8"), ("index", "<i8")])
@@ -81,7 +82,7 @@ class HashBuckets:
 
     def __init__(self, directory: Path, expected: int, bucket_records: int = 0) -> None:
         bucket_records = bucket_records or BUCKET_RECORDS
-        self.bits = ((max(expected, 1) - 1) // bucket_records).bit_length()
+        self.bits = min(((max(expected, 1) - 1) // bucket_records).bit_length(), MAX_BITS)
         self.directory = directory
         directory.mkdir(parents=True)
         self._files = [(directory / f"{k}.bin").open("w+b") for k in range(1 << self.bits)]

@@ -21,9 +21,10 @@ again, the source in the textbook's form (:func:`nmt.data.normalize.textbook_for
 
 A cache is built in a temporary directory and renamed into place, so it is complete or absent
 (:mod:`nmt.data.cache`: the arrays, the key, the writing and the checked reading). It is built
-a pair at a time (:func:`build_cache`): the cleaned pairs wait in a spool on disk
-(:mod:`nmt.data.spool`), the splits are arrays of indices into it, and each split is encoded
-and written as it is read back, so memory does not grow with the corpus' text.
+a pair at a time (:func:`build_cache`): the cleaned pairs and their hashes wait in a spool on
+disk (:mod:`nmt.data.spool`), duplicates and the split's groups are found a bucket of hashes at a
+time (:mod:`nmt.data.hash_buckets`), and each split is encoded and written as it is read back,
+so memory grows by a byte a pair, not by the corpus' text.
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, spool: PairSpool, *, held_out: b
     (:mod:`nmt.data.langid`), written to ``rejected``; then duplicates (of this corpus' pairs or
     those already in the spool) are marked. A large corpus is judged on every usable CPU
     (:mod:`nmt.data.parallel_pairs`; ``workers``: how many, by default all). Memory does not
-    grow with the corpus but by the spool's few bytes a pair.
+    grow with the corpus but by the spool's byte a pair.
 
     ``held_out``: a ``data.valid`` / ``data.test`` file, used as it is: all its pairs, only
     those empty after cleaning dropped (not the long ones, not the filtered, not the
