@@ -77,9 +77,15 @@ def prepare_once(checkout: Path, corpus: Path, work: Path) -> dict[str, Any]:
 
 
 def commit(checkout: Path) -> str:
-    out = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
-                         capture_output=True, text=True)
-    return out.stdout.strip() or "?"
+    """The checkout's commit, and whether its tracked files differ from it (what is measured
+    is the working tree)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True,
+                              text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "?"
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return f"{head} (with uncommitted changes)" if changed else head
 
 
 def bench_data_scale(sizes: list[int], corpus_zip: Path, against: Path | None = None,
