@@ -241,3 +241,18 @@ def test_pairs_judged_in_worker_processes_are_those_judged_here(
     assert (tmp_path / "rejected1" / REJECTED_FILE).read_text() == (
         tmp_path / "rejected2" / REJECTED_FILE).read_text()
     assert here.filtered["langid_target"] == 40 and here.counts["duplicates"] > 300
+
+
+def test_files_swapped_in_a_pair_of_two_scripts_are_an_error_that_says_so(
+        tmp_path: Path) -> None:
+    """English in the .ru file and Russian in the .en file: the script filter removes every
+    pair before the language check sees one, so the error says which filter, and why."""
+    from nmt.errors import DataError
+
+    rows = [(f"Я вижу дом номер {i}.", f"I see house number {i}.") for i in range(300)]
+    write_aligned(tmp_path / "c" / "train", rows, "en", "ru")
+    cfg = DataConfig(corpus=str(tmp_path / "c" / "train"), source="en", target="ru",
+                     vocab_size=60)
+    with pytest.raises(DataError, match=r"train\.en, .*train\.ru: no usable en-ru pairs in 300 "
+                                        r"read .*most by script: 300 .*are the files swapped"):
+        prepare(cfg, tmp_path / "data", log=lambda m: None)

@@ -262,11 +262,19 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, spool: PairSpool, *, held_out: b
     if not counts["kept"]:
         ident = corpus.identity
         files = ", ".join(ident.files) or ident.corpus
+        most = max(filtered, key=filtered.__getitem__, default=None)
+        why = ""
+        if most is not None and filtered[most]:
+            why = f"; most by {most}: {filtered[most]:,}"
+            if most == "script":  # every pair's side in another script: not a noisy corpus
+                why += (f" (a side not written in the script of its language: are the files "
+                        f"swapped, or data.source = {cfg.source!r} and data.target = "
+                        f"{cfg.target!r} wrong?)")
         raise DataError(f"{files}: no usable {cfg.source}-{cfg.target} pairs in "
                         f"{counts['read']:,} read ({counts['empty']:,} empty after cleaning, "
                         f"{counts['too_long']:,} over data.max_words = {cfg.max_words}, "
                         f"{counts['filtered']:,} removed by data.filters or data.langid, "
-                        f"{counts['duplicates']:,} duplicates)")
+                        f"{counts['duplicates']:,} duplicates{why})")
     return Cleaned(counts, filtered, dict(sorted(longest.items())), first, len(spool))
 
 
