@@ -18,6 +18,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from nmt.models import one_query_attention
+
 # The fused kernels scaled dot-product attention may use on a GPU. Not cuDNN's, which PyTorch
 # prefers on Hopper GPUs: it builds an execution plan for every new shape of its inputs, and
 # batches of sentences keep coming in new shapes (batch size x length), so on an H100 the plans'
@@ -118,9 +120,14 @@ def dot_product_attention(
 
     With ``need_weights`` the formula is computed as written; otherwise by
     ``F.scaled_dot_product_attention``, the same computation in one fused kernel that does not
-    return the weights. (A row with every key masked gives uniform weights on the first path
-    and may give zeros on the fused one; it does not occur, as every source holds ``<eos>``.)
+    return the weights, or, for a search step's single query on the CPU in bf16, by
+    :mod:`nmt.models.one_query_attention`. (A row with every key masked gives uniform weights
+    on the first path and may give zeros on the fused one; it does not occur, as every source
+    holds ``<eos>``.)
     """
+    if not need_weights and one_query_attention.applies(q, dropout_p):
+        weights = F.softmax(masked_fill_min(one_query_attention.scores(q, k), mask), dim=-1)
+        return one_query_attention.weigh(weights, v), None
     if not need_weights:
         with sdpa_kernel(PLAN_FREE_BACKENDS) if q.is_cuda else nullcontext():
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
