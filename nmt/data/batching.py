@@ -161,7 +161,11 @@ def make_batches(
     src_lengths, tgt_lengths = np.asarray(src_lengths), np.asarray(tgt_lengths)
     n = len(tgt_lengths)
     rng = np.random.default_rng([seed, epoch])
-    order = rng.permutation(n) if shuffle else np.arange(n)
+    # 4 bytes a pair where the split allows: the batches are views of this order, held all
+    # epoch (shuffling an int32 range draws what rng.permutation(n) does)
+    order = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    if shuffle:
+        rng.shuffle(order)
     per_batch = batch_size if by == "sentences" else max(
         1, int(batch_size / (tgt_lengths.mean() + 1))) if n else 1  # pairs in a typical batch
     chunk = CHUNK_BATCHES * per_batch if shuffle else n
