@@ -292,8 +292,7 @@ class SplitWriter:
     def _count_distinct(self) -> int:
         with HashBuckets(self._sources.path.with_suffix(".buckets"),
                          len(self._sources)) as buckets:
-            for at, hashes in self._sources.chunks():
-                buckets.add(hashes, np.arange(at, at + len(hashes)))
+            buckets.add_column(self._sources)
             return sum(len(np.unique(hashes)) for hashes, _ in buckets.buckets())
 
     def close(self) -> None:

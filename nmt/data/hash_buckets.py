@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shutil
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -101,6 +101,18 @@ class HashBuckets:
         for k, f in enumerate(self._files):
             if bounds[k] < bounds[k + 1]:
                 f.write(records[bounds[k]:bounds[k + 1]].tobytes())
+
+    def add_column(self, column: Column,
+                   keep: Callable[[int, int], np.ndarray] | None = None) -> None:
+        """Records of the values of ``column``, each with its index; with ``keep``, only those
+        that ``keep(start, stop)`` marks among the values from ``start`` to ``stop``."""
+        for at, hashes in column.chunks():
+            indices = np.arange(at, at + len(hashes))
+            if keep is None:
+                self.add(hashes, indices)
+            else:
+                kept = keep(at, at + len(hashes))
+                self.add(hashes[kept], indices[kept])
 
     def buckets(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """``(hashes, indices)`` of each bucket in turn, in the order they were added: equal

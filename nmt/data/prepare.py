@@ -64,7 +64,7 @@ from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form, upper
 from nmt.data.parallel_pairs import judged_pairs
 from nmt.data.split import split_spool
-from nmt.data.spool import DUPLICATE, SPLIT, SPLIT_CODES, SPLIT_SHIFT, PairSpool
+from nmt.data.spool import SPLIT, SPLIT_CODES, SPLIT_SHIFT, PairSpool, in_split
 from nmt.data.tokenizers import (
     BT_TAG,
     LineFiles,
@@ -352,7 +352,7 @@ def hold_back_translated_out(spool: PairSpool, ranges: Sequence[tuple[int, int]]
     for first, end in ranges:
         for at in range(first, end, hash_buckets.CHUNK):
             part = fate[at:min(at + hash_buckets.CHUNK, end)]  # a view: written through
-            kept = (part & DUPLICATE) == 0
+            kept = in_split(part)
             part[kept] = (part[kept] & ~SPLIT) | train
             held += int(kept.sum())
     return held
@@ -393,19 +393,16 @@ def weighted_shares(counts: Sequence[int], weights: Sequence[float],
     return shares
 
 
-def sources_in_common(held: PairSpool, spool: PairSpool, train: Callable[[int, np.ndarray],
-                      np.ndarray]) -> tuple[int, int]:
+def sources_in_common(held: PairSpool, spool: PairSpool,
+                      train: Callable[[int, int], np.ndarray]) -> tuple[int, int]:
     """How many distinct sources ``held`` has, and how many of them a training pair of
-    ``spool`` has too (``train(at, fates)``: which of the pairs from ``at`` are real training
-    pairs); the hashes are matched a bucket at a time on disk."""
-    fate = spool.fate()
+    ``spool`` has too (``train(start, stop)``: which of the pairs from ``start`` to ``stop`` are
+    real training pairs); the hashes are matched a bucket at a time on disk."""
     with HashBuckets(held.path.with_name(held.path.name + ".common"),
                      len(held) + len(spool)) as buckets:
         for at, hashes in held.source_hashes.chunks():
             buckets.add(hashes, -1 - np.arange(at, at + len(hashes)))  # held: negative
-        for at, hashes in spool.source_hashes.chunks():
-            mine = train(at, fate[at:at + len(hashes)])
-            buckets.add(hashes[mine], np.arange(at, at + len(hashes))[mine])
+        buckets.add_column(spool.source_hashes, train)
         distinct = common = 0
         for hashes, indices in buckets.buckets():
             ours = np.unique(hashes[indices < 0])
@@ -483,10 +480,9 @@ def build_cache(
                 log(f"back-translated: {n_synthetic:,} pairs, their synthetic sources "
                     f"tagged {BT_TAG}, all in the train split")
 
-        def real_training(at: int, fates: np.ndarray) -> np.ndarray:
-            indices = np.arange(at, at + len(fates))
-            return (((fates & DUPLICATE) == 0) & ((fates >> SPLIT_SHIFT) == SPLIT_CODES["train"])
-                    & ~within(indices, synthetic))
+        def real_training(start: int, stop: int) -> np.ndarray:
+            return (in_split(spool.fate()[start:stop], "train")
+                    & ~within(np.arange(start, stop), synthetic))
 
         for name, held in given.items():
             distinct, overlap = sources_in_common(held, spool, real_training)

@@ -18,7 +18,7 @@ import numpy as np
 
 from nmt.data import hash_buckets
 from nmt.data.hash_buckets import HashBuckets, first_of_each
-from nmt.data.spool import DUPLICATE, FIRST_OF_GROUP, SPLIT, SPLIT_SHIFT, PairSpool
+from nmt.data.spool import FIRST_OF_GROUP, SPLIT, SPLIT_SHIFT, PairSpool, in_split
 
 SPLITS = ("train", "valid", "test")  # what group_splits' codes 0, 1, 2 stand for
 
@@ -84,10 +84,7 @@ def split_spool(spool: PairSpool, valid_frac: float, test_frac: float, seed: int
     the first pair of its group."""
     fate = spool.fate()
     with HashBuckets(spool.path.with_name(spool.path.name + ".groups"), len(spool)) as buckets:
-        for at, hashes in spool.source_hashes.chunks():
-            indices = np.arange(at, at + len(hashes))
-            kept = (fate[indices] & DUPLICATE) == 0
-            buckets.add(hashes[kept], indices[kept])
+        buckets.add_column(spool.source_hashes, lambda start, stop: in_split(fate[start:stop]))
         n = 0
         for hashes, indices in buckets.buckets():
             first, _ = first_of_each(hashes)

@@ -47,6 +47,15 @@ INDEX_CHUNK = 1 << 16  # indices a chunk (PairSpool.indices)
 MARK_EVERY = 64  # where every 64th pair begins is kept: a read seeks there, then skips lines
 
 
+def in_split(fates: np.ndarray, split: str | None = None) -> np.ndarray:
+    """Which of the pairs of ``fates`` (their fate bytes) are not duplicates and, if ``split``
+    is named, in that split."""
+    kept = (fates & DUPLICATE) == 0
+    if split is not None:
+        kept &= (fates >> SPLIT_SHIFT) == SPLIT_CODES[split]
+    return kept
+
+
 class PairSpool:
     """Pairs appended to ``path`` (three lines each: source, target, reference; none holds a
     line end, as corpus lines are split at them), their hashes beside it (``path.pairs``,
@@ -84,8 +93,7 @@ class PairSpool:
         how many were marked."""
         fate, marked = self.fate(), 0
         with HashBuckets(self.path.with_name(self.path.name + ".buckets"), len(self)) as buckets:
-            for at, hashes in self.pair_hashes.chunks():
-                buckets.add(hashes, np.arange(at, at + len(hashes)))
+            buckets.add_column(self.pair_hashes)
             for hashes, indices in buckets.buckets():
                 first, _ = first_of_each(hashes)
                 repeated = np.ones(len(indices), bool)
@@ -102,11 +110,7 @@ class PairSpool:
         stop = len(self) if stop is None else stop
         fate = self.fate()
         for at in range(start, stop, INDEX_CHUNK):
-            part = fate[at:min(at + INDEX_CHUNK, stop)]
-            keep = (part & DUPLICATE) == 0
-            if split is not None:
-                keep &= (part >> SPLIT_SHIFT) == SPLIT_CODES[split]
-            found = np.flatnonzero(keep)
+            found = np.flatnonzero(in_split(fate[at:min(at + INDEX_CHUNK, stop)], split))
             if len(found):
                 yield found + at
 
