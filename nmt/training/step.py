@@ -17,6 +17,7 @@ from nmt.data.batching import Collator
 from nmt.data.tokenizers import PAD_ID
 from nmt.device import autocast
 from nmt.errors import NmtError
+from nmt.training import fused_cross_entropy
 from nmt.training.distributed import all_reduce_sum
 from nmt.training.state import Progress, Run, TrainingState
 
@@ -40,7 +41,12 @@ def training_loss(
     """``(objective, nll)``, both summed over non-pad targets: the objective is what training
     minimises (label-smoothed when asked), ``nll`` the plain cross-entropy (detached) that is
     reported, so train and valid loss are the same measure. With smoothing e the objective is
-    ``(1 - e) nll + e mean_v(-log p_v)``, as ``F.cross_entropy(label_smoothing=e)``."""
+    ``(1 - e) nll + e mean_v(-log p_v)``, as ``F.cross_entropy(label_smoothing=e)``.
+
+    On the CPU the same is computed by :mod:`nmt.training.fused_cross_entropy` (fewer passes
+    over the logits, the gradient in closed form)."""
+    if fused_cross_entropy.applies(logits):
+        return fused_cross_entropy.training_loss(logits, tgt_out, label_smoothing)
     if label_smoothing == 0.0:
         loss = masked_cross_entropy(logits, tgt_out)
         return loss, loss.detach()
