@@ -52,7 +52,7 @@ bleu: install ## BLEU and chrF of the latest run (RUN=runs/NAME) on its test spl
 # The figures of docs/BENCHMARKS.md's quality table: greedy and beam, with and without the
 # weights' moving average, and with the sources typed the textbook's way.
 quality: install ## BLEU/chrF of RUN (default runs/demo): greedy, beam 5, --no-ema, --textbook-input
-	$(NMT) bleu --run $(or $(RUN),runs/demo)
+	$(NMT) bleu --run $(or $(RUN),runs/demo) --beam 1
 	$(NMT) bleu --run $(or $(RUN),runs/demo) --beam 5
 	$(NMT) bleu --run $(or $(RUN),runs/demo) --no-ema
 	$(NMT) bleu --run $(or $(RUN),runs/demo) --textbook-input
@@ -123,7 +123,7 @@ bench-bt: install ## what back-translation gains (3 demo trainings, ~25 min); be
 bench-adapt: install ## what nmt train --from gains and forgets (after bench-bt); its work folder
 	$(BIN)/python -m bench.adaptation $(if $(wildcard $(NMT_DATA_MIRROR)/fra-eng.zip),--corpus $(NMT_DATA_MIRROR)/fra-eng.zip)
 
-demo: install ## download, train the small CPU demo model (10-14 min), translate and score it
+demo: install ## download, train the small CPU demo model (about 10 min), translate and score it
 	$(NMT) data download
 	$(NMT) train --config configs/demo.toml --run-name demo --overwrite
 	$(NMT) translate --run runs/demo "I'm home." "He's calm." "Go." "I lost." "i'm home ."
