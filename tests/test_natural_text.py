@@ -225,7 +225,6 @@ def test_tiny_natural_model_translates_cased_punctuated_text(
     assert len(lines) == 2
     for line in lines:
         assert line[0].isupper() and line.endswith(".") and not line.endswith(" ."), line
-    assert lines[0] == "Je vois le chien."
     import nmt.evaluate
 
     fed: list[object] = []
