@@ -11,31 +11,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 from typing import Any
-
-from bench import CONFIGS
-
-
-def train_steps(overrides: list[str], steps: int, data_dir: Path) -> tuple[float, float]:
-    """Target tokens/s and the mean per-token loss of ``steps`` demo steps."""
-    import torch
-
-    from bench.steps import training_steps
-    from nmt.config import load_config
-
-    cfg = load_config(CONFIGS / "demo.toml", ["train.device=cpu", *overrides])
-    trainer = training_steps(cfg, data_dir, torch.device("cpu"))
-    seconds, tokens, losses = 0.0, 0, []
-    for i, group in enumerate(trainer.batches(cfg.train.batch_size)[:steps]):
-        start = time.perf_counter()
-        loss, n = trainer.step(group)
-        if i >= 3:
-            seconds += time.perf_counter() - start
-            tokens += n
-        losses.append(loss / n)
-    return tokens / seconds, statistics.mean(losses)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -50,6 +27,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import nmt.training.fused_cross_entropy as fused
     from bench.machine import machine
+    from bench.steps import demo_steps
     from nmt.data.download import default_data_dir
 
     torch.set_num_threads(args.threads)
@@ -62,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.rounds):
             for name, rule in (("readable", lambda logits: False), ("one function", applies)):
                 fused.applies = rule  # type: ignore[assignment]
-                per_s, loss = train_steps(args.set, args.steps,
+                per_s, loss = demo_steps(args.set, args.steps,
                                           args.data_dir or default_data_dir())
                 speeds[name].append(per_s)
                 print(f"{name}: {per_s:,.0f} target tokens/s, mean loss {loss:.5f}", flush=True)

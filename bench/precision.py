@@ -13,33 +13,8 @@ shows only after the first hundred.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from pathlib import Path
 from typing import Any
-
-from bench import CONFIGS
-
-
-def train_steps(precision: str, steps: int, data_dir: Path) -> tuple[float, float]:
-    """Target tokens/s and the mean per-token loss of ``steps`` demo steps in ``precision``."""
-    import torch
-
-    from bench.steps import training_steps
-    from nmt.config import load_config
-
-    cfg = load_config(CONFIGS / "demo.toml", ["train.device=cpu",
-                                              f"train.precision={precision}"])
-    trainer = training_steps(cfg, data_dir, torch.device("cpu"))
-    seconds, tokens, losses = 0.0, 0, []
-    for i, group in enumerate(trainer.batches(cfg.train.batch_size)[:steps]):
-        start = time.perf_counter()
-        loss, n = trainer.step(group)
-        if i >= 3:
-            seconds += time.perf_counter() - start
-            tokens += n
-        losses.append(loss / n)
-    return tokens / seconds, statistics.mean(losses)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -52,6 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     from bench.machine import machine
+    from bench.steps import demo_steps
     from nmt.data.download import default_data_dir
     from nmt.device import cpu_bf16_units
 
@@ -61,7 +37,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{torch.__version__}, {args.threads} threads; commit {info.get('commit')}")
     for _ in range(args.repeats):
         for precision in ("fp32", "bf16"):
-            per_s, loss = train_steps(precision, args.steps, args.data_dir or default_data_dir())
+            per_s, loss = demo_steps([f"train.precision={precision}"], args.steps,
+                                      args.data_dir or default_data_dir())
             print(f"{precision}: {per_s:,.0f} target tokens/s, mean loss {loss:.4f}",
                   flush=True)
 

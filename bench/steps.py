@@ -73,3 +73,27 @@ def training_steps(cfg: Any, data_dir: Path, device: Any) -> TrainingSteps:
               Display(), elapsed0=0.0)
     return TrainingSteps(cfg, prepared, state, run, training_forward(model, t, Dist(), device),
                          Collator(prepared.splits["train"], truncate=cfg.data.truncate))
+
+
+def demo_steps(overrides: list[str], steps: int, data_dir: Path) -> tuple[float, float]:
+    """Target tokens/s (the first 3 steps not timed) and the mean per-token loss of ``steps``
+    of ``configs/demo.toml``'s training steps on the CPU, with ``overrides`` (``key=value``)."""
+    import statistics
+    import time
+
+    import torch
+
+    from bench import CONFIGS
+    from nmt.config import load_config
+
+    cfg = load_config(CONFIGS / "demo.toml", ["train.device=cpu", *overrides])
+    trainer = training_steps(cfg, data_dir, torch.device("cpu"))
+    seconds, tokens, losses = 0.0, 0, []
+    for i, group in enumerate(trainer.batches(cfg.train.batch_size)[:steps]):
+        start = time.perf_counter()
+        loss, n = trainer.step(group)
+        if i >= 3:
+            seconds += time.perf_counter() - start
+            tokens += n
+        losses.append(loss / n)
+    return tokens / seconds, statistics.mean(losses)
