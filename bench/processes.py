@@ -50,10 +50,14 @@ def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
     """Run ``cmd`` in ``cwd`` (the repository root) to completion; measure its wall time and
     peak memory. ``python -m nmt`` imports the ``nmt`` of ``cwd`` before PYTHONPATH's.
 
-    The peak is the child's VmHWM, read from /proc every ``poll`` seconds until it exits (a
-    high-water mark, so only growth in the last poll interval can be missed). ``ru_maxrss`` from
-    ``wait4`` is the fallback where /proc is missing, but on Linux it also counts the parent's
-    memory at the fork, so a small child would report at least this process's size.
+    Two sources, each right where the other is not:
+
+    - ``ru_maxrss`` from ``wait4`` is the exact peak, taken by the kernel at exit, but on Linux
+      it also counts the memory this process held at the fork: it is the child's own peak only
+      where it exceeds this process's peak (VmHWM), read after the child exits.
+    - Otherwise the peak is the child's VmHWM, read from /proc every ``poll`` seconds while it
+      runs: a high-water mark, so only growth after the last reading is missed, which for a
+      child shorter than a few polls can be nearly all of it.
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
@@ -82,7 +86,8 @@ def run_child(cmd: Sequence[str], *, env: dict[str, str] | None = None,
         out.seek(0)
         err.seek(0)
         # ru_maxrss is in KiB on Linux, in bytes on macOS
-        rss_kb = hwm_kb or usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
+        maxrss_kb = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
+        rss_kb = maxrss_kb if maxrss_kb > _vm_hwm_kb(os.getpid()) or not hwm_kb else hwm_kb
         return ChildRun(proc.returncode, seconds, rss_kb / 1024,
                         out.read().decode("utf-8", "replace"),
                         err.read().decode("utf-8", "replace"), tree_kb / 1024, anon_kb / 1024)

@@ -29,6 +29,8 @@ if not one_thread and os.environ.get("BENCH_SHIPPED_HANGS"):
 print("some chatter first")
 print(json.dumps({"model": sys.argv[2], "epochs": int(sys.argv[3]),
                   "tokens_per_sec": 100.0 if one_thread else 50.0, "seconds": 2.0}))
+import time
+time.sleep(0.2)  # lives for several of run_child's memory readings, as a real recipe does
 """
 
 TINY_TRANSFORMER = """\
@@ -71,6 +73,13 @@ def test_peak_memory_is_each_childs_own() -> None:
     assert big.peak_rss_mb >= 300
     # neither the big child before it nor this test process (torch imported: > 200 MB) counts
     assert small.peak_rss_mb < 100
+
+
+def test_peak_memory_of_a_child_too_short_to_poll() -> None:
+    # it allocates 600 MB (more than this process holds) and exits before a second reading:
+    # the kernel's peak at exit says what the readings could not
+    script = "b = b'x' * (600 * 2**20)"
+    assert run_child([sys.executable, "-c", script], poll=5.0).peak_rss_mb >= 600
 
 
 def test_child_failure_and_missing_result_are_one_line_errors() -> None:
