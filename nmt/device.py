@@ -147,7 +147,8 @@ def bound_kernel_cache(device: torch.device, dtype: torch.dtype | None) -> None:
     them; batches of sentences come in many shapes, so the kept kernels pile up. A product's
     kernels are reused within a step (forward and backward), and rarely across steps, so a
     smaller cache costs no speed (measured on the demo). oneDNN reads the variable when it
-    compiles its first kernel, which is why :func:`autocast_to` calls this as it enters."""
+    compiles its first kernel, which is why :func:`autocast_to` (training) calls this as it
+    enters, and :func:`nmt.translation.search.search_ids` before it searches."""
     if device.type == "cpu" and dtype is not None:
         os.environ.setdefault(ONEDNN_CACHE, CPU_BF16_KERNELS)
 

@@ -9,6 +9,7 @@ for beam search to matter.
 from __future__ import annotations
 
 import functools
+import os
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -16,8 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import step_by_step_logits
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ties import TIE, BeamReplay, assert_greedy_equal_up_to_ties, replay_beam
 
+import nmt.device
 from nmt.config import DecodeConfig, ModelConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, WordTokenizer
 from nmt.models.base import EncoderDecoder
@@ -25,14 +29,18 @@ from nmt.models.build import build_model
 from nmt.translation.limits import output_limit
 from nmt.translation.search import (
     Hypothesis,
+    _best,
+    _best_unscored,
     beam_search,
     greedy,
     greedy_uncached,
     greedy_with_weights,
+    in_precision,
     length_penalty,
     pad_batch,
     search_ids,
 )
+from nmt.translation.translator import Translator
 
 ARCHS = ("transformer", "gru")
 WORDS = "a b c d e f g h".split()
@@ -229,6 +237,65 @@ def test_batched_equals_one_by_one(model: EncoderDecoder, beam: int) -> None:
         assert [h.tokens for h in batched] == [h.tokens for h in alone]
     same = [(a, b) for a, b in zip(alone, batched, strict=True) if a.tokens == b.tokens]
     assert [b.score for _, b in same] == pytest.approx([a.score for a, _ in same], abs=1e-4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 4), vocab=st.integers(5, 30), seed=st.integers(0, 2**31 - 1),
+       bf16=st.booleans())
+def test_unscored_pick_is_the_scored_pick(n: int, vocab: int, seed: int, bf16: bool) -> None:
+    """The best logit is the best log-probability: the same token, never <pad> or <bos>, the
+    first of exact ties, and NaN for its score. Logits on a grid of quarters (exact in bf16)
+    tie often; <pad> and <bos> are often the largest."""
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randint(-12, 13, (n, 2, vocab), generator=g).float() / 4
+    boosted = torch.rand(n, generator=g) < 0.5
+    logits[boosted, -1, PAD_ID] = logits[boosted, -1, BOS_ID] = 10.0
+    if bf16:
+        logits = logits.bfloat16()
+    before = logits.clone()
+    score, token = _best(logits)
+    nan_scores, same_token = _best_unscored(logits)
+    assert torch.equal(same_token, token)
+    assert not ({PAD_ID, BOS_ID} & set(token.tolist()))
+    assert torch.isnan(nan_scores).all() and nan_scores.shape == score.shape
+    assert torch.equal(logits, before)  # the model's logits are not written to
+    expected = torch.log_softmax(logits[:, -1].double(), -1).gather(1, token[:, None])[:, 0]
+    torch.testing.assert_close(score.double(), expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_greedy_without_scores_finds_the_same_outputs(model: EncoderDecoder,
+                                                      precision: str) -> None:
+    ids = [src_ids(t) for t in TEXTS]
+    cfg = DecodeConfig(beam=1, precision=precision, batch_size=8)
+    scored = search_ids(model, ids, cfg)
+    unscored = search_ids(model, ids, cfg, scores=False)
+    limits = [output_limit(len(one), cfg, model.max_positions) for one in ids]
+    assert_greedy_equal_up_to_ties(model, ids, [h.tokens for h in scored],
+                                   [h.tokens for h in unscored], limits)
+    assert all(h.score == h.score for h in scored)
+    assert all(h.score != h.score for h in unscored)  # NaN: not computed
+
+
+def test_a_bf16_search_runs_on_a_bf16_copy(model: EncoderDecoder,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller's model is not changed; a translator makes its copy once; oneDNN's kernel
+    cache is bounded before the first bf16 product (nmt.device.bound_kernel_cache)."""
+    monkeypatch.delenv(nmt.device.ONEDNN_CACHE, raising=False)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ids = [src_ids(t) for t in TEXTS[:8]]
+    bf16 = search_ids(model, ids, DecodeConfig(precision="bf16"), scores=False)
+    assert os.environ.get(nmt.device.ONEDNN_CACHE) == nmt.device.CPU_BF16_KERNELS
+    after = model.state_dict()
+    assert all(torch.equal(after[k], v) and after[k].dtype == v.dtype for k, v in before.items())
+    translator = Translator(model, TOKENIZER, DecodeConfig(precision="bf16"))
+    assert {p.dtype for p in translator.model.parameters()} == {torch.bfloat16}
+    assert in_precision(translator.model, torch.bfloat16) is translator.model
+    assert in_precision(model, None) is model
+    again = search_ids(translator.model, ids, DecodeConfig(precision="bf16"), scores=False)
+    assert [h.tokens for h in again] == [h.tokens for h in bf16]
+    fp32 = Translator(model, TOKENIZER, DecodeConfig(precision="fp32"))
+    assert fp32.model is model
 
 
 def test_empty_sources_give_empty_hypotheses(untrained: EncoderDecoder) -> None:

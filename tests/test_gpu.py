@@ -161,8 +161,8 @@ def test_cpu_bf16_training_bounds_onednns_kernel_cache(
 
 def test_autocasting_to_bf16_on_a_cpu_bounds_the_kernel_cache(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Training and search both autocast through ``autocast_to``, which bounds oneDNN's cache
-    before the first bf16 product, and leaves it alone in fp32."""
+    """Training autocasts through ``autocast_to``, which bounds oneDNN's cache before the first
+    bf16 product, and leaves it alone in fp32 (a search's bf16: test_decode.py)."""
     monkeypatch.delenv(nmt.device.ONEDNN_CACHE, raising=False)
     cpu = torch.device("cpu")
     with nmt.device.autocast_to(cpu, None):

@@ -372,13 +372,14 @@ def test_translators_normalise_sources_by_the_runs_source_language() -> None:
     from nmt.data.normalize import normalize
 
     text = "Er sagte «ja»."
+    model = random_model("gru")
     for lang in ("de", "fr"):
-        translator = Translator(None, TOKENIZER, DecodeConfig(), lowercase=False,  # type: ignore[arg-type]
+        translator = Translator(model, TOKENIZER, DecodeConfig(), lowercase=False,
                                 normalization="full", source_lang=lang)
         assert translator.normalize_source(text) == normalize(text, False, "full", lang)
-    assert Translator(None, TOKENIZER, DecodeConfig(), normalization="full",  # type: ignore[arg-type]
+    assert Translator(model, TOKENIZER, DecodeConfig(), normalization="full",
                       source_lang="de").normalize_source(text) == "Er sagte «ja» ."
-    assert Translator(None, TOKENIZER, DecodeConfig(), normalization="full",  # type: ignore[arg-type]
+    assert Translator(model, TOKENIZER, DecodeConfig(), normalization="full",
                       source_lang="fr").normalize_source(text) == "Er sagte « ja » ."
 
 

@@ -22,6 +22,7 @@ faster (docs/BENCHMARKS.md, "Decoding the test split").
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from torch import Tensor
 
 from nmt.config import DecodeConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
-from nmt.device import autocast_to, decode_dtype
+from nmt.device import bound_kernel_cache, decode_dtype
 from nmt.models.base import EncoderDecoder, select_rows
 from nmt.translation.limits import output_limit
 from nmt.translation.rules import decode_batches, length_penalty  # noqa: F401 - used here and re-exported
@@ -42,7 +43,8 @@ class Hypothesis:
     """One output sentence: token ids without ``<bos>``/``<eos>``, and its model scores."""
 
     tokens: list[int]
-    score: float  # sum of log-probabilities (the <eos> step included when produced)
+    score: float  # sum of log-probabilities (the <eos> step included when produced); NaN
+    # where the search was asked for no scores (search_ids' scores=False)
     finished: bool = True  # False when cut at the length limit before <eos>
     token_scores: list[float] = field(default_factory=list)  # per-step log-probabilities
 
@@ -76,6 +78,18 @@ def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
     logp = _log_probs(logits)
     token = logp.argmax(dim=1)
     return logp.gather(1, token[:, None]).squeeze(1), token
+
+
+def _best_unscored(logits: Tensor) -> tuple[Tensor, Tensor]:
+    """What :func:`_best` picks, without its log-probability (NaN in its place): the best logit
+    is the best log-probability, so no log-softmax over the vocabulary is taken. What greedy
+    search uses where nothing reads its scores (``nmt translate``, ``nmt bleu``, validation):
+    the log-softmax was 7% of the demo's greedy decoding (docs/BENCHMARKS.md, "Decoding")."""
+    x = logits[:, -1].to(torch.float32, copy=True)
+    x[:, PAD_ID] = -math.inf
+    x[:, BOS_ID] = -math.inf
+    token = x.argmax(dim=1)
+    return torch.full(token.shape, math.nan, device=token.device), token
 
 
 @dataclass(frozen=True)
@@ -352,6 +366,24 @@ def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device) -> tuple[Tens
 
 
 @torch.inference_mode()
+def in_precision(model: EncoderDecoder, dtype: torch.dtype | None) -> EncoderDecoder:
+    """The model a search runs in ``dtype`` (None: fp32, from :func:`nmt.device.decode_dtype`):
+    ``model`` itself where its weights are in ``dtype`` already, else a copy with its weights
+    and float buffers in ``dtype``.
+
+    A search in bf16 runs on bf16 weights, as CTranslate2's compute types do, rather than under
+    autocast, which casts the input of every matrix product and keeps the residual stream and
+    the layer norms in fp32: the demo's greedy search 1.08x faster, test BLEU within noise
+    (docs/BENCHMARKS.md, "Decoding the test split"). A copy, so the caller's model (a training
+    model under validation, an fp32 translator beside) is never changed;
+    :class:`~nmt.translation.translator.Translator` makes it once, not at every call.
+    """
+    want = dtype if dtype is not None else torch.float32
+    if all(p.dtype == want for p in model.parameters()):
+        return model
+    return copy.deepcopy(model).to(want)
+
+
 def search_ids(
     model: EncoderDecoder,
     src_ids: Sequence[Sequence[int]],
@@ -360,6 +392,7 @@ def search_ids(
     method: str = "cached",
     prune_at: float = PRUNE_AT,
     sampling: Sampling | None = None,
+    scores: bool = True,
 ) -> list[Hypothesis]:
     """Decode many sources: sorted by length into batches (:func:`decode_batches`), results in
     input order.
@@ -368,28 +401,31 @@ def search_ids(
     (:class:`Sampling`); else ``cfg.beam > 1`` selects beam search; otherwise ``method`` picks
     ``"cached"`` greedy or the ``"uncached"`` reference path, in ``cfg.precision``
     (:func:`nmt.device.decode_dtype`). Empty sources are not decoded (an empty hypothesis).
+    ``scores=False`` spares cached greedy search its log-probabilities (CTranslate2's
+    ``return_scores``): the same tokens, with NaN scores; beam search and sampling need them.
     """
     if method not in ("cached", "uncached"):
         raise ValueError(f"method: expected cached or uncached, got {method!r}")
     device = device if device is not None else next(model.parameters()).device
     results: list[Hypothesis | None] = [None] * len(src_ids)
-    pick = _sampler(sampling, device) if sampling is not None else _best
-    with autocast_to(device, decode_dtype(device, cfg.precision)):  # BENCHMARKS: "bf16 on the CPU"
-        for idx in decode_batches([len(s) for s in src_ids], cfg):
-            src, lengths = pad_batch([src_ids[i] for i in idx], device)
-            limits = torch.tensor([output_limit(len(src_ids[i]), cfg, model.max_positions)
-                                   for i in idx], device=device)
-            if sampling is not None:
-                hyps = greedy(model, src, lengths, limits, prune_at=prune_at, pick=pick)
-            elif cfg.beam > 1:
-                hyps = [h[0] for h in beam_search(model, src, lengths, limits, cfg.beam,
-                                                  cfg.length_penalty)]
-            elif method == "uncached":
-                hyps = greedy_uncached(model, src, lengths, limits)
-            else:
-                hyps = greedy(model, src, lengths, limits, prune_at=prune_at)
-            for i, h in zip(idx, hyps, strict=True):
-                results[i] = h
+    pick = (_sampler(sampling, device) if sampling is not None else
+            _best if scores else _best_unscored)
+    dtype = decode_dtype(device, cfg.precision)  # BENCHMARKS: "bf16 on the CPU"
+    model = in_precision(model, dtype)
+    bound_kernel_cache(device, dtype)
+    for idx in decode_batches([len(s) for s in src_ids], cfg):
+        src, lengths = pad_batch([src_ids[i] for i in idx], device)
+        limits = torch.tensor([output_limit(len(src_ids[i]), cfg, model.max_positions)
+                               for i in idx], device=device)
+        if sampling is None and cfg.beam > 1:
+            hyps = [h[0] for h in beam_search(model, src, lengths, limits, cfg.beam,
+                                              cfg.length_penalty)]
+        elif sampling is None and method == "uncached":
+            hyps = greedy_uncached(model, src, lengths, limits)
+        else:
+            hyps = greedy(model, src, lengths, limits, prune_at=prune_at, pick=pick)
+        for i, h in zip(idx, hyps, strict=True):
+            results[i] = h
     return [h if h is not None else Hypothesis([], 0.0, finished=False) for h in results]
 
 

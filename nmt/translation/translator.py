@@ -123,7 +123,7 @@ def translate_normalized(
         if n > limit and on_truncate is not None:
             on_truncate(i, n, limit)
         batch.append(ids)
-    hyps = search_ids(model, batch, cfg, device, sampling=sampling)
+    hyps = search_ids(model, batch, cfg, device, sampling=sampling, scores=False)
     return [
         tokenizer.decode_tgt(h.tokens) if ids else "" for h, ids in zip(hyps, batch, strict=True)
     ]
@@ -221,12 +221,23 @@ class Translator(StreamTranslator):
     target_lang: str | None = None  # the run's data.target
     sampling: Sampling | None = None  # draw the outputs (back-translation) instead of search
 
+    def __post_init__(self) -> None:
+        """The model in the precision the searches run in, made once (in bf16 a copy:
+        :func:`~nmt.translation.search.in_precision`)."""
+        from nmt.device import decode_dtype
+        from nmt.translation.search import in_precision
+
+        self.model = in_precision(self.model, decode_dtype(self._device, self.cfg.precision))
+
+    @property
+    def _device(self) -> torch.device:
+        return self.device if self.device is not None else next(self.model.parameters()).device
+
     @property
     def precision(self) -> str:
         from nmt.device import decode_dtype
 
-        device = self.device if self.device is not None else next(self.model.parameters()).device
-        return "fp32" if decode_dtype(device, self.cfg.precision) is None else "bf16"
+        return "fp32" if decode_dtype(self._device, self.cfg.precision) is None else "bf16"
 
     @classmethod
     def from_run(
