@@ -61,11 +61,13 @@ def bench_export(
     split: str = "test",
     limit: int = 0,
     rounds: int = 1,
+    batch_size: int | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Measure (see the module docstring); writes ``out_dir/export.json`` and returns it.
     ``rounds``: each engine times the whole split this many times, the engines alternated round
-    by round; the median is reported."""
+    by round; the median is reported. ``batch_size``: sentences per batch for every engine
+    (None: the run's ``decode.batch_size``)."""
     from nmt.data.download import default_data_dir
     from nmt.data.normalize import normalize
     from nmt.data.prepare import prepare
@@ -113,11 +115,13 @@ def bench_export(
                 # fp32, as the float32 export computes: the identity check compares like with
                 # like; and, where the CPU has bf16 units, what nmt decodes in by default there
                 engines: list[tuple[str, Any]] = [
-                    ("nmt", Translator.from_run(run, beam=beam, precision="fp32"))]
+                    ("nmt", Translator.from_run(run, beam=beam, batch_size=batch_size,
+                                                precision="fp32"))]
                 if bf16_default:
-                    engines.append(("nmt bf16", Translator.from_run(run, beam=beam,
-                                                                    precision="bf16")))
-                engines += [(f"ct2 {q}", CT2Translator.from_export(p, beam=beam, threads=t))
+                    engines.append(("nmt bf16", Translator.from_run(
+                        run, beam=beam, batch_size=batch_size, precision="bf16")))
+                engines += [(f"ct2 {q}", CT2Translator.from_export(
+                    p, beam=beam, batch_size=batch_size, threads=t))
                             for q, p in exports.items()]
                 for _, translator in engines:
                     translator.translate(sources[:64])  # warm-up: first-call allocations
@@ -170,6 +174,7 @@ def bench_export(
         with (out_dir / "export-diffs.jsonl").open("w", encoding="utf-8") as f:
             f.writelines(json.dumps(d, ensure_ascii=False) + "\n" for d in diffs)
     result = {"run": str(run.run_dir), "step": run.step, "split": split,
+              "batch_size": batch_size or run.config.decode.batch_size,
               "sentences": len(sources), "params": params, "sizes": sizes, "rows": rows,
               "greedy_fp32_differences": diffs,
               "ctranslate2": ctranslate2.__version__,
@@ -185,7 +190,8 @@ def markdown(result: dict[str, Any]) -> str:
     """The figures as the Markdown tables of docs/BENCHMARKS.md."""
     s = result["sizes"]
     lines = [f"Run {result['run']} (step {result['step']}, {result['params']:,} parameters), "
-             f"{result['sentences']} {result['split']} sources, text in and out; CTranslate2 "
+             f"{result['sentences']} {result['split']} sources in batches of at most "
+             f"{result.get('batch_size', '?')}, text in and out; CTranslate2 "
              f"{result['ctranslate2']}, torch {result['torch']}.", "",
              "| threads | search | engine | sentences/s | vs nmt | identical to nmt | BLEU |",
              "|---:|---|---|---:|---:|---:|---:|"]
@@ -219,6 +225,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--rounds", type=int, default=1,
                    help="time each engine this many times, alternated; report the median")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="sentences per batch, every engine (default: the run's decode.batch_size)")
     args = p.parse_args(argv)
     try:
         threads = [int(x) for x in args.threads.split(",")]
@@ -227,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
             beams.insert(0, 1)
         result = bench_export(args.run, args.out, threads=threads, searches=beams,
                               data_dir=args.data_dir, limit=args.limit,
-                              rounds=max(1, args.rounds))
+                              rounds=max(1, args.rounds), batch_size=args.batch_size)
     except ValueError:
         raise SystemExit("error: --threads, --beams: expected comma-separated integers") from None
     except NmtError as e:

@@ -334,8 +334,9 @@ class DecodeConfig:
     max_tokens: int = 8192  # and at most this many source tokens per batch, padding included,
     # times the beam: a long line or a big beam gets a smaller batch, so memory stays bounded
     precision: str = field(default="auto", metadata=_choice("auto", "fp32", "bf16"))
-    # auto: bf16 autocast on CPUs with bf16 units (1.27x on the demo, BLEU within noise), fp32
-    # elsewhere, CUDA included (nmt.device.decode_dtype); NMT_CPU_BF16=0 keeps fp32 everywhere
+    # auto: bf16 weights on CPUs with bf16 units (1.5x greedy on the demo, BLEU within noise),
+    # fp32 elsewhere, CUDA included (nmt.device.decode_dtype); NMT_CPU_BF16=0 keeps fp32
+    # everywhere
 
 
 @dataclass(frozen=True)

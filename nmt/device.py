@@ -106,7 +106,8 @@ def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
 
 
 def decode_dtype(device: torch.device, precision: str) -> torch.dtype | None:
-    """The autocast dtype searches run in for ``decode.precision``, or None for fp32.
+    """The dtype searches run in for ``decode.precision``, or None for fp32: the dtype of the
+    model's weights they use (:func:`nmt.translation.search.in_precision`).
 
     ``auto`` (the default): bf16 on a CPU with bf16 units (:func:`cpu_bf16_units`), where the
     demo's greedy search ran 1.27x faster with BLEU within 0.03 and 94% of its lines unchanged

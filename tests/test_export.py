@@ -893,10 +893,24 @@ def test_export_benchmark_runs_end_to_end(bf16_units: str, tmp_path: Path, tiny_
 
     cpu_bf16(bf16_units)
     monkeypatch.delenv(nmt.device.ONEDNN_CACHE, raising=False)  # a bf16 search sets it
+    import nmt.export.ct2_translate
+    import nmt.translation.search
+    from nmt.translation.rules import decode_batches
+
+    batch_sizes = set()  # what every engine batches with: --batch-size
+
+    def recorded(lengths: list[int], cfg: DecodeConfig) -> list[list[int]]:
+        batch_sizes.add(cfg.batch_size)
+        return decode_batches(lengths, cfg)
+
+    for module in (nmt.translation.search, nmt.export.ct2_translate):
+        monkeypatch.setattr(module, "decode_batches", recorded)
     run = make_run(tmp_path / "run")
     result = bench_export(run, tmp_path / "out", threads=(1,), searches=(1, 2),
-                          data_dir=tiny_data_dir, log=lambda s: None)
+                          data_dir=tiny_data_dir, log=lambda s: None, batch_size=3)
     assert json.loads((tmp_path / "out" / "export.json").read_text()) == result
+    assert batch_sizes == {3} and result["batch_size"] == 3
+    assert "in batches of at most 3," in markdown(result)
     ours = ("nmt", "nmt bf16") if bf16_units == "1" else ("nmt",)
     assert [(r["beam"], r["engine"]) for r in result["rows"]] == [
         (b, e) for b in (1, 2) for e in (*ours, "ct2 float32", "ct2 int8")]
