@@ -508,8 +508,8 @@ def test_training_attention_on_cuda_builds_no_per_shape_plans() -> None:
 @needs_cuda
 def test_gru_layers_run_in_fp32_under_autocast_on_cuda() -> None:
     """Under bf16 autocast on the GPU the GRU's recurrent layers run cuDNN's fp32 kernels
-    (:func:`nmt.models.gru.in_fp32`), forward and backward; autocast alone ran them in half
-    precision on weights it cast at every call."""
+    (:func:`nmt.models.gru.outside_cuda_autocast`), forward and backward; autocast alone ran
+    them in half precision on weights it cast at every call."""
     from torch.profiler import ProfilerActivity, profile
 
     torch.manual_seed(0)

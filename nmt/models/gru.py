@@ -36,8 +36,9 @@ from nmt.models.base import (
 )
 
 
-def in_fp32(gru: nn.GRU, x: Any, hidden: Tensor | None = None) -> Any:
-    """``gru(x, hidden)``, on CUDA with autocast off, so in fp32 (the layers around it keep bf16).
+def outside_cuda_autocast(gru: nn.GRU, x: Any, hidden: Tensor | None = None) -> Any:
+    """``gru(x, hidden)``, on CUDA with autocast off, so in the weights' own dtype: fp32 in
+    training (the layers around it keep bf16), bf16 in a bf16 search's bf16 copy of the model.
 
     On CUDA, bf16 autocast ran cuDNN's GRU in its half-precision kernels on weights cast at
     every call, and the whole model in fp32 trained faster than in bf16 on an H100; with the
@@ -100,7 +101,7 @@ class GRUSeq2Seq(EncoderDecoder):
         x = self.dropout(self.src_embed(src))
         packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True,
                                       enforce_sorted=False)
-        packed_out, h_n = in_fp32(self.encoder, packed)
+        packed_out, h_n = outside_cuda_autocast(self.encoder, packed)
         out, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=s)
         if self.bidirectional:  # sum the two directions, outputs and final states alike
             out = out[..., : self.hidden] + out[..., self.hidden:]
@@ -130,7 +131,8 @@ class GRUSeq2Seq(EncoderDecoder):
         query = hidden[-1].unsqueeze(1)  # (B, 1, H)
         context, weights = self.attention.attend(query, keys, memory["enc_out"],
                                                  memory["src_mask"].unsqueeze(1))
-        output, hidden = in_fp32(self.decoder, torch.cat((context, embedding), dim=-1), hidden)
+        inputs = torch.cat((context, embedding), dim=-1)
+        output, hidden = outside_cuda_autocast(self.decoder, inputs, hidden)
         return output, hidden, weights
 
     def decode(
