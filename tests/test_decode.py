@@ -290,6 +290,7 @@ def test_a_bf16_search_runs_on_a_bf16_copy(model: EncoderDecoder,
     assert all(torch.equal(after[k], v) and after[k].dtype == v.dtype for k, v in before.items())
     translator = Translator(model, TOKENIZER, DecodeConfig(precision="bf16"))
     assert {p.dtype for p in translator.model.parameters()} == {torch.bfloat16}
+    assert not any(p.is_inference() for p in translator.model.parameters())  # an ordinary model
     assert in_precision(translator.model, torch.bfloat16) is translator.model
     assert in_precision(model, None) is model
     again = search_ids(translator.model, ids, DecodeConfig(precision="bf16"), scores=False)

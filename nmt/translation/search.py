@@ -365,7 +365,6 @@ def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device) -> tuple[Tens
     return src.to(device), lengths.to(device)
 
 
-@torch.inference_mode()
 def in_precision(model: EncoderDecoder, dtype: torch.dtype | None) -> EncoderDecoder:
     """The model a search runs in ``dtype`` (None: fp32, from :func:`nmt.device.decode_dtype`):
     ``model`` itself where its weights are in ``dtype`` already, else a copy with its weights
@@ -384,6 +383,7 @@ def in_precision(model: EncoderDecoder, dtype: torch.dtype | None) -> EncoderDec
     return copy.deepcopy(model).to(want)
 
 
+@torch.inference_mode()
 def search_ids(
     model: EncoderDecoder,
     src_ids: Sequence[Sequence[int]],
