@@ -60,16 +60,20 @@ class Hypothesis:
 
 
 
+def _never_special(x: Tensor) -> Tensor:
+    """``(n, V)`` scores with ``<pad>`` and ``<bos>`` at -inf, in place: they are never outputs."""
+    x[:, PAD_ID] = -math.inf
+    x[:, BOS_ID] = -math.inf
+    return x
+
+
 def _log_probs(logits: Tensor) -> Tensor:
     """``(n, t, V)`` logits -> ``(n, V)`` log-probabilities of the last position, in fp32.
 
-    ``<pad>`` and ``<bos>`` are never outputs: they get -inf *after* the softmax, so the scores
+    ``<pad>`` and ``<bos>`` get -inf *after* the softmax (:func:`_never_special`), so the scores
     of the other tokens stay the model's true log-probabilities.
     """
-    logp = torch.log_softmax(logits[:, -1].float(), dim=-1)
-    logp[:, PAD_ID] = -math.inf
-    logp[:, BOS_ID] = -math.inf
-    return logp
+    return _never_special(torch.log_softmax(logits[:, -1].float(), dim=-1))
 
 
 def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
@@ -85,10 +89,7 @@ def _best_unscored(logits: Tensor) -> tuple[Tensor, Tensor]:
     is the best log-probability, so no log-softmax over the vocabulary is taken. What greedy
     search uses where nothing reads its scores (``nmt translate``, ``nmt bleu``, validation):
     the demo's greedy decoding 1.08x faster (docs/BENCHMARKS.md, "Decoding the test split")."""
-    x = logits[:, -1].to(torch.float32, copy=True)
-    x[:, PAD_ID] = -math.inf
-    x[:, BOS_ID] = -math.inf
-    token = x.argmax(dim=1)
+    token = _never_special(logits[:, -1].to(torch.float32, copy=True)).argmax(dim=1)
     return torch.full(token.shape, math.nan, device=token.device), token
 
 
