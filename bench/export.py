@@ -228,6 +228,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batch-size", type=int, default=None,
                    help="sentences per batch, every engine (default: the run's decode.batch_size)")
     args = p.parse_args(argv)
+    if args.batch_size is not None and args.batch_size < 1:
+        p.error(f"--batch-size: expected a positive number of sentences, got {args.batch_size}")
     try:
         threads = [int(x) for x in args.threads.split(",")]
         beams = [int(x) for x in args.beams.split(",")]

@@ -923,6 +923,18 @@ def test_export_benchmark_runs_end_to_end(bf16_units: str, tmp_path: Path, tiny_
     assert "| 1 | greedy | ct2 int8 |" in markdown(result)
 
 
+@pytest.mark.parametrize("size", ["0", "-3"])
+def test_export_benchmark_refuses_a_batch_size_below_one(
+        size: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.export import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--run", "runs/none", "--batch-size", size])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        f"--batch-size: expected a positive number of sentences, got {size}")
+
+
 # --- no torch on the CTranslate2 path ------------------------------------------------------------
 
 NO_TORCH = """
