@@ -182,17 +182,22 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def set_threads(threads: int, what: str = "train.threads") -> None:
+def set_threads(threads: int, what: str = "train.threads") -> str | None:
     """Pin torch's CPU thread count; 0: torch's default, at most the CPUs this process may use.
-    More threads than that is refused: they only slow torch down (and a huge count can crash
-    it)."""
+
+    A count above the usable CPUs (``taskset``, a container's cpuset, a one-core VM) is lowered
+    to them: more threads than CPUs only slow torch down, and a shipped config that asks for two
+    must still run on one. Returns the one-line note saying so, or None."""
     import torch
 
     cpus = usable_cpus()
     if threads > cpus:
-        raise ConfigError(f"{what}: expected 0 (torch's default) to {cpus}, the CPUs this "
-                          f"process may use; got {threads}")
+        torch.set_num_threads(cpus)
+        return (f"{what} = {threads}, but this process may use {cpus} "
+                f"CPU{'s' if cpus > 1 else ''}: training with {cpus} thread"
+                f"{'s' if cpus > 1 else ''}")
     if threads > 0:
         torch.set_num_threads(threads)
     elif torch.get_num_threads() > cpus:
         torch.set_num_threads(cpus)
+    return None

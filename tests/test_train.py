@@ -340,21 +340,28 @@ def test_metrics_file_exists_before_its_first_line(tiny_data_dir: Path, tmp_path
     assert (run / "metrics.jsonl").read_text() == ""
 
 
-@pytest.mark.parametrize("setting", ["threads", "fp16"])
-def test_settings_refused_before_anything_is_written(setting: str, tiny_data_dir: Path,
-                                                     tmp_path: Path) -> None:
-    import os
-
+def test_fp16_is_refused_before_anything_is_written(tiny_data_dir: Path, tmp_path: Path) -> None:
     from nmt.errors import ConfigError
 
-    override, needle = {
-        "threads": (f"train.threads={(os.cpu_count() or 1) + 1}", "train.threads: expected 0 "),
-        "fp16": ("train.precision=fp16", "train.precision: fp16 does not train"),
-    }[setting]
-    with pytest.raises(ConfigError, match=needle):
-        train(tiny_config("gru", override), tmp_path / "t", data_dir=tiny_data_dir,
+    with pytest.raises(ConfigError, match="train.precision: fp16 does not train"):
+        train(tiny_config("gru", "train.precision=fp16"), tmp_path / "t", data_dir=tiny_data_dir,
               log=lambda s: None)
     assert not (tmp_path / "t").exists()
+
+
+def test_more_threads_than_usable_cpus_trains_with_a_note(
+        tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A config asking for more threads than the process may use (the demo's 2 under
+    `taskset -c 0`) trains on the CPUs there are, and says so in one line."""
+    import nmt.device
+
+    monkeypatch.setattr(nmt.device, "usable_cpus", lambda: 1)
+    lines: list[str] = []
+    result = train(tiny_config("gru", "train.threads=2", "train.max_steps=2"), tmp_path / "t",
+                   data_dir=tiny_data_dir, log=lines.append)
+    assert result.progress.step == 2
+    assert "train.threads = 2, but this process may use 1 CPU: training with 1 thread" in lines
+    assert torch.get_num_threads() == 1
 
 
 def test_final_line_gives_flops_and_share_of_the_cpu_peak(

@@ -175,7 +175,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
            overwrite: bool, log: Callable[[str], None], display: Display,
            stop: StopFlag, parent: Parent | None) -> TrainResult:
     t = cfg.train
-    device = training_device(t, dist)
+    device = training_device(t, dist, log)
     saved = open_run_dir(run_dir, cfg, dist, resume, overwrite)
     tokenizer = None  # trained on the data, unless the model continues another's
     if parent is not None and saved is None:
@@ -301,15 +301,18 @@ def split_flops_per_token(cfg: Config, prepared: Prepared) -> float:
 # --- set-up ------------------------------------------------------------------------------------
 
 
-def training_device(t: TrainConfig, dist: Dist) -> torch.device:
-    """The device this process trains on; also sets the threads and seeds every RNG."""
+def training_device(t: TrainConfig, dist: Dist, log: Callable[[str], None]) -> torch.device:
+    """The device this process trains on; also sets the threads (saying so in ``log`` when
+    there are fewer CPUs than ``train.threads``) and seeds every RNG."""
     if t.precision == "fp16":
         raise ConfigError("train.precision: fp16 does not train here (it needs loss scaling); "
                           "expected fp32 or bf16")
     device = resolve_device(t.device, "train.device")
     if dist.world_size > 1 and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)
-    set_threads(t.threads)
+    note = set_threads(t.threads)
+    if note:
+        log(note)
     seed = t.seed + dist.rank
     random.seed(seed)
     np.random.seed(seed % 2**32)
