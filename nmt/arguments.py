@@ -10,7 +10,7 @@ of range.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Set
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +31,26 @@ def sentences(value: Any, name: str = "sentences") -> Iterable[str]:
     if isinstance(value, (str, bytes, bytearray)):
         raise TypeError(f"{name}: expected a list of sentences, got one {type(value).__name__} "
                         f"({_shown(value)}); wrap it in a list: [{_shown(value)}]")
-    if not isinstance(value, Iterable):
-        raise TypeError(f"{name}: expected a list of sentences, got {_shown(value)}")
+    _not_a_listing(value, name, "sentences")
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             _sentence(item, f"{name}[{i}]")
         return value
     return (_sentence(item, f"{name}[{i}]") for i, item in enumerate(value))
+
+
+def _not_a_listing(value: Any, name: str, what: str) -> None:
+    """Refuse what is no ordered list of ``what``: a non-iterable, a mapping (iterating it gives
+    its keys, not its values) or a set (its order is not the caller's, so outputs could not be
+    matched with inputs)."""
+    kind = ("a mapping" if isinstance(value, Mapping) else "a set" if isinstance(value, Set)
+            else None if isinstance(value, Iterable) else "")
+    if kind is None:
+        return
+    got = f"{kind} ({_shown(value)})" if kind else _shown(value)
+    hint = "; pass its values as a list" if isinstance(value, Mapping) else \
+        "; pass them in a list, in the order wanted" if kind else ""
+    raise TypeError(f"{name}: expected a list of {what}, got {got}{hint}")
 
 
 def _sentence(item: Any, name: str) -> str:
@@ -72,8 +85,7 @@ def paths(value: Any, name: str) -> list[Path]:
     if isinstance(value, (str, bytes, os.PathLike)):
         raise TypeError(f"{name}: expected a list of paths, got one ({_shown(value)}); wrap it "
                         f"in a list: [{_shown(value)}]")
-    if not isinstance(value, Iterable):
-        raise TypeError(f"{name}: expected a list of paths, got {_shown(value)}")
+    _not_a_listing(value, name, "paths")
     return [p for i, v in enumerate(value) if (p := path(v, f"{name}[{i}]", optional=False))]
 
 

@@ -37,7 +37,18 @@ data_app = typer.Typer(help="Get and prepare the corpus the config declares ([da
                        rich_markup_mode=None)
 app.add_typer(data_app, name="data")
 
-console = Console(stderr=True)
+
+def _console(stderr: bool = False) -> Console:
+    """Where nmt prints: lines are never cut into several (a terminal wraps them itself, and a
+    file or a pipe gets them whole, for grep), and a table has its natural width where the
+    output is not a terminal."""
+    out = Console(stderr=stderr)
+    if not out.is_terminal:
+        out.width = 10_000
+    return out
+
+
+console = _console(stderr=True)
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="TOML config (see configs/).")
@@ -61,7 +72,7 @@ def friendly(fn: F) -> F:
                 sys.stdout.flush()  # a full disk behind stdout is reported here, not at exit
             return result
         except NmtError as e:
-            console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
+            console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
             raise typer.Exit(e.exit_code) from None
         except BrokenPipeError:
             raise  # the reader went away: click exits quietly
@@ -70,7 +81,7 @@ def friendly(fn: F) -> F:
             # it), which names no file
             what = (f"{e.filename}: {os_reason(e)}" if e.filename is not None else
                     f"standard output: cannot write ({os_reason(e)})")
-            console.print(f"[red]error:[/red] {escape(what)}", highlight=False, soft_wrap=True)
+            console.print(f"[red]error:[/red] {escape(what)}", highlight=False)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -91,7 +102,7 @@ SourceOpt = Annotated[
 
 
 def _data_log(message: str) -> None:
-    console.print(message, markup=False, highlight=False, soft_wrap=True)
+    console.print(message, markup=False, highlight=False)
 
 
 @data_app.command("download")
@@ -138,7 +149,7 @@ def data_stats(config: ConfigOpt = None, set_: SetOpt = None, data_dir: DataDirO
 
     cfg = load_config(config, set_ or [])
     prepared = prepare(cfg.data, data_dir or default_data_dir(), log=_data_log)
-    Console().print(stats_table(prepared))
+    _console().print(stats_table(prepared))
     for line in cleaning_lines(prepared):
         print(line)
 
@@ -527,7 +538,7 @@ def runs(
     if not infos:
         typer.echo(f"no runs in {runs_dir}")
         return
-    Console().print(runs_table(infos, title=f"runs in {runs_dir}"))
+    _console().print(runs_table(infos, title=f"runs in {runs_dir}"))
 
 
 @app.command()
@@ -658,7 +669,7 @@ def _main() -> None:
         if isinstance(rc, int) and rc != 0:
             sys.exit(rc)
     except NmtError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         console.print("interrupted")

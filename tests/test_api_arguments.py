@@ -74,6 +74,8 @@ def test_export_refuses_bad_arguments_naming_them(data: st.DataObject) -> None:
     ("refs", "ref.fr", "refs: expected a list of paths, got one ('ref.fr')"),
     ("refs", Path("ref.fr"), "refs: expected a list of paths, got one"),
     ("refs", [None], "refs[0]: expected a path"),
+    ("refs", {"ref.fr": 1}, "refs: expected a list of paths, got a mapping"),
+    ("refs", {"ref.fr"}, "refs: expected a list of paths, got a set"),
     ("limit", -1, "limit: expected a count >= 0"),
 ])
 def test_score_refuses_what_it_would_misread(name: str, value: Any, says: str) -> None:
@@ -85,7 +87,8 @@ def test_score_refuses_what_it_would_misread(name: str, value: Any, says: str) -
 
 
 @pytest.mark.parametrize("sentences", ["I'm home.", b"Hi.", [None], ["Hi.", 5], 5,
-                                       [b"Hi."]])
+                                       [b"Hi."], {"Hi.": 1}, {"Hi.", "Go."},
+                                       frozenset({"Hi."})])
 def test_translate_lines_never_reads_a_string_as_sentences(sentences: Any) -> None:
     opened: list[int] = []
 
@@ -105,7 +108,7 @@ def test_a_translator_refuses_a_string(tmp_path: Path) -> None:
     from nmt.translation.translator import Translator
 
     translator = Translator.from_run(load_run(make_run(tmp_path / "run"), "best", "cpu"))
-    for bad in ("Hi.", None, [None], b"Hi.", 5):
+    for bad in ("Hi.", None, [None], b"Hi.", 5, {"Hi.": 1}, {"Hi."}):
         with pytest.raises(TypeError, match=r"^texts(\[\d+\])?: expected"):
             translator.translate(bad)
     assert translator.translate(("a b", "c")) == translator.translate(["a b", "c"])

@@ -164,6 +164,10 @@ def test_cli_train_and_config_errors(tiny_data_dir: Path, tmp_path: Path) -> Non
     lines = [x for x in ok.output.splitlines() if x.startswith("step ") and "train loss" in x]
     assert [x.split(" (")[0] for x in lines] == ["step 1", "step 2", "step 3"]
     assert "\r" not in ok.output and "it/s" not in ok.output and "step/s" not in ok.output
+    # not a terminal: every line whole, however long (grep reads them), the last one included
+    end = f"{tmp_path / 'cli'}: reached max_steps=3; step 3, best valid score "
+    assert len(end) > 80 and any(x.startswith(end) and " at step " in x
+                                 for x in ok.output.splitlines()), ok.output
 
     bad = runner.invoke(app, [*args, "--config", "configs/demo.toml", "--set", "train.lrr=1",
                               "--run-name", "x"])
