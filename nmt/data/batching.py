@@ -114,11 +114,6 @@ class Collator:
         self._matrices = tuple(t.numpy() for t in (whole.src, whole.src_lengths, whole.tgt_in,
                                                    whole.tgt_out, whole.tgt_lengths))
 
-    @property
-    def precomputed(self) -> bool:
-        """Whether batches come from the padded matrices (else from :func:`collate`)."""
-        return self._matrices is not None
-
     def __call__(self, indices: np.ndarray) -> Batch:
         indices = np.asarray(indices, dtype=np.int64)
         if self._matrices is None or len(indices) == 0:

@@ -5,14 +5,13 @@ source was seen in training and valid/test keep every reference for multi-refere
 
 The rule is :func:`group_splits`: the distinct sources, numbered in the order each is first
 seen, are shuffled with the seed, and the first of the permutation go to test, the next to
-valid. :func:`grouped_split` applies it to a list of sources in memory; :func:`split_spool` to
-the pairs of a :class:`nmt.data.spool.PairSpool` on disk, a bucket of hashes at a time, in
-memory of a byte a pair and five a distinct source: the same split.
+valid. :func:`split_spool` applies it to the pairs of a :class:`nmt.data.spool.PairSpool` on
+disk, a bucket of hashes at a time, in memory of a byte a pair and five a distinct source (the
+tests check it against the same rule applied to a list of sources in memory,
+tests/reference_split.py).
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -62,21 +61,9 @@ def group_splits(n: int, valid_frac: float, test_frac: float, seed: int, valid_s
     return which
 
 
-def grouped_split(
-    sources: Sequence[str] | np.ndarray, valid_frac: float, test_frac: float, seed: int,
-    valid_size: int = 0, test_size: int = 0,
-) -> dict[str, np.ndarray]:
-    """Pair indices (ascending, int64) of ``train``, ``valid`` and ``test``
-    (:func:`group_splits` of the distinct ``sources``). ``sources``: each pair's source
-    sentence, or a hash of it (:func:`nmt.data.spool.text_hash`)."""
-    groups, n = first_seen(np.asarray(sources))
-    pair_split = group_splits(n, valid_frac, test_frac, seed, valid_size, test_size)[groups]
-    return {name: np.flatnonzero(pair_split == k) for k, name in enumerate(SPLITS)}
-
-
 def split_spool(spool: PairSpool, valid_frac: float, test_frac: float, seed: int,
                 valid_size: int = 0, test_size: int = 0) -> None:
-    """:func:`grouped_split` of the pairs of ``spool`` that are not duplicates, by the hashes of
+    """:func:`group_splits` of the pairs of ``spool`` that are not duplicates, by the hashes of
     their sources, written into their fate bytes (``PairSpool.fate``;
     :data:`nmt.data.spool.SPLIT_CODES`). Equal sources are found a bucket at a time on disk
     (:class:`nmt.data.hash_buckets.HashBuckets`): the first pair of each is marked, the marks

@@ -1,5 +1,6 @@
-"""Attention components, as in the textbook: masked softmax, additive (Bahdanau) attention,
-scaled dot-product attention and multi-head attention.
+"""Attention components, as in the textbook: additive (Bahdanau) attention, scaled dot-product
+attention and multi-head attention (the textbook's masked softmax is a masked fill followed by
+``F.softmax``; tests/reference_attention.py keeps its form with valid lengths).
 
 Masks are boolean and True where a key may be attended (the convention of
 ``torch.nn.functional.scaled_dot_product_attention``). Masked scores are filled with the dtype's
@@ -41,19 +42,6 @@ def masked_fill_min(scores: Tensor, mask: Tensor | None) -> Tensor:
     if mask is None:
         return scores
     return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-
-
-def masked_softmax(scores: Tensor, valid_lens: Tensor | None) -> Tensor:
-    """Softmax over the last axis of ``scores`` ``(B, Q, K)`` ignoring keys past each valid length.
-
-    ``valid_lens`` is ``(B,)`` (one length per batch row) or ``(B, Q)`` (one per query), or None
-    for a plain softmax. A valid length of 0 masks every key; all scores are then equal and the
-    weights come out uniform, as in the recipe.
-    """
-    if valid_lens is None:
-        return F.softmax(scores, dim=-1)
-    mask = valid_lens_to_mask(valid_lens, scores.shape[-1])
-    return F.softmax(masked_fill_min(scores, mask), dim=-1)
 
 
 class AdditiveAttention(nn.Module):
@@ -135,29 +123,6 @@ def dot_product_attention(
     scores = torch.matmul(q, k.transpose(-2, -1)) / q.shape[-1] ** 0.5
     weights = F.softmax(masked_fill_min(scores, mask), dim=-1)
     return torch.matmul(F.dropout(weights, dropout_p), v), weights
-
-
-class DotProductAttention(nn.Module):
-    """The recipe's scaled dot-product module: ``(B, Q, d)`` queries with valid lengths."""
-
-    def __init__(self, dropout: float = 0.0) -> None:
-        super().__init__()
-        self.dropout = dropout
-
-    def forward(
-        self,
-        queries: Tensor,
-        keys: Tensor,
-        values: Tensor,
-        valid_lens: Tensor | None = None,
-        need_weights: bool = True,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Output ``(B, Q, d_v)`` and weights ``(B, Q, K)`` (None unless ``need_weights``)."""
-        mask = None if valid_lens is None else valid_lens_to_mask(valid_lens, keys.shape[1])
-        p = self.dropout if self.training else 0.0
-        return dot_product_attention(
-            queries, keys, values, mask, dropout_p=p, need_weights=need_weights
-        )
 
 
 class MultiHeadAttention(nn.Module):
