@@ -1,8 +1,10 @@
-"""The parallel data: declare and read (``corpora``, ``languages``), download and verify
-(``download``), normalise, clean, split, tokenize, cache, batch.
+"""The parallel data: declare and read, download and verify, normalise, clean, split, tokenize,
+cache, batch.
 
 Modules (imported directly; this package imports nothing so ``nmt data download`` stays light):
-``corpora`` (open_data, the corpus forms), ``languages``, ``download`` (ensure_corpus),
-``normalize``, ``split``, ``tokenizers``, ``prepare`` (prepare, Split, Prepared), ``batching``
-(collate, make_batches, Batch), ``stats``.
+``corpora`` (the corpus forms: ``open_data``), ``languages``, ``download`` (``ensure_corpus``),
+``normalize``, ``filters`` and ``langid`` (cleaning), ``spool`` and ``hash_buckets`` (the pairs
+on disk while a cache is built), ``split``, ``tokenizers``, ``prepare`` (``prepare``,
+``Prepared``), ``cache`` (a prepared cache, written and read), ``batching`` and
+``token_budget``, ``stats``. docs/ARCHITECTURE.md has the whole map.
 """
