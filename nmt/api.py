@@ -286,12 +286,14 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
 
 def backtranslate(
     run: Path | str | None = None, *, input: Path | str,  # noqa: A002
-    output: Path | str, search: str = "sample", beam: int = 5, top_k: int = 10, seed: int = 1,
+    output: Path | str, search: str = "sample", beam: int | None = None, top_k: int = 10,
+    seed: int = 1,
     checkpoint: str = "best", device: str = "auto", warn: Callable[[str], None] = _say,
 ) -> BackTranslated:
     """``nmt backtranslate``: translate the monolingual ``input`` with the run (trained in the
     direction opposite to the model the data is for) into ``OUTPUT.<source>`` (the text as
-    read) and ``OUTPUT.<target>`` (its translation); :mod:`nmt.translation.backtranslate`."""
+    read) and ``OUTPUT.<target>`` (its translation); :mod:`nmt.translation.backtranslate`.
+    ``beam``: the width of ``search="beam"`` (None: the run's ``decode.beam``)."""
     from nmt.config import INT_MAX
     from nmt.runs.loading import load_run
     from nmt.translation.backtranslate import SEARCHES
@@ -301,11 +303,10 @@ def backtranslate(
     input_ = arguments.path(input, "input", optional=False)
     prefix = arguments.path(output, "output", optional=False)
     arguments.choice(search, "search", SEARCHES)
-    arguments.count(beam, "beam", "decode.beam", optional=False)
+    arguments.count(beam, "beam", "decode.beam")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= INT_MAX:
         raise ConfigError(f"top_k: expected 0 (every token) or more, got {top_k!r:.30}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ConfigError(f"seed: expected an integer >= 0, got {seed!r:.30}")
+    arguments.seed(seed)
     arguments.text(checkpoint, "checkpoint")
     arguments.text(device, "device")
     assert input_ is not None and prefix is not None

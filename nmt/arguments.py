@@ -71,6 +71,17 @@ def count(value: Any, name: str, key: str, *, optional: bool = True) -> int | No
     return value
 
 
+def seed(value: Any, name: str = "seed") -> int:
+    """A random seed: an integer from 0 to the bound of ``train.seed`` (what numpy takes), the
+    same bound ``--seed`` has on the command line."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}: expected an integer, got {_shown(value)}")
+    if not 0 <= value <= int_limit("train.seed"):
+        raise ConfigError(f"{name}: expected 0 <= {name} <= {int_limit('train.seed')}, "
+                          f"got {value}")
+    return value
+
+
 def path(value: Any, name: str, *, optional: bool = True) -> Path | None:
     """A path (``str`` or ``os.PathLike``), ``None`` when ``optional``."""
     if value is None and optional:

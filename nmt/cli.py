@@ -181,9 +181,7 @@ def train(
     runs_dir: Annotated[
         Path, typer.Option("--runs-dir", help="Where runs are kept.")
     ] = Path("runs"),
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Corpus and cache directory (default data/).")
-    ] = None,
+    data_dir: DataDirOpt = None,
     max_minutes: Annotated[
         float | None,
         typer.Option("--max-minutes", min=0.0,
@@ -362,10 +360,7 @@ def bleu(
                      "(English-French runs, either direction)."),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option("--data-dir", help="Corpus and cache directory (default data/)."),
-    ] = None,
+    data_dir: DataDirOpt = None,
     textbook_input: Annotated[
         bool,
         typer.Option("--textbook-input", help="Give the sources lower-cased with punctuation "
@@ -480,12 +475,11 @@ def backtranslate(
         str, typer.Option("--search", help="sample (from the top-k tokens: best for pairs with "
                           "enough data), beam, or greedy.")
     ] = "sample",
-    beam: Annotated[int, typer.Option("--beam", min=1, max=1000,
-                                      help="Beam size for --search beam.")] = 5,
+    beam: BeamOpt = None,
     top_k: Annotated[int, typer.Option("--top-k", min=0, max=INT_MAX,
                                        help="--search sample draws from this many most likely "
                                        "tokens (0: all).")] = 10,
-    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=int_limit("train.seed"),
                                       help="Seed of the sampling.")] = 1,
     device: DeviceOpt = "auto",
 ) -> None:
@@ -511,15 +505,22 @@ ImageOpt = Annotated[
 @app.command()
 @friendly
 def plot(
-    run: Annotated[
-        Path | None, typer.Argument(help="Run directory runs/NAME (default: the latest).")
-    ] = None,
+    run: RunOpt = None,
     output: ImageOpt = None,
+    run_argument: Annotated[
+        Path | None, typer.Argument(metavar="[RUN]", show_default=False,
+                                    help="The run as an argument, as earlier versions took it "
+                                         "(the same as --run).")
+    ] = None,
 ) -> None:
     """Training curves: train and valid loss and valid BLEU against step (runs/NAME/curves.png)."""
     from nmt.pictures.curves import image_format, plot_training_curves
     from nmt.runs.loading import latest_run
 
+    if run is not None and run_argument is not None:
+        raise NmtError(f"--run {run}: the run is also given as an argument ({run_argument}); "
+                       "give it once, with --run")
+    run = run if run is not None else run_argument
     if output is not None:
         image_format(output)
     typer.echo(str(plot_training_curves(run if run is not None else latest_run(), output)))

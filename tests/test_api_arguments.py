@@ -114,3 +114,18 @@ def test_a_translator_refuses_a_string(tmp_path: Path) -> None:
     assert translator.translate(("a b", "c")) == translator.translate(["a b", "c"])
     with pytest.raises(TypeError, match="translator: expected a translator"):
         api.translate_lines(5, ["a"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("name", "value"), [("seed", 2**32), ("seed", -1), ("seed", True),
+                                             ("seed", 1.0), ("beam", 0), ("beam", 2**31),
+                                             ("search", "topk"), ("top_k", -1)])
+def test_backtranslate_refuses_bad_arguments_naming_them(name: str, value: Any) -> None:
+    refused(lambda: api.backtranslate(NOPE, input="mono.txt", output="bt", **{name: value}), name)
+
+
+def test_a_seed_has_the_bound_of_the_command_line() -> None:
+    """The largest seed --seed takes is the largest the API takes: it gets past the checks."""
+    from nmt.config import int_limit
+
+    with pytest.raises(NmtError, match="mono.txt: file not found"):
+        api.backtranslate(NOPE, input="mono.txt", output="bt", seed=int_limit("train.seed"))

@@ -83,6 +83,17 @@ def test_bad_backtranslate_options_are_one_line(reverse: Path, tmp_path: Path,
     assert code != 0 and says in " ".join(err.split()) and len(err.strip().splitlines()) == 1
 
 
+def test_seed_and_beam_have_the_bounds_of_the_api_and_of_nmt_translate(reverse: Path) -> None:
+    from nmt.config import int_limit
+
+    for args, says in ((["--seed", str(int_limit("train.seed") + 1)], "'--seed'"),
+                       (["--beam", "0"], "'--beam'"),
+                       (["--beam", str(int_limit("decode.beam") + 1)], "'--beam'")):
+        code, _, err = invoke("backtranslate", "--run", str(reverse), "--input", "x",
+                              "--output", "bt", *args)
+        assert code == 2 and f"Invalid value for {says}" in err, err
+
+
 @pytest.mark.parametrize("tokenizer", ["word", "sentencepiece"])
 def test_a_back_translated_source_is_tagged_in_training_only(tiny_data_dir: Path,
                                                              tmp_path: Path,

@@ -249,6 +249,12 @@ def test_cli_plot(tmp_path: Path) -> None:
     assert code == 0 and (tmp_path / "c.svg").is_file()
     code, _, err = invoke("plot", str(tmp_path / "none"))
     assert code == 1 and err.strip() == f"error: {tmp_path / 'none'}: run directory not found"
+    # --run, as every command that reads a run takes it; the argument stays for earlier scripts
+    (run / "curves.png").unlink()
+    code, out, _ = invoke("plot", "--run", str(run))
+    assert code == 0 and out.strip() == str(run / "curves.png") and (run / "curves.png").is_file()
+    code, _, err = invoke("plot", "--run", str(run), str(run))
+    assert code == 1 and err.strip().startswith(f"error: --run {run}: the run is also given")
 
 
 def test_pictures_need_no_display(tmp_path: Path) -> None:

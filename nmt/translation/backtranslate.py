@@ -53,13 +53,12 @@ def output_paths(prefix: Path, run: LoadedRun) -> tuple[Path, Path]:
 
 
 def backtranslate(run: LoadedRun, input_path: Path, prefix: Path, *, search: str = "sample",
-                  beam: int = 5, top_k: int = 10, seed: int = 1,
+                  beam: int | None = None, top_k: int = 10, seed: int = 1,
                   warn: Callable[[str], None] = print) -> BackTranslated:
     """Translate the monolingual ``input_path`` with ``run`` into the aligned files of
-    ``prefix`` (see the module docstring). ``search``: greedy, beam (``beam`` wide) or sample
-    (from the ``top_k`` most likely tokens, seeded with ``seed``)."""
-    if search not in SEARCHES:
-        raise DataError(f"--search {search}: expected one of {', '.join(SEARCHES)}")
+    ``prefix`` (see the module docstring). ``search``: greedy, beam (``beam`` wide; None: the
+    run's ``decode.beam``) or sample (from the ``top_k`` most likely tokens, seeded with
+    ``seed``); :func:`nmt.api.backtranslate` checks them."""
     data = run.config.data
     if prefix.name in ("", ".", "..") or prefix.is_dir():
         raise DataError(f"--output {prefix}: expected DIR/PREFIX, the start of two file names "
@@ -72,7 +71,7 @@ def backtranslate(run: LoadedRun, input_path: Path, prefix: Path, *, search: str
     for path in (mono_path, synthetic_path):
         if path.exists() and path.resolve() == input_path.resolve():
             raise DataError(f"--output {prefix}: would write {path}, which is --input")
-    translator = Translator.from_run(run, beam=beam if search == "beam" else 1)
+    translator = Translator.from_run(run, beam=beam if search == "beam" else 1)  # None: the run's
     if search == "sample":
         translator = replace(translator, sampling=Sampling(top_k, seed))
     lines = 0
