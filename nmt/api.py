@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nmt import arguments
+from nmt.arguments import option
 from nmt.errors import ConfigError, DataError, NmtError
 
 if TYPE_CHECKING:
@@ -41,10 +42,10 @@ def engine_of(engine: str | None, model: Path | None) -> str:
     if engine is None:
         engine = "nmt" if model is None else "ctranslate2"
     if engine not in ENGINES:
-        raise NmtError(f"--engine {engine}: expected nmt or ctranslate2")
+        raise NmtError(f"{option('engine')} {engine}: expected nmt or ctranslate2")
     if model is not None and engine != "ctranslate2":
-        raise NmtError("--model: an exported directory is decoded by --engine ctranslate2, "
-                       "not nmt")
+        raise NmtError(f"{option('model')}: an exported directory is decoded by "
+                       f"{option('engine')} ctranslate2, not nmt")
     if engine == "ctranslate2":
         from nmt.export import require_ctranslate2
 
@@ -54,8 +55,9 @@ def engine_of(engine: str | None, model: Path | None) -> str:
 
 def _check_no_ema(engine: str, averaged: bool) -> None:
     if engine == "ctranslate2" and not averaged:
-        raise NmtError("--no-ema: the export holds the weights nmt translates with (their "
-                       "average when the run keeps one); --no-ema applies to --engine nmt")
+        raise NmtError(f"{option('averaged')}: the export holds the weights nmt translates with "
+                       f"(their average when the run keeps one); {option('averaged')} applies to "
+                       f"{option('engine')} nmt")
 
 
 def _ct2_directory(run: Path | None, checkpoint: str, model: Path | None) -> tuple[Path, str]:
@@ -66,7 +68,8 @@ def _ct2_directory(run: Path | None, checkpoint: str, model: Path | None) -> tup
     if model is not None:
         from nmt.export.ct2_directory import export_directory
 
-        return export_directory(Path(model), f"--model {model}"), f"--model {model}"
+        where = f"{option('model')} {model}"
+        return export_directory(Path(model), where), where
     found = run_export(run, checkpoint)
     directory = found.directory
     if not found.current:  # made again: converting needs torch, reading an export does not
@@ -157,7 +160,7 @@ def translate_lines(
         raise TypeError(f"translator: expected a translator (open_translator) or a function "
                         f"that opens one, got {translator!r:.60}")
     if sentences is not None and input is not None:
-        raise DataError("--input: give sentences as arguments or --input FILE, not both")
+        raise DataError(f"{option('input')}: give sentences or {option('input')}, not both")
     input_ = Path(input) if input is not None else None
     output_ = Path(output) if output is not None else None
     from_file = input_ is not None and str(input_) != "-"
@@ -176,8 +179,8 @@ def translate_lines(
         if sentences is not None:
             lines, name = sentences, "argument"
         elif input_ is not None and from_file:
-            name = f"--input {input_}"
-            lines = read_lines(stack.enter_context(open_input(input_, "--input")), name,
+            name = f"{option('input')} {input_}"
+            lines = read_lines(stack.enter_context(open_input(input_, option("input"))), name,
                                on_long=warn_long(name))
         else:
             if sys.stdin.isatty() and input_ is None:
@@ -191,7 +194,7 @@ def translate_lines(
         out = stream
         target = "standard output"
         if output_ is not None:
-            target = f"--output {output_}"
+            target = f"{option('output')} {output_}"
             try:
                 # renamed into place at the end: a failure midway leaves the old file intact
                 stack.enter_context(write_errors(target))  # also the final rename, on exit
@@ -267,7 +270,7 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
         if not run.is_dir():
             from nmt.errors import CheckpointError
 
-            raise CheckpointError(f"--run {run}: run directory not found")
+            raise CheckpointError(f"{option('run')} {run}: run directory not found")
         directory, where = _ct2_directory(run, checkpoint, model)
         translator = CT2Translator.from_export(directory, beam=beam, batch_size=batch_size,
                                                device=device, compute_type=compute_type,
@@ -311,9 +314,9 @@ def backtranslate(
     arguments.text(device, "device")
     assert input_ is not None and prefix is not None
     if not input_.exists():  # before the model loads (a FIFO or /dev/stdin is read as it is)
-        raise DataError(f"--input {input_}: file not found")
+        raise DataError(f"{option('input')} {input_}: file not found")
     if input_.is_dir():
-        raise DataError(f"--input {input_}: is a directory; expected a text file")
+        raise DataError(f"{option('input')} {input_}: is a directory; expected a text file")
     loaded = load_run(run, checkpoint, device)
     return run_backtranslate(loaded, input_, prefix, search=search, beam=beam, top_k=top_k,
                              seed=seed, warn=warn)
@@ -392,14 +395,16 @@ def export(
     if with_checkpoint and "with_checkpoint" not in inspect.signature(target.export).parameters:
         from nmt.errors import ConfigError
 
-        raise ConfigError(f"--with-checkpoint: the target {to} cannot hold a checkpoint")
+        raise ConfigError(f"{option('with_checkpoint')}: the target {to} cannot hold a "
+                          "checkpoint")
     run_dir = Path(run) if run is not None else latest_run()
     check = getattr(target, "check", None)
     if check is not None:  # refuse what the target cannot take before loading the weights
         from nmt.config import load_config
 
         path = run_dir / "config.toml"
-        check(load_config(path) if path.is_file() else None, quantization, f"--run {run_dir}")
+        check(load_config(path) if path.is_file() else None, quantization,
+              f"{option('run')} {run_dir}")
     from nmt.export.model_card import scores
     from nmt.runs.loading import load_run
 

@@ -10,7 +10,9 @@ of range.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,27 @@ from nmt.config import int_limit
 from nmt.errors import ConfigError
 
 SPLITS = ("train", "valid", "test")  # what nmt bleu scores a run on
+
+_spelling: ContextVar[Callable[[str], str] | None] = ContextVar("option_spelling", default=None)
+
+
+def option(name: str) -> str:
+    """How a message names the parameter ``name`` of the API: as Python spells it
+    (``input``), or, while a command of the command line runs (:func:`spelled_as`), as the
+    option the user typed (``--input``). Messages name what the caller gave, in its words."""
+    spell = _spelling.get()
+    return spell(name) if spell is not None else name
+
+
+@contextmanager
+def spelled_as(spell: Callable[[str], str]) -> Iterator[None]:
+    """Within the block, :func:`option` names parameters with ``spell`` (the command line's
+    options)."""
+    token = _spelling.set(spell)
+    try:
+        yield
+    finally:
+        _spelling.reset(token)
 
 
 def _shown(value: Any) -> str:

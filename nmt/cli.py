@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from nmt import fast_exit
+from nmt import arguments, fast_exit
 from nmt.config import INT_MAX, int_limit
 from nmt.errors import DataError, NmtError, os_reason
 from nmt.export import targets_help
@@ -60,6 +60,14 @@ SetOpt = Annotated[
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# The options whose names are not the API's parameter names with dashes (nmt.arguments.option)
+OPTION_OF = {"averaged": "--no-ema", "refs": "--ref", "from_": "--from"}
+
+
+def _option(parameter: str) -> str:
+    """The option of the API's ``parameter``: ``input`` -> ``--input``."""
+    return OPTION_OF.get(parameter, "--" + parameter.replace("_", "-"))
+
 
 def friendly(fn: F) -> F:
     """Decorate every command: an :class:`NmtError` becomes one red line and its exit code."""
@@ -67,7 +75,8 @@ def friendly(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            result = fn(*args, **kwargs)
+            with arguments.spelled_as(_option):  # the API's messages name the options typed
+                result = fn(*args, **kwargs)
             if sys.stdout is not None:  # None: closed when nmt started
                 sys.stdout.flush()  # a full disk behind stdout is reported here, not at exit
             return result

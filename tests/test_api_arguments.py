@@ -129,3 +129,29 @@ def test_a_seed_has_the_bound_of_the_command_line() -> None:
 
     with pytest.raises(NmtError, match="mono.txt: file not found"):
         api.backtranslate(NOPE, input="mono.txt", output="bt", seed=int_limit("train.seed"))
+
+
+def test_messages_name_the_api_s_parameters_and_the_command_line_s_options(
+        tmp_path: Path) -> None:
+    """One check, two callers: from Python a message names the parameter (``input``), from the
+    command line the option typed (``--input``); never a flag the Python caller never saw."""
+    from conftest import invoke
+
+    missing = str(tmp_path / "mono.txt")
+    with pytest.raises(NmtError) as caught:
+        api.backtranslate(NOPE, input=missing, output=str(tmp_path / "bt"))
+    assert str(caught.value) == f"input {missing}: file not found"
+    with pytest.raises(NmtError) as caught:
+        api.translate_lines(lambda: None, ["Hi."], input=missing)
+    assert str(caught.value) == "input: give sentences or input, not both"
+    with pytest.raises(NmtError, match="^engine marian: expected nmt or ctranslate2$"):
+        api.open_translator(NOPE, engine="marian")
+    with pytest.raises(NmtError, match="^averaged: .* averaged applies to engine nmt$"):
+        api.open_translator(NOPE, engine="ctranslate2", averaged=False)
+
+    code, _, err = invoke("backtranslate", "--run", NOPE, "--input", missing, "--output", "bt")
+    assert code == 1 and err.strip() == f"error: --input {missing}: file not found"
+    code, _, err = invoke("translate", "--run", NOPE, "--engine", "marian", "Hi.")
+    assert code == 1 and err.strip() == "error: --engine marian: expected nmt or ctranslate2"
+    code, _, err = invoke("translate", "--run", NOPE, "--engine", "ctranslate2", "--no-ema", "Hi.")
+    assert code == 1 and "--no-ema applies to --engine nmt" in err

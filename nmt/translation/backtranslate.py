@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from nmt.arguments import option
 from nmt.errors import DataError, write_errors
 from nmt.files import atomic_text_output, path_problem, read_lines
 from nmt.runs.loading import LoadedRun
@@ -61,29 +62,30 @@ def backtranslate(run: LoadedRun, input_path: Path, prefix: Path, *, search: str
     ``seed``); :func:`nmt.api.backtranslate` checks them."""
     data = run.config.data
     if prefix.name in ("", ".", "..") or prefix.is_dir():
-        raise DataError(f"--output {prefix}: expected DIR/PREFIX, the start of two file names "
-                        f"(PREFIX.{data.source}, PREFIX.{data.target})")
+        raise DataError(f"{option('output')} {prefix}: expected DIR/PREFIX, the start of two "
+                        f"file names (PREFIX.{data.source}, PREFIX.{data.target})")
     mono_path, synthetic_path = output_paths(prefix, run)
     parent = prefix.parent if str(prefix.parent) else Path(".")
     problem = path_problem(parent, "directory")
     if problem:
-        raise DataError(f"--output {prefix}: its folder {parent} {problem}")
+        raise DataError(f"{option('output')} {prefix}: its folder {parent} {problem}")
     for path in (mono_path, synthetic_path):
         if path.exists() and path.resolve() == input_path.resolve():
-            raise DataError(f"--output {prefix}: would write {path}, which is --input")
+            raise DataError(f"{option('output')} {prefix}: would write {path}, which is "
+                            f"{option('input')}")
     translator = Translator.from_run(run, beam=beam if search == "beam" else 1)  # None: the run's
     if search == "sample":
         translator = replace(translator, sampling=Sampling(top_k, seed))
     lines = 0
-    name = f"--input {input_path}"
+    name = f"{option('input')} {input_path}"
 
     def long_line(number: int, limit: int) -> None:
         warn(f"warning: {name}: line {number}: longer than {limit:,} bytes; only the first "
              "are read (and written to both files)")
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(write_errors(f"--output {prefix}"))
-        source = read_lines(stack.enter_context(open_input(input_path, "--input")), name,
+        stack.enter_context(write_errors(f"{option('output')} {prefix}"))
+        source = read_lines(stack.enter_context(open_input(input_path, option("input"))), name,
                             on_long=long_line)
         mono = stack.enter_context(atomic_text_output(mono_path))
         synthetic = stack.enter_context(atomic_text_output(synthetic_path))
