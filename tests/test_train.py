@@ -248,7 +248,7 @@ def test_gradient_accumulation_equals_one_batch_of_both(tiny_data_dir: Path) -> 
     collator = Collator(split, truncate=0)
     first, second = np.arange(0, 7), np.arange(40, 52)  # different lengths and sizes
     run = Run(cfg, tiny_data_dir, Dist(), torch.device("cpu"), prepared,
-              MetricsLog(tiny_data_dir, enabled=False), [], Display(), elapsed0=0.0)
+              MetricsLog(tiny_data_dir, enabled=False), {}, Display(), elapsed0=0.0)
 
     def one_step(group: list) -> tuple[list[torch.Tensor], float, int]:
         torch.manual_seed(0)
