@@ -69,7 +69,7 @@ def training_steps(cfg: Any, data_dir: Path, device: Any) -> TrainingSteps:
     optimizer, scheduler = build_optimizer(t, model)
     ema = ExponentialMovingAverage(model, t.ema_decay) if t.ema_decay else None
     state = TrainingState(model, optimizer, scheduler, ema, Progress())
-    run = Run(cfg, ROOT, Dist(), device, prepared, MetricsLog(ROOT, enabled=False), [],
+    run = Run(cfg, ROOT, Dist(), device, prepared, MetricsLog(ROOT, enabled=False), {},
               Display(), elapsed0=0.0)
     return TrainingSteps(cfg, prepared, state, run, training_forward(model, t, Dist(), device),
                          Collator(prepared.splits["train"], truncate=cfg.data.truncate))

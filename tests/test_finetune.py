@@ -234,3 +234,64 @@ def test_fine_tuning_on_in_domain_pairs_lowers_their_loss_well_below_the_parents
                    (tmp_path / "runs" / f"lr{lr}" / "metrics.jsonl").read_text().splitlines()]
         losses[lr] = [r["valid_loss"] for r in records if r.get("valid_loss")][-1]
     assert losses["0.003"] < 0.7 * losses["0"], losses
+
+
+def test_the_loop_validates_on_every_named_set_and_records_each_by_its_name(
+        tiny_data_dir: Path, tmp_path: Path) -> None:
+    """The loop is given other data's valid split under a name (no parent here): each set is
+    scored, recorded as NAME_loss and NAME_bleu and logged by its name; the run's own ("valid")
+    keeps its keys and alone chooses best.pt."""
+    from nmt.config import load_config
+    from nmt.training.finetune import Start
+
+    other = load_config(None, [f"data.corpus={new_corpus(tmp_path)}", "data.langid=false"]).data
+    run = tmp_path / "runs" / "two-sets"
+    train(tiny_config("transformer", "train.max_steps=4", "train.eval_every=2"), run,
+          data_dir=tiny_data_dir, log=lambda s: None,
+          start=Start(valid_data={"zebra_valid": other}))
+    scored = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()
+              if "valid_loss" in line]
+    assert [r["step"] for r in scored] == [2, 4]
+    assert all(set(r) == {"step", "epoch", "valid_loss", "valid_bleu", "zebra_valid_loss",
+                          "zebra_valid_bleu"} for r in scored)
+    # two sets scored apart: the zebras are words the run's tokenizer never saw
+    assert all(r["zebra_valid_loss"] > r["valid_loss"] > 0 for r in scored)
+    lines = [line for line in (run / "train.log").read_text().splitlines() if "BLEU" in line]
+    assert len(lines) == 2 and "step 2: valid loss" in lines[0] and "step 4: valid loss" in lines[1]
+    assert all("valid BLEU" in line and "; zebra_valid loss" in line and "zebra_valid BLEU" in line
+               for line in lines)
+    assert not (run / "parent.json").exists()
+    best = load_checkpoint(run / "checkpoints" / "best.pt")["progress"]
+    assert best["best_loss"] == next(r["valid_loss"] for r in scored
+                                     if r["step"] == best["best_step"])
+
+
+def test_from_alone_decides_the_parent_and_its_valid_set(parent: Path, tmp_path: Path) -> None:
+    """What a run starts from is decided once, by run_start: from scratch without --from (also
+    resumed); from the parent's weights, tokenizer and valid split with it; and, resumed, a run
+    that recorded a parent goes on with its tokenizer and the recorded valid split."""
+    import shutil
+
+    from nmt.training.finetune import PARENT_FILE, Start, open_parent, run_start
+
+    cfg = load_run(parent).config
+    assert run_start(cfg, None, tmp_path / "new", resume=False) == Start()
+    assert run_start(cfg, None, parent, resume=True) == Start()
+
+    child = tmp_path / "runs" / "child"
+    start = run_start(cfg, open_parent(parent), child, resume=False)
+    assert start.tokenizer is not None
+    assert start.tokenizer.digest() == run_tokenizer(parent).digest()
+    assert start.valid_data == {"parent_valid": cfg.data}
+    assert start.weights is not None and start.keep is None  # train.keep_from is empty
+    theirs = load_run(parent, "best").model.state_dict()
+    assert all(torch.equal(w, theirs[k]) for k, w in start.weights().items())
+    assert json.loads(start.files[PARENT_FILE])["run"] == "parent"
+
+    shutil.copytree(parent, child)  # a child's directory as it was saved: its parent recorded
+    (child / PARENT_FILE).write_text(start.files[PARENT_FILE])
+    resumed = run_start(cfg, None, child, resume=True)
+    assert resumed.valid_data == {"parent_valid": cfg.data}
+    assert resumed.tokenizer is not None
+    assert resumed.tokenizer.digest() == run_tokenizer(parent).digest()
+    assert (resumed.weights, resumed.keep, resumed.files) == (None, None, {})

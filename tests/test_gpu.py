@@ -57,7 +57,7 @@ def one_step(cfg: Config, data_dir: Path, device: torch.device) -> tuple[float, 
     corpus: the step's summed cross-entropy and the dtype the output layer computed in."""
     prepared = prepare(cfg.data, data_dir, log=lambda s: None)
     tok = prepared.tokenizer
-    run = Run(cfg, data_dir, Dist(), device, prepared, MetricsLog(data_dir, enabled=False), [],
+    run = Run(cfg, data_dir, Dist(), device, prepared, MetricsLog(data_dir, enabled=False), {},
               Display(), elapsed0=0.0)
     torch.manual_seed(0)
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size,

@@ -78,6 +78,23 @@ def test_training_writes_a_complete_run(arch: str, tiny_data_dir: Path, tmp_path
     assert payload["progress"]["step"] == result.progress.step
 
 
+def test_a_resume_that_turns_the_average_on_averages_every_step_after(
+        tiny_data_dir: Path, tmp_path: Path) -> None:
+    """A run trained without ``train.ema_decay`` and resumed with it starts an average from its
+    weights at the resume, and each step after updates that average (the one saved and
+    scored)."""
+    run = tmp_path / "run"
+    train(tiny_config("transformer", "train.max_steps=2", "train.eval_every=100"), run,
+          data_dir=tiny_data_dir, log=lambda s: None)
+    train(tiny_config("transformer", "train.max_steps=5", "train.eval_every=100",
+                      "train.ema_decay=0.9"), run, data_dir=tiny_data_dir, resume=True,
+          log=lambda s: None)
+    saved = load_checkpoint(run / "checkpoints" / "last.pt")
+    assert saved["ema"]["updates"] == 3
+    assert any(not torch.equal(saved["ema"]["weights"][k], saved["model"][k])
+               for k in saved["model"])
+
+
 @pytest.mark.parametrize("ema", ["train.ema_decay=0", "train.ema_decay=0.9"])
 def test_resume_continues_exactly(ema: str, tiny_data_dir: Path, tmp_path: Path) -> None:
     cfg = tiny_config("transformer", "train.epochs=2", ema)
@@ -252,7 +269,7 @@ def test_gradient_accumulation_equals_one_batch_of_both(tiny_data_dir: Path) -> 
     collator = Collator(split, truncate=0)
     first, second = np.arange(0, 7), np.arange(40, 52)  # different lengths and sizes
     run = Run(cfg, tiny_data_dir, Dist(), torch.device("cpu"), prepared,
-              MetricsLog(tiny_data_dir, enabled=False), [], Display(), elapsed0=0.0)
+              MetricsLog(tiny_data_dir, enabled=False), {}, Display(), elapsed0=0.0)
 
     def one_step(group: list) -> tuple[list[torch.Tensor], float, int]:
         torch.manual_seed(0)

@@ -11,7 +11,7 @@ from typing import Any
 from nmt.config import load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.runs.directory import check_run_name, config_for_resume
-from nmt.training.finetune import child_config, open_parent
+from nmt.training.finetune import child_config, open_parent, run_start
 from nmt.training.loop import INTERRUPTED, Display, TrainResult, train
 
 
@@ -128,7 +128,7 @@ def run_train_command(
     else:
         cfg = load_config(config_path, overrides)
     result = train(cfg, run_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, log=log,
-                   display=TerminalDisplay(log), parent=opened)
+                   display=TerminalDisplay(log), start=run_start(cfg, opened, run_dir, resume))
     if result.main and result.progress.stop_reason != INTERRUPTED:
         write_plots(run_dir)
     return result

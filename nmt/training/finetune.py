@@ -9,7 +9,9 @@ tokenizer (:func:`nmt.data.prepare.prepare`'s ``tokenizer``), the weights start 
 learning-rate schedule and the step counter start afresh, as OpenNMT-py's ``train_from`` with
 ``reset_optim`` and JoeyNMT's ``load_model`` with its resets do; ``train.keep_from`` keeps any of
 them (:func:`keep_from_parent`). The child records its parent in ``parent.json``: its name,
-checkpoint, step and the checkpoint's SHA-256.
+checkpoint, step, the checkpoint's SHA-256 and its data, whose valid split the child is
+validated on too (``parent_valid``: what it forgets). :func:`run_start` decides all of this once,
+before the loop, as a :class:`Start`; the loop knows nothing of parents.
 """
 
 from __future__ import annotations
@@ -18,18 +20,16 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, DataConfig, load_config
 from nmt.errors import CheckpointError, ConfigError, first_line
-from nmt.files import atomic_write_text, read_json, user_path
+from nmt.files import read_json, user_path
 
 if TYPE_CHECKING:
-    from nmt.data.prepare import Prepared
     from nmt.data.tokenizers import Tokenizer
-    from nmt.models.base import EncoderDecoder
     from nmt.training.state import TrainingState
 
 PARENT_FILE = "parent.json"
@@ -37,6 +37,24 @@ PARENT_CHECKPOINT = "best"
 # [data] settings that decide what the ids mean: they are the parent's
 TOKENIZER_KEYS = ("source", "target", "tokenizer", "sp_model_type", "vocab_size", "joint_vocab",
                   "character_coverage", "min_freq", "lowercase", "normalization")
+# the parent's valid split, which a child is validated on too (what it forgets): recorded as
+# parent_valid_loss and parent_valid_bleu
+PARENT_SET = "parent_valid"
+
+
+@dataclass(frozen=True)
+class Start:
+    """How a run starts, decided before the loop by :func:`run_start`; the loop reads it and
+    knows nothing of where it came from. As made here: a tokenizer trained on the data, weights
+    initialised afresh, a new optimizer, schedule and step count, the run's own valid split."""
+
+    tokenizer: Tokenizer | None = None  # encode the data with it; None: train one on the data
+    weights: Callable[[], dict[str, Any]] | None = None  # the model's first weights
+    keep: Callable[[TrainingState], None] | None = None  # puts kept training into a new state
+    # other data whose valid split validation scores too, by the name it is recorded under
+    valid_data: dict[str, DataConfig] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # written into a new run's directory
+    said: tuple[str, ...] = ()  # what the run says of its start
 
 
 @dataclass(frozen=True)
@@ -143,6 +161,34 @@ def child_config(parent: Parent, config_path: Path | None, overrides: list[str])
     return dataclasses.replace(cfg, model=was.model)
 
 
+def run_start(cfg: Config, parent: Parent | None, run_dir: Path, resume: bool) -> Start:
+    """What ``--from`` means, decided once before the loop. A new run continuing ``parent``
+    starts from its weights on its tokenizer, keeps what ``train.keep_from`` names of its
+    training, records it in ``parent.json`` and is validated on its valid split too; resumed, a
+    run that recorded a parent goes on with its own tokenizer (the parent's) and that split. Any
+    other run starts from scratch (or, resumed, from its own checkpoint alone)."""
+    if parent is not None:
+        kept = [k for k in cfg.train.keep_from.split(",") if k]
+        rest = ("the rest as train.keep_from says" if kept else
+                "a new optimizer, schedule and step count")
+        said = [f"continuing {parent.run_dir} ({parent.checkpoint.name}): its model and "
+                f"tokenizer; {rest}"]
+        if kept:
+            said.append(f"kept of its training: {', '.join(kept)} (train.keep_from)")
+        return Start(tokenizer=parent.tokenizer(), weights=parent.weights,
+                     keep=(lambda state: keep_from_parent(parent, state, kept)) if kept else None,
+                     valid_data={PARENT_SET: parent.config.data},
+                     files={PARENT_FILE: json.dumps(parent.record(), indent=1) + "\n"},
+                     said=tuple(said))
+    if resume and read_parent(run_dir) is not None:
+        from nmt.runs.loading import run_tokenizer
+
+        data = recorded_parent_data(run_dir)
+        return Start(tokenizer=run_tokenizer(run_dir),
+                     valid_data={} if data is None else {PARENT_SET: data})
+    return Start()
+
+
 def _model_table(config_path: Path | None, overrides: list[str]) -> dict[str, Any]:
     """The ``[model]`` keys the child's config file and overrides give."""
     from nmt.config import parse_override, read_toml
@@ -154,12 +200,6 @@ def _model_table(config_path: Path | None, overrides: list[str]) -> dict[str, An
         if section == "model":
             table[name] = value
     return table
-
-
-def start_from_parent(model: EncoderDecoder, parent: Parent, run_dir: Path) -> None:
-    """Load the parent's weights into ``model`` and record the parent in the child's run."""
-    model.load_state_dict(parent.weights())
-    atomic_write_text(run_dir / PARENT_FILE, json.dumps(parent.record(), indent=1) + "\n")
 
 
 def keep_from_parent(parent: Parent, state: TrainingState, kept: list[str]) -> None:
@@ -193,13 +233,11 @@ def keep_from_parent(parent: Parent, state: TrainingState, kept: list[str]) -> N
                               f"{first_line(e, 120)}") from None
 
 
-def parent_data_config(parent: Parent | None, run_dir: Path) -> DataConfig | None:
-    """The data the parent trained on: ``parent``'s, or for a resumed child what its
-    ``parent.json`` recorded (None: not a continued model, or one recorded without it)."""
+def recorded_parent_data(run_dir: Path) -> DataConfig | None:
+    """The data a continued run's ``parent.json`` says its parent trained on (None: not a
+    continued run, or one recorded without it)."""
     from nmt.config import from_dict
 
-    if parent is not None:
-        return parent.config.data
     record = read_parent(run_dir)
     if record is None or not isinstance(record.get("data"), dict):
         return None
@@ -208,26 +246,6 @@ def parent_data_config(parent: Parent | None, run_dir: Path) -> DataConfig | Non
                          saved=True).data
     except ConfigError as e:
         raise CheckpointError(str(e)) from None
-
-
-def parent_validation(data: DataConfig, data_dir: Path, prepared: Prepared,
-                      log: Callable[[str], None]) -> Prepared | None:
-    """The parent's data encoded with the child's (the parent's) tokenizer, for its valid split;
-    None, said once, where it cannot be prepared here (an export's data on another machine)."""
-    from nmt.data.prepare import prepare
-    from nmt.errors import NmtError
-
-    try:
-        parent = prepare(data, data_dir, log=lambda s: None, tokenizer=prepared.tokenizer)
-    except NmtError as e:
-        log(f"note: the parent's data cannot be prepared here ({first_line(e, 160)}); "
-            "validating on the new data only")
-        return None
-    if len(parent.splits.get("valid", ())) == 0:
-        log("note: the parent's data holds no valid split; validating on the new data only")
-        return None
-    log(f"validating on the parent's valid split too ({len(parent.splits['valid']):,} pairs)")
-    return parent
 
 
 def read_parent(run_dir: Path) -> dict[str, Any] | None:

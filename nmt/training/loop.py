@@ -1,7 +1,9 @@
 """The training loop: data, model, optimisation, validation, checkpoints, exact resume.
 
-:func:`train` reads top to bottom. Set-up: the device, the run directory, the data, the model
-and its optimizer (or all of their state from ``last.pt`` with ``--resume``). Then one
+:func:`train` reads top to bottom. Set-up (:func:`set_up`): the device, the run directory, the
+data, the model and its optimizer as the run's :class:`~nmt.training.finetune.Start` says
+(decided before the loop: from scratch, or from another run's weights and tokenizer), or all of
+their state from ``last.pt`` with ``--resume``, and the named held-out sets. Then one
 optimizer step after another: batch -> loss -> backward -> step -> maybe validate (which
 saves) -> maybe stop. :func:`stop_reason` holds every rule that ends a run; a run that ends
 other than by a signal is validated and saved a last time. A signal saves ``last.pt`` at once;
@@ -42,10 +44,10 @@ from nmt.data.corpora.record import write_record
 from nmt.data.prepare import Prepared
 from nmt.device import hardware, precision_said, resolve_device, set_threads
 from nmt.errors import ConfigError
+from nmt.files import atomic_write_text
 from nmt.models.build import build_model, count_parameters
 from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
-from nmt.runs.loading import run_tokenizer
-from nmt.training.batches import batch_groups, prepare_data, valid_batches
+from nmt.training.batches import batch_groups, prepare_data, valid_sets
 from nmt.training.cost import training_flops_per_target_token
 from nmt.training.distributed import (
     Dist,
@@ -55,14 +57,7 @@ from nmt.training.distributed import (
     init_distributed,
 )
 from nmt.training.ema import ExponentialMovingAverage
-from nmt.training.finetune import (
-    Parent,
-    keep_from_parent,
-    parent_data_config,
-    parent_validation,
-    read_parent,
-    start_from_parent,
-)
+from nmt.training.finetune import Start, run_start
 from nmt.training.optim import build_optimizer
 from nmt.training.state import (
     Display,
@@ -150,10 +145,11 @@ def train(
     log: Callable[[str], None] = print,
     display: Display | None = None,
     stop: StopFlag | None = None,
-    parent: Parent | None = None,
+    start: Start | None = None,
 ) -> TrainResult:
-    """Train ``cfg`` into ``run_dir`` (see the module docstring); returns a summary. ``parent``:
-    start from that run's model, on its tokenizer (:mod:`nmt.training.finetune`)."""
+    """Train ``cfg`` into ``run_dir`` (see the module docstring); returns a summary. ``start``:
+    how the run starts (:func:`nmt.training.finetune.run_start`; by default as ``run_dir``
+    and ``resume`` say)."""
     dist = init_distributed(cfg.train.device)
     ok = False
     try:
@@ -164,7 +160,7 @@ def train(
             result = _train(cfg, run_dir, dist, data_dir, resume, overwrite,
                             log if dist.main else (lambda s: None),
                             display if display is not None and dist.main else Display(),
-                            stop or StopFlag(), parent)
+                            stop or StopFlag(), start)
         ok = True
         return result
     finally:
@@ -173,56 +169,10 @@ def train(
 
 def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
            overwrite: bool, log: Callable[[str], None], display: Display,
-           stop: StopFlag, parent: Parent | None) -> TrainResult:
+           stop: StopFlag, start: Start | None) -> TrainResult:
     t = cfg.train
-    device = training_device(t, dist, log)
-    saved = open_run_dir(run_dir, cfg, dist, resume, overwrite)
-    tokenizer = None  # trained on the data, unless the model continues another's
-    if parent is not None and saved is None:
-        tokenizer = parent.tokenizer()
-    elif saved is not None and read_parent(run_dir) is not None:
-        tokenizer = run_tokenizer(run_dir)  # the parent's, as the child saved it
-    prepared = prepare_data(cfg, data_dir, dist, log, tokenizer)
-    model = build_model(cfg.model, prepared.tokenizer.src_vocab_size,
-                        prepared.tokenizer.tgt_vocab_size, joint_vocab=prepared.tokenizer.joint)
-    if parent is not None and saved is None:
-        start_from_parent(model, parent, run_dir) if dist.main else model.load_state_dict(
-            parent.weights())
-        log(f"continuing {parent.run_dir} ({parent.checkpoint.name}): its model and tokenizer; "
-            + ("a new optimizer, schedule and step count" if not t.keep_from else
-               "the rest as train.keep_from says"))
-    model.to(device)
-    optimizer, scheduler = build_optimizer(t, model)
-    ema = ExponentialMovingAverage(model, t.ema_decay) if t.ema_decay else None
-    state = TrainingState(model, optimizer, scheduler, ema, Progress())
-    if parent is not None and saved is None and t.keep_from:
-        keep_from_parent(parent, state, t.keep_from.split(","))
-        log(f"kept of its training: {t.keep_from.replace(',', ', ')} (train.keep_from)")
-    run = Run(cfg, run_dir, dist, device, prepared, MetricsLog(run_dir, dist.main),
-              valid_batches(prepared, cfg), display, elapsed0=0.0)
-    if dist.main:
-        parent_data = parent_data_config(parent if saved is None else None, run_dir)
-        if parent_data is not None:
-            run.parent_data = parent_validation(parent_data, data_dir, prepared, log)
-            if run.parent_data is not None:
-                run.parent_valid_batches = valid_batches(run.parent_data, cfg)
-    if saved is not None:
-        restore(run, state, saved)
-        log(f"resuming {run_dir} at step {state.progress.step} (epoch "
-            f"{state.progress.epoch + 1}, batch {state.progress.batch_in_epoch})")
-    if saved is None:  # a new run; a resume writes its config with its first save
-        save_config(run)
-        if dist.main:
-            prepared.tokenizer.save(run_dir / "tokenizer")
-            if prepared.identity:  # nmt bleu scores the run on this data only
-                write_record(run_dir, prepared.identity)
-    run.mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, "
-                  f"{count_parameters(model):,} parameters, device {device} "
-                  f"({hardware(device)}), "
-                  f"{dist.world_size} process(es)")
-    said = precision_said(device, t.precision)
-    run.mlog.text(said)
-    log(said)
+    run, state = set_up(cfg, run_dir, dist, data_dir, resume, overwrite, log, display, start)
+    model, prepared, device = state.model, run.prepared, run.device
     forward = training_forward(model, t, dist, device)
 
     prog = state.progress
@@ -242,8 +192,8 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
             epoch, done, n_batches, group = next(groups)
             objective, loss, n_tokens = train_step(forward, state, group, collator, run)
             prog.step += 1
-            if ema is not None:
-                ema.update(model)
+            if state.ema is not None:
+                state.ema.update(model)
             bad, out_of_time, interrupted = any_rank(
                 [not math.isfinite(objective), bool(t.max_minutes and
                                                     run.clock() > 60 * t.max_minutes),
@@ -299,6 +249,53 @@ def split_flops_per_token(cfg: Config, prepared: Prepared) -> float:
 
 
 # --- set-up ------------------------------------------------------------------------------------
+
+
+def set_up(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
+           overwrite: bool, log: Callable[[str], None], display: Display,
+           start: Start | None) -> tuple[Run, TrainingState]:
+    """The run directory, the data, the model and its optimizer as ``start`` says, or all of
+    their state from ``last.pt`` with ``--resume``; a new run's files written."""
+    t = cfg.train
+    device = training_device(t, dist, log)
+    saved = open_run_dir(run_dir, cfg, dist, resume, overwrite)
+    start = start if start is not None else run_start(cfg, None, run_dir, resume)
+    prepared = prepare_data(cfg, data_dir, dist, log, start.tokenizer)
+    model = build_model(cfg.model, prepared.tokenizer.src_vocab_size,
+                        prepared.tokenizer.tgt_vocab_size, joint_vocab=prepared.tokenizer.joint)
+    if start.weights is not None:
+        model.load_state_dict(start.weights())
+    model.to(device)
+    optimizer, scheduler = build_optimizer(t, model)
+    ema = ExponentialMovingAverage(model, t.ema_decay) if t.ema_decay else None
+    state = TrainingState(model, optimizer, scheduler, ema, Progress())
+    if start.keep is not None:
+        start.keep(state)
+    for line in start.said:
+        log(line)
+    run = Run(cfg, run_dir, dist, device, prepared, MetricsLog(run_dir, dist.main),
+              valid_sets(cfg, prepared, start.valid_data, data_dir, dist, log), display,
+              elapsed0=0.0)
+    if saved is not None:
+        restore(run, state, saved)
+        log(f"resuming {run_dir} at step {state.progress.step} (epoch "
+            f"{state.progress.epoch + 1}, batch {state.progress.batch_in_epoch})")
+    else:  # a new run; a resume writes its config with its first save
+        save_config(run)
+        if dist.main:
+            prepared.tokenizer.save(run_dir / "tokenizer")
+            if prepared.identity:  # nmt bleu scores the run on this data only
+                write_record(run_dir, prepared.identity)
+            for name, text in start.files.items():
+                atomic_write_text(run_dir / name, text)
+    run.mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, "
+                  f"{count_parameters(model):,} parameters, device {device} "
+                  f"({hardware(device)}), "
+                  f"{dist.world_size} process(es)")
+    said = precision_said(device, t.precision)
+    run.mlog.text(said)
+    log(said)
+    return run, state
 
 
 def training_device(t: TrainConfig, dist: Dist, log: Callable[[str], None]) -> torch.device:

@@ -21,7 +21,6 @@ import torch
 from torch.optim.lr_scheduler import LambdaLR
 
 from nmt.config import Config, from_dict
-from nmt.data.batching import Batch
 from nmt.data.prepare import Prepared
 from nmt.errors import CheckpointError, ConfigError, first_line
 from nmt.files import atomic_write_text
@@ -44,7 +43,7 @@ from nmt.runs.directory import (
     valid_loss_at,
 )
 from nmt.runs.loading import check_weights, run_tokenizer
-from nmt.training.batches import epoch_batches
+from nmt.training.batches import ValidSet, epoch_batches
 from nmt.training.distributed import Dist, barrier
 from nmt.training.ema import ExponentialMovingAverage
 from nmt.training.optim import use_config_hyperparameters
@@ -117,14 +116,14 @@ class Run:
     device: torch.device
     prepared: Prepared
     mlog: MetricsLog
-    valid_batches: list[Batch]
+    # the held-out sets validation scores, by name: the run's own valid split ("valid") chooses
+    # best.pt; any other is recorded beside it (on rank 0 only)
+    valid_sets: dict[str, ValidSet]
     display: Display
     elapsed0: float  # training seconds before this invocation (from the checkpoint)
     started: float = field(default_factory=time.perf_counter)
     last_save: float = field(default_factory=time.perf_counter)
     config_saved: bool = False  # config.toml holds cfg
-    parent_data: Prepared | None = None  # a continued model: its parent's data, on rank 0
-    parent_valid_batches: list[Batch] = field(default_factory=list)  # its valid split
 
     def clock(self) -> float:
         """Training seconds so far, across resumes."""

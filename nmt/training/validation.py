@@ -1,6 +1,6 @@
-"""Validation during training: when it is due (or owed by an interrupted run), the valid loss
-and greedy BLEU of the scored weights, the best-so-far bookkeeping and the saves it triggers,
-and the end of a run (:func:`finish`)."""
+"""Validation during training: when it is due (or owed by an interrupted run), the loss and
+greedy BLEU of the scored weights on each named held-out set, the best-so-far bookkeeping (by
+the run's own valid split) and the saves it triggers, and the end of a run (:func:`finish`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import torch
 
 from nmt.config import Config, TrainConfig
 from nmt.data.batching import Batch
-from nmt.data.prepare import Prepared
+from nmt.data.cache import Split
+from nmt.data.tokenizers import Tokenizer
 from nmt.device import autocast
 from nmt.models.base import EncoderDecoder
+from nmt.training.batches import RUN_SET, ValidSet
 from nmt.training.distributed import any_rank, from_main
 from nmt.training.state import Progress, Run, TrainingState, save
 from nmt.training.step import epoch_label, masked_cross_entropy
@@ -31,7 +33,7 @@ def validation_owed(run: Run, prog: Progress) -> bool:
     saves at once and leaves that validation to the resume, which does it before its first
     step, so the validations, the early-stopping count and ``best.pt`` are those of a run that
     was never interrupted."""
-    return (bool(run.valid_batches) and 0 < prog.step != prog.last_eval_step
+    return (bool(run.valid_sets[RUN_SET].batches) and 0 < prog.step != prog.last_eval_step
             and validation_due(run.cfg.train, prog))
 
 
@@ -49,42 +51,44 @@ def validation_loss(model: EncoderDecoder, batches: list[Batch], device: torch.d
     return total / max(tokens, 1)
 
 
-def validation_bleu(model: EncoderDecoder, prepared: Prepared, cfg: Config,
-                    device: torch.device) -> float | None:
-    """Greedy corpus BLEU (multi-reference) on a fixed sample of validation sources."""
+def validation_bleu(model: EncoderDecoder, split: Split | None, tokenizer: Tokenizer,
+                    cfg: Config, device: torch.device) -> float | None:
+    """Greedy corpus BLEU (multi-reference) on a fixed sample of ``split``'s sources."""
     n = cfg.train.eval_sentences
-    if n < 0 or "valid" not in prepared.splits or len(prepared.splits["valid"]) == 0:
+    if n < 0 or split is None or len(split) == 0:
         return None
     from nmt.evaluate import corpus_scores
     from nmt.translation.translator import translate_normalized
 
-    sources, refs = prepared.splits["valid"].grouped()
+    sources, refs = split.grouped()
     if n > 0:
         sources, refs = sources[:n], refs[:n]
-    hyps = translate_normalized(model, prepared.tokenizer, sources, cfg.decode, device, beam=1,
+    hyps = translate_normalized(model, tokenizer, sources, cfg.decode, device, beam=1,
                                 truncate=cfg.data.truncate)
     return corpus_scores(hyps, refs, tokenized=not cfg.data.natural_text,
                          lang=cfg.data.target).bleu
 
 
+def set_scores(model: EncoderDecoder, valid: ValidSet, run: Run) -> tuple[float | None,
+                                                                           float | None]:
+    """The loss (None: no batches) and greedy BLEU (None: switched off) of ``model`` on one
+    held-out set."""
+    loss = None
+    if valid.batches:
+        loss = validation_loss(model, valid.batches, run.device, run.cfg.train.precision)
+    return loss, validation_bleu(model, valid.split, run.prepared.tokenizer, run.cfg, run.device)
+
+
 def validate(run: Run, state: TrainingState) -> None:
-    """Score the weights on the valid split (valid loss, and greedy BLEU unless switched off),
-    then save ``last.pt``, and ``best.pt`` first when the score is the best so far. A continued
-    model is also scored on its parent's valid split (logged as ``parent_valid_*``: what it
-    forgets), which does not choose ``best.pt``."""
-    prog, t = state.progress, run.cfg.train
-    vloss = None
-    if run.valid_batches:
-        vloss = validation_loss(state.scored, run.valid_batches, run.device, t.precision)
-    bleu = validation_bleu(state.scored, run.prepared, run.cfg, run.device)
-    parent_loss = parent_bleu = None
-    if run.parent_data is not None:  # a continued model: does it still translate the old data?
-        if run.parent_valid_batches:
-            parent_loss = validation_loss(state.scored, run.parent_valid_batches, run.device,
-                                          t.precision)
-        parent_bleu = validation_bleu(state.scored, run.parent_data, run.cfg, run.device)
+    """Score the weights on every held-out set (loss, and greedy BLEU unless switched off), then
+    save ``last.pt``, and ``best.pt`` first when the run's own set scores the best so far. A set
+    named N is recorded as ``N_loss`` and ``N_bleu`` and logged as "N loss, N BLEU"; the others
+    than the run's own are recorded beside it and choose nothing."""
+    prog = state.progress
+    scores = {name: set_scores(state.scored, valid, run) for name, valid in run.valid_sets.items()}
     state.model.train()
-    vloss, bleu = from_main([vloss, bleu], run.dist, run.device)  # one verdict on every rank
+    vloss, bleu = from_main(list(scores[RUN_SET]), run.dist, run.device)  # one verdict for all
+    scores[RUN_SET] = vloss, bleu
     prog.last_eval_step = prog.step
     if vloss is None and bleu is None:
         # Nothing held out: keep last.pt reasonably fresh without paying for a write (and
@@ -94,10 +98,9 @@ def validate(run: Run, state: TrainingState) -> None:
         return
     score = bleu if bleu is not None else -(vloss or 0.0)
     loss = vloss if vloss is not None and math.isfinite(vloss) else math.inf
-    record = {"step": prog.step, "epoch": epoch_label(prog), "valid_loss": vloss,
-              "valid_bleu": bleu}
-    if run.parent_data is not None:  # logged beside, never what best.pt is chosen by
-        record.update(parent_valid_loss=parent_loss, parent_valid_bleu=parent_bleu)
+    record: dict[str, object] = {"step": prog.step, "epoch": epoch_label(prog)}
+    for name, (set_loss, set_bleu) in scores.items():
+        record.update({f"{name}_loss": set_loss, f"{name}_bleu": set_bleu})
     run.mlog.metric(record)
     # an equal score (BLEU is 0.00 for a while early on) is better when its loss is lower
     improved = score > prog.best_score or (score == prog.best_score and loss < prog.best_loss)
@@ -106,10 +109,9 @@ def validate(run: Run, state: TrainingState) -> None:
         prog.evals_since_best = 0
     else:
         prog.evals_since_best += 1
-    line = f"step {prog.step}: valid loss {_fmt(vloss)}, valid BLEU {_fmt(bleu, 2)}"
-    if run.parent_data is not None:
-        line += (f"; the parent's valid loss {_fmt(parent_loss)}, BLEU "
-                 f"{_fmt(parent_bleu, 2)}")
+    line = f"step {prog.step}: " + "; ".join(
+        f"{name} loss {_fmt(set_loss)}, {name} BLEU {_fmt(set_bleu, 2)}"
+        for name, (set_loss, set_bleu) in scores.items())
     run.mlog.text(line + (" (best)" if improved else ""))
     run.display.validation(line)
     # best first: a kill between the two writes leaves best.pt one save ahead, which a resume
@@ -123,7 +125,7 @@ def finish(run: Run, state: TrainingState, log: Callable[[str], None]) -> None:
     prog, t = state.progress, run.cfg.train
     prog.finished = True
     # Every rank takes the same branches here: each holds the same progress.
-    validated = bool(run.valid_batches) and prog.last_eval_step != prog.step
+    validated = bool(run.valid_sets[RUN_SET].batches) and prog.last_eval_step != prog.step
     if validated:
         validate(run, state)
     if prog.best_score == -math.inf:
