@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from nmt import fast_exit
+from nmt import environment, fast_exit
 from nmt.config import INT_MAX, int_limit
 from nmt.errors import DataError, NmtError, os_reason
 from nmt.export import targets_help
@@ -56,6 +56,7 @@ def friendly(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            environment.check_all()  # a bad variable is said before anything is done
             result = fn(*args, **kwargs)
             if sys.stdout is not None:  # None: closed when nmt started
                 sys.stdout.flush()  # a full disk behind stdout is reported here, not at exit

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import re
 import stat
 import urllib.error
 import urllib.request
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from nmt import environment
 from nmt.errors import DataError, os_reason
 from nmt.files import Temporary, make_dirs, path_problem, umask_mode, user_path
 
@@ -81,7 +81,7 @@ HINT = hint()
 
 def default_data_dir() -> Path:
     """``$NMT_DATA_DIR`` or ``./data``."""
-    return Path(os.environ.get("NMT_DATA_DIR") or "data")
+    return Path(environment.read("NMT_DATA_DIR") or "data")
 
 
 def expected_digest(archive: Archive = FRA_ENG) -> str | None:
@@ -89,11 +89,7 @@ def expected_digest(archive: Archive = FRA_ENG) -> str | None:
     corpus version, test corpora) or the published digest; for another pair none."""
     if archive != FRA_ENG:
         return archive.sha256
-    digest = os.environ.get("NMT_CORPUS_SHA256") or CORPUS_SHA256
-    if not re.fullmatch(r"[0-9a-fA-F]{64}", digest):
-        raise DataError(f"NMT_CORPUS_SHA256={digest!r:.80}: expected a SHA-256 digest (64 "
-                        "hexadecimal digits), or unset it for the published corpus")
-    return digest.lower()
+    return (environment.read("NMT_CORPUS_SHA256") or CORPUS_SHA256).lower()
 
 
 def corpus_path(data_dir: Path, archive: Archive = FRA_ENG) -> Path:
@@ -160,7 +156,7 @@ def resolve_source(source: str | None, archive: Archive = FRA_ENG) -> str:
 
     A mirror directory is searched for the archive's own ``NAME.zip``; a mirror that is one zip
     file serves the built-in corpus, and another pair only when it has that pair's name."""
-    mirror = os.environ.get("NMT_DATA_MIRROR")
+    mirror = environment.read("NMT_DATA_MIRROR")
     for value, name in ((source, "--source"), (mirror, "NMT_DATA_MIRROR")):
         if not value:
             continue
