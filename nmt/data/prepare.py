@@ -592,7 +592,9 @@ def build_cache(
 def check_weights(data: Data, before: Sequence[int], after: Sequence[int]) -> None:
     """A source whose weight leaves none of its training pairs is refused, naming the smallest
     weight that keeps one: its pairs would otherwise go only to valid and test, and its licence
-    be listed for a model that never saw it."""
+    be listed for a model that never saw it (``data.corpus`` alone has no weight)."""
+    if not data.parts:
+        return
     for n, (part, was, now) in enumerate(zip(data.parts, before, after, strict=True), 1):
         if was and not now:
             raise ConfigError(f"data.sources[{n}].weight: {part.source.weight:g} x {was:,} "
