@@ -421,7 +421,6 @@ RANGES: dict[str, Range] = {
     "model.n_layers": Range(1),
     "model.dropout": BELOW_ONE,
     "train.batch_size": Range(1),
-    "train.lr": Range(0.0, low_included=False),  # 0 would train nothing
     "train.beta1": BELOW_ONE,
     "train.beta2": BELOW_ONE,
     "train.label_smoothing": BELOW_ONE,

@@ -323,7 +323,7 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         held = temporary_export(target)
-        tmp = held.path
+        tmp = held.path / target.name  # in the held folder: the converter makes it anew
     except OSError as e:
         raise NmtError(f"{where}: cannot write ({os_reason(e)})") from None
     try:
