@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from nmt import arguments, fast_exit
+from nmt import arguments, environment, fast_exit
 from nmt.config import INT_MAX, int_limit
 from nmt.errors import DataError, NmtError, os_reason
 from nmt.export import targets_help
@@ -75,6 +75,7 @@ def friendly(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            environment.check_all()  # a bad variable is said before anything is done
             with arguments.spelled_as(_option):  # the API's messages name the options typed
                 result = fn(*args, **kwargs)
             if sys.stdout is not None:  # None: closed when nmt started

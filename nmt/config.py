@@ -378,6 +378,70 @@ INT_LIMITS: dict[str, int] = {
 }
 
 
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric setting may take: from ``low`` to ``high``, each bound included or
+    not; ``said``: the range in words, where the bounds alone do not say it."""
+
+    low: float = 0.0
+    high: float = math.inf
+    low_included: bool = True
+    high_included: bool = True
+    said: str = ""
+
+    def admits(self, value: float) -> bool:
+        above = value >= self.low if self.low_included else value > self.low
+        below = value <= self.high if self.high_included else value < self.high
+        return above and below
+
+    def expected(self) -> str:
+        """The range as a message says it: ``a value >= 1``, ``0 < value <= 1000``."""
+        if self.said:
+            return self.said
+        low = f"{self.low:g} {'<=' if self.low_included else '<'} value"
+        if self.high == math.inf:
+            return f"a value {'>=' if self.low_included else '>'} {self.low:g}"
+        return f"{low} {'<=' if self.high_included else '<'} {self.high:g}"
+
+
+BELOW_ONE = Range(0.0, 1.0, high_included=False)  # a share or a rate that 1 would make void
+# The range of each numeric setting that is not "a value >= 0" (the default; integers also go
+# up to int_limit). Checked when a value is read, so a message states the real range; the
+# rules between settings (valid_frac + test_frac, SentencePiece's smallest vocabulary) are
+# checked once the config is whole. A [[data.sources]] setting is "data.sources.NAME".
+RANGES: dict[str, Range] = {
+    "data.sources.weight": Range(0.0, MAX_WEIGHT, low_included=False),
+    "data.case_augment": Range(0.0, 1.0),
+    "data.valid_frac": Range(0.0, 0.5, high_included=False),
+    "data.test_frac": Range(0.0, 0.5, high_included=False),
+    "data.vocab_size": Range(1),
+    "data.min_freq": Range(1),  # a word seen once is seen: 0 would mean the same as 1
+    "data.character_coverage": Range(0.98, 1.0),  # SentencePiece's own bounds
+    "model.d_model": Range(1),
+    "model.n_layers": Range(1),
+    "model.dropout": BELOW_ONE,
+    "train.batch_size": Range(1),
+    "train.beta1": BELOW_ONE,
+    "train.beta2": BELOW_ONE,
+    "train.label_smoothing": BELOW_ONE,
+    "train.accum_steps": Range(1),
+    "train.eval_sentences": Range(-1, said="-1 (no BLEU), 0 (all) or a count"),
+    "train.ema_decay": Range(0.0, 1.0, high_included=False,
+                             said="0 (off) or 0 < value < 1"),
+    "train.log_every": Range(1),
+    "decode.beam": Range(1),
+    "decode.batch_size": Range(1),
+    "decode.max_tokens": Range(1),
+    "decode.max_len_cap": Range(1),  # 0 would translate every sentence as nothing
+}
+
+
+def range_of(key: str) -> Range:
+    """The values the numeric setting ``key`` (``section.name``, or ``data.sources[N].name``)
+    may take."""
+    return RANGES.get(re.sub(r"\[\d+\]", "", key), Range())
+
+
 CASE_FORM_NAMES = ("textbook", "upper", "title")  # data.case_forms: nmt.data.prepare.CASE_FORMS
 # string settings also written as a TOML list of strings
 LIST_KEYS = {"data.columns", "data.case_forms", "data.filters", "train.keep_from"}
@@ -418,12 +482,9 @@ def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
         raise ConfigError(
             f"{where}: {key}: expected one of {', '.join(choices)}, got {value!r:.60}"
         )
-    if key == "train.eval_sentences":
-        if value < -1:
-            raise ConfigError(f"{where}: {key}: expected -1 (no BLEU), 0 (all) or a count, "
-                              f"got {value!r}")
-    elif tp in (int, float) and value < 0:
-        raise ConfigError(f"{where}: {key}: expected a value >= 0, got {value!r}")
+    if tp in (int, float) and not range_of(key).admits(value):
+        raise ConfigError(f"{where}: {key}: expected {range_of(key).expected()}, "
+                          f"got {value!r:.30}")
     if tp is int and value > int_limit(key):
         raise ConfigError(f"{where}: {key}: expected at most {int_limit(key)}, got {value!r:.30}")
     return value
@@ -487,9 +548,6 @@ def _sources(where: str, value: Any, with_corpus: bool) -> tuple[SourceConfig, .
         source = SourceConfig(**values)
         if not source.corpus:
             raise ConfigError(f"{where}: data.sources[{i}].corpus: expected the source's corpus")
-        if not 0 < source.weight <= MAX_WEIGHT:
-            raise ConfigError(f"{where}: data.sources[{i}].weight: expected 0 < weight <= "
-                              f"{MAX_WEIGHT:g}, got {source.weight}")
         if source.filters:
             try:
                 parse_filters(source.filters)
@@ -520,27 +578,14 @@ def _check_consistency(cfg: Config, where: str) -> None:
     d, m, t = cfg.data, cfg.model, cfg.train
     if d.valid_frac + d.test_frac >= 0.5:
         raise ConfigError(f"{where}: data.valid_frac + data.test_frac: expected < 0.5")
-    for key, value in (("model.d_model", m.d_model), ("model.n_layers", m.n_layers),
-                       ("train.batch_size", t.batch_size), ("train.accum_steps", t.accum_steps),
-                       ("train.log_every", t.log_every),
-                       ("data.vocab_size", d.vocab_size), ("decode.beam", cfg.decode.beam),
-                       ("decode.batch_size", cfg.decode.batch_size),
-                       ("decode.max_tokens", cfg.decode.max_tokens)):
-        if value < 1:
-            raise ConfigError(f"{where}: {key}: expected a value >= 1, got {value}")
     if d.tokenizer == "sentencepiece" and d.vocab_size < MIN_SENTENCEPIECE_VOCAB:
         raise ConfigError(f"{where}: data.vocab_size: expected at least {MIN_SENTENCEPIECE_VOCAB} "
                           f"for SentencePiece (its {len(SPECIALS)} special tokens and a "
                           f"character), got {d.vocab_size}")
-    if not 0.0 <= m.dropout < 1.0:
-        raise ConfigError(f"{where}: model.dropout: expected 0 <= dropout < 1, got {m.dropout}")
     try:
         family_of(m.arch).check(m)  # the family's own checks (its *_settings.py)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
-    if not 0.0 <= d.case_augment <= 1.0:
-        raise ConfigError(f"{where}: data.case_augment: expected 0 <= value <= 1, "
-                          f"got {d.case_augment}")
     if d.case_augment and not d.natural_text:
         raise ConfigError(f"{where}: data.case_augment: expected 0 unless the text is natural "
                           "(data.normalization = \"natural\", data.lowercase = false)")
@@ -556,18 +601,7 @@ def _check_consistency(cfg: Config, where: str) -> None:
     if not set(forms) <= set(CASE_FORM_NAMES) or "" in forms:
         raise ConfigError(f"{where}: data.case_forms: expected a list of "
                           f"{', '.join(CASE_FORM_NAMES)}, got {d.case_forms!r:.60}")
-    if not 0.0 <= t.ema_decay < 1.0:
-        raise ConfigError(f"{where}: train.ema_decay: expected 0 (off) or 0 < value < 1, "
-                          f"got {t.ema_decay}")
-    if not 0.0 <= t.label_smoothing < 1.0:
-        raise ConfigError(f"{where}: train.label_smoothing: expected 0 <= value < 1")
-    for name, beta in (("train.beta1", t.beta1), ("train.beta2", t.beta2)):
-        if not 0.0 <= beta < 1.0:
-            raise ConfigError(f"{where}: {name}: expected 0 <= value < 1, got {beta}")
     _check_languages(d, where)
-    if not 0.98 <= d.character_coverage <= 1.0:  # SentencePiece's own bounds
-        raise ConfigError(f"{where}: data.character_coverage: expected 0.98 <= value <= 1, "
-                          f"got {d.character_coverage}")
     if not _DEVICE.fullmatch(t.device):
         raise ConfigError(f"{where}: train.device: expected auto, cpu, cuda, cuda:N or mps, "
                           f"got {t.device!r:.60}")

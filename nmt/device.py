@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from nmt import environment
 from nmt.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -72,8 +73,8 @@ def cpu_bf16_units() -> str | None:
     """The flag by which this CPU computes in bf16 in hardware (Intel since Sapphire Rapids:
     AMX; AMD since Zen 4: AVX-512 BF16), or None. ``NMT_CPU_BF16=1`` / ``0`` says so instead
     (the test suite sets 0, so that it runs alike on every machine)."""
-    given = os.environ.get("NMT_CPU_BF16")
-    if given in ("0", "1"):
+    given = environment.read("NMT_CPU_BF16")
+    if given is not None:
         return "NMT_CPU_BF16=1" if given == "1" else None
     try:
         with open(CPUINFO, encoding="utf-8", errors="replace") as f:
@@ -124,12 +125,13 @@ def precision_said(device: torch.device, precision: str) -> str:
     dtype = autocast_dtype(device, precision)
     if dtype is None:
         why = ("train.precision = fp32" if precision == "fp32" else
-               "this CPU has no bf16 units" if device.type == "cpu" else
-               f"no mixed precision on {device.type}")
+               f"no mixed precision on {device.type}" if device.type != "cpu" else
+               environment.said("NMT_CPU_BF16") or "this CPU has no bf16 units")
         return f"precision: fp32 ({why})"
     if precision != "auto":
         return f"precision: {str(dtype).removeprefix('torch.')} autocast (train.precision)"
-    why = "CUDA" if device.type == "cuda" else f"this CPU has {cpu_bf16_units()}"
+    why = ("CUDA" if device.type == "cuda" else environment.said("NMT_CPU_BF16")
+           or f"this CPU has {cpu_bf16_units()}")
     return f"precision: bf16 autocast (train.precision = auto: {why})"
 
 

@@ -11,9 +11,10 @@ import errno
 import glob
 import json
 import os
+import shutil
 import stat
 import tempfile
-import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -22,7 +23,6 @@ from typing import Any, BinaryIO, TextIO
 from nmt.errors import DataError, NmtError, first_line, os_reason
 
 TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt"
-_STARTED = time.time()  # temporary files older than this process are not being written by it
 
 
 _KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"),
@@ -94,7 +94,8 @@ def atomic_write_bytes(path: Path, write: Any, where: str | None = None) -> None
     where = where or str(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+        held = _temporary_file(path)
+        fd = os.open(held.path, os.O_WRONLY)
     except OSError as e:
         raise NmtError(f"{where}: cannot write ({os_reason(e)})") from None
     _mode_like_open(fd, path)
@@ -105,10 +106,9 @@ def atomic_write_bytes(path: Path, write: Any, where: str | None = None) -> None
             write(f)
             raw.flush()
             os.fsync(raw.fileno())
-        os.replace(tmp, path)
+        os.replace(held.path, path)
     except BaseException as e:
-        with suppress(OSError):
-            os.unlink(tmp)
+        held.cleanup()
         # torch.save turns whatever its write raised (ENOSPC, even Ctrl-C) into a RuntimeError
         cause = e if isinstance(e, OSError) else f.error
         if cause is not None and not isinstance(cause, Exception):
@@ -117,6 +117,7 @@ def atomic_write_bytes(path: Path, write: Any, where: str | None = None) -> None
             raise NmtError(f"{where}: cannot write ({os_reason(cause)}); the previous "
                            "file, if any, is unchanged") from None
         raise
+    held.cleanup()
     with suppress(OSError):
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -217,19 +218,118 @@ def replaceable_output(path: Path, where: str, overwrite: bool,
     return real
 
 
-def remove_stale_files(directory: Path, pattern: str) -> None:
-    """Remove files matching ``pattern`` in ``directory`` that are older than this process:
-    temporary files a killed writer could not clean up (a running one never leaves any)."""
-    for tmp in directory.glob(pattern):
+# --- temporary files and folders --------------------------------------------------------------
+#
+# One rule for every temporary file or folder nmt writes (a cache being built, a download, a
+# file being extracted or replaced, an export, an unpacked package): its writer holds an
+# ``flock`` on it from the moment it exists until it is renamed into place or removed, and the
+# next writer of the same kind removes those of its kind whose lock is free, the leftovers of a
+# writer that was killed. The system releases the lock when the writer dies, however it dies;
+# a live writer's lock is held, so its file or folder is never removed.
+
+
+def _lock(fd: int, wait: bool) -> bool:
+    """Take an exclusive ``flock`` on ``fd``: True when taken (always, where there is no
+    ``fcntl``)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except OSError:
+        return False
+    return True
+
+
+def remove_dead(directory: Path, kind: str) -> None:
+    """Remove the temporary files and folders of ``directory`` matching the glob ``kind`` whose
+    lock no writer holds (see :class:`Temporary`): what a killed writer left."""
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:  # pragma: no cover - without locks a live writer cannot be told apart
+        return
+    try:
+        entries = list(directory.glob(kind))
+    except OSError:
+        return
+    for entry in entries:
+        try:  # not following a link, never waiting on a FIFO
+            fd = os.open(entry, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if not _lock(fd, wait=False):
+                continue  # a live writer's
+            held = os.fstat(fd)
+            with suppress(OSError):
+                if os.path.samestat(held, entry.lstat()):  # still the entry we locked
+                    if stat.S_ISDIR(held.st_mode):
+                        shutil.rmtree(entry, ignore_errors=True)
+                    else:
+                        entry.unlink()
+        finally:
+            os.close(fd)
+
+
+class Temporary:
+    """A temporary folder (or, with ``folder=False``, an empty file) in ``parent``, named
+    ``PREFIX...SUFFIX`` and held by an ``flock`` while this object is open; the temporaries of
+    its ``kind`` (a glob, by default ``PREFIX*SUFFIX``) that dead writers left are removed
+    first (:func:`remove_dead`). :meth:`cleanup` (the end of a ``with`` block, or the object
+    being collected) removes it unless it was renamed away, then lets the lock go.
+
+    A folder is made with the umask's mode (``mkdtemp`` makes it 0700); a file is 0600 until
+    its user gives it a mode. Raises ``OSError``: callers name the path the user gave."""
+
+    def __init__(self, parent: Path, prefix: str, suffix: str = "", *, folder: bool = True,
+                 kind: str | None = None) -> None:
+        remove_dead(parent, kind or f"{glob.escape(prefix)}*{glob.escape(suffix)}")
+        while True:
+            if folder:
+                made = tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent)
+                os.chmod(made, umask_mode(0o777))
+            else:
+                fd, made = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=parent)
+                os.close(fd)
+            self._fd = os.open(made, os.O_RDONLY)
+            _lock(self._fd, wait=True)  # held by a remover only if it is removing it
+            with suppress(OSError):
+                if os.path.samestat(os.fstat(self._fd), os.lstat(made)):
+                    break
+            os.close(self._fd)  # taken for a dead writer's and removed before it was held
+        self.path = Path(made)
+        self.name = made
+        self._finalizer = weakref.finalize(self, _release, self.path, self._fd)
+
+    def cleanup(self) -> None:
+        self._finalizer()
+
+    def __enter__(self) -> Path:
+        return self.path
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+def _release(path: Path, fd: int) -> None:
+    """Remove a :class:`Temporary` unless it was renamed away (another inode at its name is
+    not touched), then let its lock go."""
+    try:
         with suppress(OSError):
-            if tmp.stat().st_mtime < _STARTED:
-                tmp.unlink()
+            if os.path.samestat(os.fstat(fd), path.lstat()):
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink()
+    finally:
+        os.close(fd)
 
 
-def remove_stale_temp_files(path: Path) -> None:
-    """Remove the temporary files of ``path`` (``.NAME.XXXX.tmp``) that a writer killed during
-    :func:`atomic_write_bytes` left beside it."""
-    remove_stale_files(path.parent, f".{glob.escape(path.name)}.*{TMP_SUFFIX}")
+def _temporary_file(path: Path) -> Temporary:
+    """The held temporary file ``.NAME.XXXX.tmp`` beside ``path`` that a write of it is renamed
+    from; those a killed writer of ``path`` left are removed first."""
+    return Temporary(path.parent, f".{path.name}.", TMP_SUFFIX, folder=False)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -270,18 +370,17 @@ def atomic_text_output(path: Path) -> Iterator[TextIO]:
         with path.open("w", encoding="utf-8", newline="\n") as f:
             yield f
         return
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    held = _temporary_file(path)
+    fd = os.open(held.path, os.O_WRONLY)
     _mode_like_open(fd, path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
+        os.replace(held.path, path)
+    finally:
+        held.cleanup()
 
 
 # --- reading text a line at a time ------------------------------------------------------------

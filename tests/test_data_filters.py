@@ -13,7 +13,15 @@ from hypothesis import strategies as st
 
 from nmt.config import DataConfig, load_config
 from nmt.data.cache import REJECTED_FILE
-from nmt.data.filters import FILTERS, first_failed, parse
+from nmt.data.filters import (
+    FILTERS,
+    NO_VALUE,
+    RATIO,
+    SHARE,
+    SHARE_EXCEEDED,
+    first_failed,
+    parse,
+)
 from nmt.data.languages import language
 from nmt.data.normalize import normalize
 from nmt.data.prepare import prepare, suggested_max_words
@@ -107,9 +115,17 @@ def test_parse_chooses_and_orders_filters() -> None:
 
 
 @pytest.mark.parametrize(("spec", "says"), [
-    ("bogus", "unknown filter 'bogus'"), ("ratio=x", "expected NAME=NUMBER"),
-    ("ratio=-1", "positive"), ("ratio=inf", "positive"), ("ratio=nan", "positive"),
+    ("bogus", "unknown filter 'bogus'"), ("ratio=x", "expected ratio=N, N a ratio >= 1"),
+    ("ratio=-1", "a ratio >= 1"), ("ratio=inf", "a ratio >= 1"), ("ratio=nan", "a ratio >= 1"),
     ("identical,default", "may only come first"), ("-ratio=3", "takes no value"),
+    # values that cannot mean anything: a share above 1, a count of 1, a ratio below 1
+    ("script=5", "expected script=N, N a share, 0 < N <= 1"),
+    ("nonalnum=7", "expected nonalnum=N, N a share, 0 < N < 1"),
+    ("nonalnum=1", "0 < N < 1"),  # more than the whole side: never
+    ("repeated_chars=1", "expected repeated_chars=N, N a count, a whole number from 2 to "),
+    ("repeated_words=2.5", "a whole number from 2"), ("chars=0", "a whole number from 2"),
+    ("ratio=0.001", "expected ratio=N, N a ratio >= 1"),
+    ("identical=3", "identical takes no value"), ("url=0.5", "url takes no value"),
 ])
 def test_a_bad_filter_list_is_one_line_naming_the_key(spec: str, says: str,
                                                       tmp_path: Path) -> None:
@@ -119,6 +135,32 @@ def test_a_bad_filter_list_is_one_line_naming_the_key(spec: str, says: str,
     path.write_text(f'[data]\nfilters = ["default", "{spec}"]\n')
     with pytest.raises(ConfigError, match=r"c\.toml: data\.filters"):
         load_config(path)
+
+
+@given(name=st.sampled_from(sorted(FILTERS)),
+       value=st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                       st.sampled_from([0, 1, 2, 0.5, 1e-300, 1.0000001, 0.9999999, 2**31 - 1,
+                                        2**31, -1, 3.5])))
+@settings(max_examples=300, deadline=None)
+def test_every_filter_value_is_in_its_range_or_one_line(name: str, value: float) -> None:
+    """Any value of any filter: refused in one line naming the filter and its range, or within
+    the range of what its parameter is (a share, a ratio, a count), where it means something."""
+    kind = FILTERS[name].kind
+    try:
+        chosen = parse(f"{name}={value!r}")
+    except ValueError as e:
+        assert "\n" not in str(e) and name in str(e)
+        if kind is not NO_VALUE:
+            assert kind.expected() in str(e)
+        return
+    assert kind is not NO_VALUE
+    assert chosen[name] == value
+    if kind in (SHARE, SHARE_EXCEEDED):
+        assert 0 < value <= 1 and (kind is SHARE or value < 1)
+    elif kind is RATIO:
+        assert 1 <= value < float("inf")
+    else:
+        assert value == int(value) and 2 <= value <= 2**31 - 1
 
 
 def test_a_toml_list_of_filters_is_accepted(tmp_path: Path) -> None:

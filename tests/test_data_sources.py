@@ -182,3 +182,57 @@ def _toml(sources: list[dict[str, object]]) -> str:
     from nmt.config import _toml_value
 
     return _toml_value(sources)
+
+
+def test_a_weight_that_keeps_no_training_pair_is_refused_naming_the_smallest(
+        tmp_path: Path) -> None:
+    """weight = 1e-300 would leave the source only in valid and test, its licence listed for a
+    model that never saw it: refused, naming the smallest weight that keeps a pair, which
+    does."""
+    cfg = load_config(two_sources(tmp_path, 1e-300))
+    with pytest.raises(ConfigError) as e:
+        prepare(cfg.data, tmp_path / "data", log=lambda m: None)
+    message = str(e.value)
+    found = re.fullmatch(r"data\.sources\[2\]\.weight: 1e-300 x (\d+) training pairs of bee "
+                         r"leaves none; expected at least (\S+), which keeps one", message)
+    assert found, message
+    assert not list((tmp_path / "data").glob("cache/*"))  # nothing left
+    smallest = float(found[2])
+    assert smallest >= 1 / int(found[1]) and smallest < 1.01 / int(found[1])
+    kept = prepare(load_config(two_sources(tmp_path, smallest)).data, tmp_path / "data",
+                   log=lambda m: None)
+    assert kept.meta["sources"][1]["train_pairs_weighted"] == 1
+
+
+def test_the_disk_a_training_split_needs_is_said_and_checked_before_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """weight = 1000 (the largest) on a disk that cannot hold the result: refused before the
+    split is written, nothing left; the size is said whatever the disk."""
+    import shutil
+
+    import nmt.data.prepare as prepare_module
+
+    said: list[str] = []
+    cfg = load_config(two_sources(tmp_path, 1000)).data
+    real = shutil.disk_usage
+
+    def small_disk(path: str | Path) -> object:
+        return real(path)._replace(free=10_000_000)  # 10 MB
+
+    monkeypatch.setattr(prepare_module.shutil, "disk_usage", small_disk)
+    with pytest.raises(DataError, match=r"cache/\w+: the cache needs about (\d+(\.\d+)?) MB "
+                                        r"\([\d,]+ training pairs\), but 10 MB is free on its "
+                                        r"disk; lower the weights of data.sources"):
+        prepare(cfg, tmp_path / "data", log=said.append)
+    assert not list((tmp_path / "data").glob("cache/*"))
+    line = next(m for m in said if m.startswith("training split: "))
+    n = int(re.findall(r"[\d,]+", line)[0].replace(",", ""))
+    assert n > 80_000  # bee's 80-odd training pairs a thousand times
+    monkeypatch.undo()
+    said.clear()
+    p = prepare(load_config(two_sources(tmp_path, 1.0)).data, tmp_path / "data",
+                log=said.append)
+    line = next(m for m in said if m.startswith("training split: "))
+    size = sum(f.stat().st_size for f in p.cache_dir.iterdir())
+    estimate = float(re.findall(r"about ([\d.]+) kB", line)[0]) * 1000
+    assert size <= estimate < 3 * size  # conservative, not wildly so

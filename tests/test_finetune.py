@@ -173,7 +173,8 @@ def test_an_export_without_its_checkpoint_says_how_to_make_one(
     # an export with its checkpoint is still replaced by --overwrite (its nmt-run/ is its own)
     code, _, err = invoke("export", "--run", str(parent), "--output", str(tmp_path / "ct2"),
                           "--no-score", "--with-checkpoint", "--overwrite")
-    assert code == 0 and (tmp_path / "ct2" / "nmt-run" / "checkpoints" / "best.pt").is_file()
+    assert code == 0, err
+    assert (tmp_path / "ct2" / "nmt-run" / "checkpoints" / "best.pt").is_file()
     code, _, err = invoke("export", "--run", str(parent), "--output", str(tmp_path / "ct2"),
                           "--no-score", "--overwrite")
     assert code == 0 and not (tmp_path / "ct2" / "nmt-run").exists(), err

@@ -110,8 +110,8 @@ def test_bf16_autocast_trains_like_fp32_on_the_cpu(arch: str, tiny_data_dir: Pat
      "bf16 autocast (train.precision = auto: this CPU has avx512_bf16)"),
     ("fpu avx512f amx_bf16 amx_tile", None, torch.bfloat16, "this CPU has amx_bf16"),
     ("fpu avx2 fma", None, None, "precision: fp32 (this CPU has no bf16 units)"),
-    ("fpu avx2 fma", "1", torch.bfloat16, "this CPU has NMT_CPU_BF16=1"),
-    ("fpu avx512_bf16", "0", None, "this CPU has no bf16 units"),
+    ("fpu avx2 fma", "1", torch.bfloat16, "(train.precision = auto: NMT_CPU_BF16=1)"),
+    ("fpu avx512_bf16", "0", None, "precision: fp32 (NMT_CPU_BF16=0)"),  # the user's choice
 ])
 def test_auto_precision_follows_the_cpus_bf16_units(
         flags: str, env: str | None, expected: torch.dtype | None, said: str, tmp_path: Path,

@@ -134,7 +134,8 @@ def load_config_text(text: str) -> Config:
 
 
 @settings(max_examples=200, deadline=None)
-@given(device=st.text(max_size=20), lr=st.floats(0, 10), beam=st.integers(1, 2**63),
+@given(device=st.text(max_size=20), lr=st.floats(0, 10, exclude_min=True),
+       beam=st.integers(1, 2**63),
        vocab=st.integers(1, 10**30))
 def test_valid_values_survive_config_toml(device: str, lr: float, beam: int, vocab: int) -> None:
     """Big integers and floats written to config.toml read back unchanged; a device name that
@@ -225,3 +226,90 @@ def test_override_edge_cases(override: str, needle: str) -> None:
     with pytest.raises(ConfigError) as e:
         load_config(None, [override])
     assert needle in str(e.value) and _is_one_line(str(e.value))
+
+
+# --- every numeric setting at and beyond its bounds ---------------------------------------------
+
+
+def numeric_settings() -> list[tuple[str, str, type]]:
+    """(model.arch, dotted key, type) of every int and float setting of the config dataclasses,
+    each model family's own included, a [[data.sources]] table's as ``data.sources[1].NAME``:
+    a setting added to a dataclass is covered without a word here."""
+    from dataclasses import fields
+
+    from nmt.config import ModelConfig, SourceConfig, families
+
+    types = {"int": int, "float": float}
+    found: list[tuple[str, str, type]] = []
+    for section, cls in SECTIONS.items():
+        if cls is not ModelConfig:
+            found += [("", f"{section}.{f.name}", types[str(f.type)]) for f in fields(cls)
+                      if str(f.type) in types]
+    found += [("", f"data.sources[1].{f.name}", types[str(f.type)])
+              for f in fields(SourceConfig) if str(f.type) in types]
+    for arch, family in families().items():
+        own = [*fields(ModelConfig)[1:-1], *fields(family.settings)]
+        found += [(arch, f"model.{f.name}", types[str(f.type)]) for f in own
+                  if str(f.type) in types]
+    return found
+
+
+NUMERIC = numeric_settings()
+
+
+def _edges(key: str) -> list[float]:
+    """The bounds of ``key``'s declared range and the numbers just beyond them."""
+    from nmt.config import int_limit, range_of
+
+    allowed, edges = range_of(key), []
+    for bound in (allowed.low, allowed.high, float(int_limit(key))):
+        if math.isfinite(bound):
+            edges += [bound, math.nextafter(bound, -math.inf), math.nextafter(bound, math.inf),
+                      bound - 1, bound + 1]
+    return edges
+
+
+@settings(max_examples=600, deadline=None)
+@given(setting=st.sampled_from(NUMERIC), data=st.data())
+def test_every_numeric_setting_is_in_its_range_or_one_line(setting: tuple[str, str, type],
+                                                           data: st.DataObject) -> None:
+    """Every int and float setting, with values at and beyond the bounds of its declared range
+    and the usual suspects (0, -1, a tiny and a huge number): either a config holding the
+    value, which lies in the declared range (where it means something), or a one-line
+    ConfigError naming the key that states the real range."""
+    from nmt.config import from_dict, int_limit, range_of
+
+    arch, key, tp = setting
+    value = data.draw(st.one_of(
+        st.sampled_from(_edges(key)),
+        st.sampled_from([0, -1, 1, 2, 0.5, 1e-300, -1e-300, 1e300, 2**31, 2**63]),
+        st.floats(allow_nan=False, allow_infinity=False), st.integers(-2**40, 2**40)))
+    if tp is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    section, _, name = key.partition(".")
+    if name.startswith("sources[1]."):
+        raw: dict = {"data": {"sources": [{"corpus": "a", name.split(".", 1)[1]: value}]}}
+    else:
+        raw = {section: {name: value, **({"arch": arch} if arch else {})}}
+    try:
+        cfg = from_dict(raw)
+    except ConfigError as e:
+        message = str(e)
+        assert _is_one_line(message) and key in message, message
+        in_type = isinstance(value, tp) or (tp is float and isinstance(value, int))
+        if in_type and not range_of(key).admits(value):
+            assert f"{key}: expected {range_of(key).expected()}, got" in message, message
+        return
+    assert range_of(key).admits(value), f"{key} = {value!r} accepted outside its range"
+    if tp is int:
+        assert value <= int_limit(key)
+    held = cfg.data.sources[0] if "sources" in key else getattr(cfg, section)
+    assert getattr(held, key.rsplit(".", 1)[1]) == value
+
+
+def test_a_weight_below_its_range_states_the_range() -> None:
+    with pytest.raises(ConfigError, match=r"data\.sources\[1\]\.weight: expected 0 < value <= "
+                                          r"1000, got -1"):
+        from nmt.config import from_dict
+
+        from_dict({"data": {"sources": [{"corpus": "a", "weight": -1}]}})

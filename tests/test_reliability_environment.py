@@ -4,11 +4,16 @@ use (its affinity, not the machine's count)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nmt.errors import NmtError
 from nmt.files import user_path
@@ -62,3 +67,96 @@ def test_threads_are_counted_against_the_cpus_the_process_may_use() -> None:
                        "thread 1")
     assert exact == "None 1"
     assert counts == "1 1"
+
+
+# --- every environment variable nmt reads --------------------------------------------------------
+
+
+def _readers() -> dict[str, Callable[[], object]]:
+    """Each variable of nmt.environment.VARIABLES -> the code of nmt that reads it."""
+    from nmt import device
+    from nmt.data import download
+    from nmt.training import command, distributed
+
+    def bf16() -> object:
+        device.cpu_bf16_units.cache_clear()
+        return device.cpu_bf16_units()
+
+    launcher = {name: (lambda name=name: distributed.launcher_int(name, 1, 0, 64))
+                for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_PORT")}
+    return {"NMT_CPU_BF16": bf16, "NMT_NO_PROGRESS": lambda: command.TerminalDisplay(print),
+            "NMT_DATA_DIR": download.default_data_dir,
+            "NMT_DATA_MIRROR": lambda: download.resolve_source(None),
+            "NMT_CORPUS_SHA256": download.expected_digest,
+            "MASTER_ADDR": lambda: distributed.launcher_variable("MASTER_ADDR"), **launcher}
+
+
+def test_nmt_reads_the_environment_in_one_place() -> None:
+    """No module of nmt reads an environment variable but nmt/environment.py, and every
+    variable it declares has a reader in the test below: a new variable is covered."""
+    from nmt.environment import VARIABLES
+
+    reads = re.compile(r"os\.environ\.get|os\.getenv|os\.environ\[|environ\.get\(")
+    found = [f"{p}:{n}" for p in (REPO / "nmt").rglob("*.py") if p.name != "environment.py"
+             for n, line in enumerate(p.read_text().splitlines(), 1) if reads.search(line)]
+    assert found == []
+    assert set(_readers()) == set(VARIABLES)
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+               max_size=70)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(sorted(_readers())),
+       value=st.one_of(TEXT, st.sampled_from(["0", "1", " 1", "yes", "true", "2", "-1", "",
+                                              "a" * 64, "0" * 64 + " ", "~nosuchuser/x"])))
+def test_any_value_of_any_variable_is_accepted_or_one_line_naming_it(name: str,
+                                                                      value: str) -> None:
+    from nmt.environment import VARIABLES
+    from nmt.errors import ConfigError
+
+    with mock.patch.dict(os.environ, {name: value}):
+        try:
+            _readers()[name]()
+        except NmtError as e:
+            message = str(e)
+            assert "\n" not in message and name in message, message
+            if isinstance(e, ConfigError) and message.startswith(f"{name}="):
+                assert not VARIABLES[name].accepts(value) or VARIABLES[name].expected \
+                    not in message
+            return
+    assert value == "" or VARIABLES[name].accepts(value)
+
+
+@pytest.mark.parametrize("value", ["yes", "true", "2", " 1", "1 ", "on"])
+def test_a_bf16_switch_that_is_neither_0_nor_1_is_refused(value: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from nmt.device import cpu_bf16_units
+    from nmt.errors import ConfigError
+
+    monkeypatch.setenv("NMT_CPU_BF16", value)
+    cpu_bf16_units.cache_clear()
+    with pytest.raises(ConfigError) as e:
+        cpu_bf16_units()
+    cpu_bf16_units.cache_clear()
+    assert str(e.value) == (f"NMT_CPU_BF16={value!r}: expected 0 (compute in fp32 on this CPU) "
+                            "or 1 (compute in bf16: it has bf16 units)")
+
+
+def test_the_log_says_the_users_variable_decided(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from nmt.device import cpu_bf16_units, precision_said
+
+    monkeypatch.setenv("NMT_CPU_BF16", "0")
+    cpu_bf16_units.cache_clear()
+    assert precision_said(torch.device("cpu"), "auto") == "precision: fp32 (NMT_CPU_BF16=0)"
+
+
+def test_a_bad_variable_is_one_line_from_the_command_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "nmt", "translate", "--run", str(tmp_path),
+                           "Hello."], capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "NMT_CPU_BF16": "yes"})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: NMT_CPU_BF16='yes': expected 0"), done.stderr

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -266,18 +265,17 @@ def test_corpus_and_cache_follow_the_umask(tiny_corpus_zip: Path, tiny_corpus_sh
 
 def test_parts_left_by_a_killed_extraction_are_removed(tmp_path: Path,
                                                        no_network: None) -> None:
-    import nmt.files as files
+    from test_reliability_leftovers import held_by_another_process
 
     data = tmp_path / "data"
     (data / "fra-eng").mkdir(parents=True)
-    stale = data / "fra-eng" / ".part-abc123"
+    stale = data / "fra-eng" / ".part-abc123"  # no writer holds it
     stale.write_bytes(b"x" * 1000)
-    os.utime(stale, (files._STARTED - 60, files._STARTED - 60))
     fresh = data / "fra-eng" / ".part-now"  # another process extracting right now: kept
     fresh.write_bytes(b"y")
-    os.utime(fresh, (time.time() + 60, time.time() + 60))
-    ensure_corpus(data, str(_zip(tmp_path / "fra-eng.zip")), expected_sha256=DIGEST,
-                  log=lambda s: None)
+    with held_by_another_process(fresh):
+        ensure_corpus(data, str(_zip(tmp_path / "fra-eng.zip")), expected_sha256=DIGEST,
+                      log=lambda s: None)
     assert not stale.exists() and fresh.exists()
 
 

@@ -21,7 +21,6 @@ import mmap
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,7 @@ from nmt.data.normalize import special_casing
 from nmt.data.spool import text_hash
 from nmt.data.tokenizers import SPECIALS, UNK_ID, Tokenizer, load_tokenizer
 from nmt.errors import DataError, first_line, os_reason, write_errors
-from nmt.files import make_dirs, path_problem, umask_mode
+from nmt.files import Temporary, make_dirs, path_problem
 
 CACHE_VERSION = 3  # the layout of meta.json and the files; bump when it changes
 KEY_VERSION = 2  # in the key: bump when the prepared pairs change meaning (a new cache for all)
@@ -155,31 +154,38 @@ def building(cache_dir: Path, replace: bool = True) -> Iterator[Path]:
     made = not cache_dir.parent.exists()  # removed again if nothing is put in it
     make_dirs(cache_dir.parent)
     with write_errors(str(cache_dir)):
-        tmp = Path(tempfile.mkdtemp(dir=cache_dir.parent, prefix=f".{cache_dir.name}-"))
+        held = _temporary(cache_dir, "")
         try:
-            os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes it 0700: a shared data dir breaks
+            tmp = held.path
             (tmp / WORK).mkdir()
             yield tmp
             shutil.rmtree(tmp / WORK)
             _install(tmp, cache_dir, replace)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            held.cleanup()
             if made:
                 with contextlib.suppress(OSError):  # not empty: another cache is in it
                     cache_dir.parent.rmdir()
 
 
 WORK = "work"
+# what a cache's temporary folders are called in cache/: ".KEY-XXXX" (16 hex digits of key)
+TEMPORARY_KIND = "." + "[0-9a-f]" * 16 + "-*"
+
+
+def _temporary(cache_dir: Path, what: str) -> Temporary:
+    """A held temporary folder beside ``cache_dir`` (``.KEY-XXXX``, ``.KEY-old-XXXX``); the
+    ones killed preparations of any key left are removed first (:class:`nmt.files.Temporary`)."""
+    return Temporary(cache_dir.parent, f".{cache_dir.name}-{what}", kind=TEMPORARY_KIND)
 
 
 def _install(tmp: Path, cache_dir: Path, replace: bool) -> None:
     if cache_dir.exists() and not replace:  # another process built it first: keep theirs
         return
-    if cache_dir.exists():  # a rebuild: replace it
-        old = cache_dir.with_name(f".{cache_dir.name}-old-{os.getpid()}")
-        with contextlib.suppress(FileNotFoundError):  # another rebuild moved it first
-            os.replace(cache_dir, old)
-        shutil.rmtree(old, ignore_errors=True)
+    if cache_dir.exists():  # a rebuild: replace it, removed from a held folder
+        with _temporary(cache_dir, "old-") as old:
+            with contextlib.suppress(FileNotFoundError):  # another rebuild moved it first
+                os.replace(cache_dir, old / "cache")
     try:
         os.replace(tmp, cache_dir)
     except OSError as e:

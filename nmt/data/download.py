@@ -18,9 +18,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import re
 import stat
-import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -31,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from nmt import environment
 from nmt.errors import DataError, os_reason
-from nmt.files import make_dirs, path_problem, remove_stale_files, umask_mode, user_path
+from nmt.files import Temporary, make_dirs, path_problem, umask_mode, user_path
 
 CORPUS_URL = "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
 CORPUS_SHA256 = "0bb85dbaa1c896844649094d7eaf2e34bee34e84fe362b26ce7e8f2e12aae104"  # fra.txt
@@ -82,7 +81,7 @@ HINT = hint()
 
 def default_data_dir() -> Path:
     """``$NMT_DATA_DIR`` or ``./data``."""
-    return Path(os.environ.get("NMT_DATA_DIR") or "data")
+    return Path(environment.read("NMT_DATA_DIR") or "data")
 
 
 def expected_digest(archive: Archive = FRA_ENG) -> str | None:
@@ -90,11 +89,7 @@ def expected_digest(archive: Archive = FRA_ENG) -> str | None:
     corpus version, test corpora) or the published digest; for another pair none."""
     if archive != FRA_ENG:
         return archive.sha256
-    digest = os.environ.get("NMT_CORPUS_SHA256") or CORPUS_SHA256
-    if not re.fullmatch(r"[0-9a-fA-F]{64}", digest):
-        raise DataError(f"NMT_CORPUS_SHA256={digest!r:.80}: expected a SHA-256 digest (64 "
-                        "hexadecimal digits), or unset it for the published corpus")
-    return digest.lower()
+    return (environment.read("NMT_CORPUS_SHA256") or CORPUS_SHA256).lower()
 
 
 def corpus_path(data_dir: Path, archive: Archive = FRA_ENG) -> Path:
@@ -142,8 +137,8 @@ def ensure_corpus(
     where = resolve_source(source, archive)
     make_dirs(data_dir, "--data-dir")
     if where.startswith(("http://", "https://")):
-        with tempfile.TemporaryDirectory(dir=data_dir, prefix=".download-") as tmp:
-            zip_path = Path(tmp) / archive.zip_name
+        with Temporary(data_dir, ".download-") as tmp:
+            zip_path = tmp / archive.zip_name
             _download(where, zip_path, archive, log=log, progress=progress)
             extract_corpus(zip_path, data_dir, digest, label=where, archive=archive)
     else:
@@ -161,7 +156,7 @@ def resolve_source(source: str | None, archive: Archive = FRA_ENG) -> str:
 
     A mirror directory is searched for the archive's own ``NAME.zip``; a mirror that is one zip
     file serves the built-in corpus, and another pair only when it has that pair's name."""
-    mirror = os.environ.get("NMT_DATA_MIRROR")
+    mirror = environment.read("NMT_DATA_MIRROR")
     for value, name in ((source, "--source"), (mirror, "NMT_DATA_MIRROR")):
         if not value:
             continue
@@ -280,26 +275,26 @@ def extract_corpus(archive_path: Path, data_dir: Path, digest: str | None,
             text_entry, about_entry = _entries(by_name, archive, label)
             out_dir = Path(data_dir) / archive.name
             make_dirs(out_dir)
-            remove_stale_files(out_dir, f"{PART_PREFIX}*")  # left by a killed extraction
-            staged: list[tuple[Path, Path]] = []
+            staged: list[tuple[Temporary, Path]] = []
             try:  # the text last: its presence means done
                 for name in (about_entry, text_entry):
                     if name is None:
                         continue
-                    fd, tmp_name = tempfile.mkstemp(dir=out_dir, prefix=PART_PREFIX)
-                    os.fchmod(fd, umask_mode(0o666))  # as any extracted file, not mkstemp's 0600
-                    tmp = Path(tmp_name)
+                    # held while written; those a killed extraction left are removed
+                    tmp = Temporary(out_dir, PART_PREFIX, folder=False)
                     staged.append((tmp, out_dir / Path(name).name))
+                    fd = os.open(tmp.path, os.O_WRONLY)
+                    os.fchmod(fd, umask_mode(0o666))  # as any extracted file, not mkstemp's 0600
                     with os.fdopen(fd, "wb") as dst, z.open(by_name[name]) as src:
                         found = _copy_limited(src, dst, name, label)
                     if name == text_entry and digest is not None and found != digest:
                         raise DataError(f"{label}: wrong content: SHA-256 of {text_entry} is "
                                         f"{found}, expected {digest}")
                 for tmp, final in staged:
-                    os.replace(tmp, final)
+                    os.replace(tmp.path, final)
             finally:
                 for tmp, _ in staged:
-                    tmp.unlink(missing_ok=True)
+                    tmp.cleanup()
     except OSError as e:
         raise DataError(f"{label}: cannot extract into {data_dir} ({e.strerror or e})") from None
     return corpus_path(data_dir, archive)

@@ -20,6 +20,7 @@ config checks ``data.filters`` with :func:`parse`.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import unicodedata
 from collections.abc import Callable
@@ -157,31 +158,73 @@ def script(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool
 
 
 @dataclass(frozen=True)
+class Kind:
+    """What a filter's parameter is, and the values that mean something: a share of a side lies
+    in (0, 1] (or below 1, when the filter removes what exceeds it: more than all is nothing),
+    a ratio of lengths is at least 1 (every side is once as long as itself), a count of
+    repetitions or characters is a whole number of at least 2 (one is every character)."""
+
+    name: str  # "a share", "a ratio", "a count"; "" for a filter that takes no value
+    low: float
+    high: float
+    high_included: bool = True
+    whole: bool = False
+
+    def expected(self) -> str:
+        """The range in words, for a message."""
+        if self.whole:
+            return f"{self.name}, a whole number from {self.low:,.0f} to {self.high:,.0f}"
+        if self.high == float("inf"):
+            return f"{self.name} >= {self.low:g}"
+        return f"{self.name}, {self.low:g} < N {'<=' if self.high_included else '<'} {self.high:g}"
+
+    def admits(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        if self.whole:
+            return value == int(value) and self.low <= value <= self.high
+        if self.high == float("inf"):
+            return self.low <= value < self.high
+        return self.low < value and (value <= self.high if self.high_included
+                                     else value < self.high)
+
+
+NO_VALUE = Kind("", 1, 1)
+SHARE = Kind("a share", 0, 1)
+SHARE_EXCEEDED = Kind("a share", 0, 1, high_included=False)
+RATIO = Kind("a ratio", 1, float("inf"))
+COUNT = Kind("a count", 2, 2**31 - 1, whole=True)
+
+
+@dataclass(frozen=True)
 class Filter:
     check: Callable[[str, str, Language, Language, float], bool]  # True: remove the pair
     default: float  # the parameter when none is given (1 for filters without one)
     what: str  # what it removes, for docs and --help
+    kind: Kind = NO_VALUE  # what its parameter is
 
 
 # name -> filter, in the order they are tried (a pair is counted under the first that removes it)
 FILTERS: dict[str, Filter] = {
     "identical": Filter(identical, 1, "the same text on both sides"),
-    "chars": Filter(chars, 1000, "a side over N characters"),
+    "chars": Filter(chars, 1000, "a side over N characters", COUNT),
     "ratio": Filter(ratio, 3.0, "a side over N times as long as the other (pairs over "
-                                f"{RATIO_FLOOR} words)"),
+                                f"{RATIO_FLOOR} words)", RATIO),
     "digits": Filter(digits, 1, "numbers that differ between the sides"),
-    "repeated_chars": Filter(repeated_chars, 10, "a character N times in a row"),
-    "repeated_words": Filter(repeated_words, 5, "a word N times in a row"),
-    "nonalnum": Filter(nonalnum, 0.5, "over a share N of a side neither letters nor digits"),
+    "repeated_chars": Filter(repeated_chars, 10, "a character N times in a row", COUNT),
+    "repeated_words": Filter(repeated_words, 5, "a word N times in a row", COUNT),
+    "nonalnum": Filter(nonalnum, 0.5, "over a share N of a side neither letters nor digits",
+                       SHARE_EXCEEDED),
     "brackets": Filter(brackets, 1, "brackets or quotes that do not pair up on a side"),
     "url": Filter(url, 1, "a side that is only a web or e-mail address or a file path"),
-    "script": Filter(script, 0.5, "under a share N of a side's letters in its script"),
+    "script": Filter(script, 0.5, "under a share N of a side's letters in its script", SHARE),
 }
 
 
 def parse(spec: str) -> dict[str, float]:
     """``data.filters`` (a comma list, see the module docstring) -> filter name -> parameter,
-    in :data:`FILTERS`' order. A ValueError says what is wrong."""
+    in :data:`FILTERS`' order. A ValueError says what is wrong: a parameter outside its
+    filter's :class:`Kind` is refused, naming the range."""
     items = [item.strip() for item in spec.split(",")]
     chosen: dict[str, float] = {}
     for i, item in enumerate(items):
@@ -200,12 +243,15 @@ def parse(spec: str) -> dict[str, float]:
                 raise ValueError(f"{item!r:.40}: a filter taken away takes no value")
             chosen.pop(name, None)
             continue
+        kind = FILTERS[name].kind
+        if value and kind is NO_VALUE:
+            raise ValueError(f"{item!r:.40}: {name} takes no value (write {name})")
         try:
             parameter = float(value) if value else FILTERS[name].default
         except ValueError:
-            raise ValueError(f"{item!r:.40}: expected NAME=NUMBER") from None
-        if not 0 < parameter < float("inf"):
-            raise ValueError(f"{item!r:.40}: expected a positive number")
+            raise ValueError(f"{item!r:.40}: expected {name}=N, N {kind.expected()}") from None
+        if value and not kind.admits(parameter):
+            raise ValueError(f"{item!r:.40}: expected {name}=N, N {kind.expected()}")
         chosen[name] = parameter
     return {name: chosen[name] for name in FILTERS if name in chosen}
 

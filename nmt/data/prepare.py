@@ -32,6 +32,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
+import shutil
 import time
 import zipfile
 from collections import Counter
@@ -73,7 +75,7 @@ from nmt.data.tokenizers import (
     Tokenizer,
     WordTokenizer,
 )
-from nmt.errors import DataError
+from nmt.errors import ConfigError, DataError
 
 
 def prepare(
@@ -525,6 +527,7 @@ def build_cache(
                     yield from spool.indices("train", first, end)
                 yield from at_positions(spool.indices("train", first, end), sample)
 
+        check_weights(data, before, after)
         sources: list[dict[str, Any]] = []
         for n, (part, own) in enumerate(sourced):
             sources.append({**part.identity(), "read": own.counts["read"],
@@ -540,6 +543,8 @@ def build_cache(
             log(f"case augmentation: none, {language(cfg.source).name} is written without "
                 "letter case")
             picked = picked[:0]
+        check_disk(tmp, cache_dir, sum(after) + len(picked), spool, tok,
+                   itertools.islice(pairs(mix()), DISK_SAMPLE), log)
         writers = {k: SplitWriter(tmp, k, tok) for k in SPLITS}
         for triple in pairs(mix()):
             writers["train"].add(*triple)
@@ -582,6 +587,62 @@ def build_cache(
     prepared = load_cache(cache_dir)
     prepared.identity = record(data, meta)
     return prepared
+
+
+def check_weights(data: Data, before: Sequence[int], after: Sequence[int]) -> None:
+    """A source whose weight leaves none of its training pairs is refused, naming the smallest
+    weight that keeps one: its pairs would otherwise go only to valid and test, and its licence
+    be listed for a model that never saw it (``data.corpus`` alone has no weight)."""
+    if not data.parts:
+        return
+    for n, (part, was, now) in enumerate(zip(data.parts, before, after, strict=True), 1):
+        if was and not now:
+            raise ConfigError(f"data.sources[{n}].weight: {part.source.weight:g} x {was:,} "
+                              f"training pairs of {part.source.label} leaves none; expected at "
+                              f"least {smallest_weight(was):g}, which keeps one")
+
+
+def smallest_weight(pairs: int) -> float:
+    """A weight of three significant digits, no less than ``1 / pairs``: one of ``pairs``
+    training pairs kept."""
+    step = 10.0 ** (math.floor(math.log10(1 / pairs)) - 2)
+    return math.ceil(1 / pairs / step) * step
+
+
+DISK_SAMPLE = 2000  # training pairs encoded to measure what a pair takes in the cache
+DISK_MARGIN = 1.25  # and a quarter more, as the rest of the split may run longer
+
+
+def check_disk(tmp: Path, cache_dir: Path, n_train: int, spool: PairSpool, tok: Tokenizer,
+               sample: Iterable[tuple[str, str, str]], log: Callable[[str], None]) -> None:
+    """Say the training split's size and the disk it needs before it is written, and refuse
+    what the disk cannot hold: a pair's bytes are measured on ``sample`` (its text in the three
+    text files, its ids, offsets and source hash) with :data:`DISK_MARGIN`; the held-out
+    splits are counted from the spool's pairs at the same rate."""
+    pairs = list(sample)
+    if not pairs:
+        return
+    text = sum(len(s.encode()) + len(t.encode()) + len(r.encode()) + 3 for s, t, r in pairs)
+    ids = sum(map(len, tok.encode_src_batch([s for s, _, _ in pairs])))
+    ids += sum(map(len, tok.encode_tgt_batch([t for _, t, _ in pairs])))
+    per_pair = DISK_MARGIN * (text + 4 * ids) / len(pairs) + 2 * 8 + 8
+    need = int(per_pair * (n_train + len(spool)))
+    free = shutil.disk_usage(tmp).free
+    log(f"training split: {n_train:,} pairs, about {_bytes(need)} on disk with valid and test "
+        f"({_bytes(free)} free)")
+    if need > free:
+        raise DataError(f"{cache_dir}: the cache needs about {_bytes(need)} ({n_train:,} "
+                        f"training pairs), but {_bytes(free)} is free on its disk; lower the "
+                        "weights of data.sources, data.case_augment or data.max_pairs, or free "
+                        "space")
+
+
+def _bytes(n: float) -> str:
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if n < 1000:
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:,.3g} TB"
 
 
 def record(data: Data, meta: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.errors import ConfigError, NmtError
 from nmt.export.model_card import card_markdown, model_card
+from nmt.files import Temporary
 
 if TYPE_CHECKING:
     from nmt.config import Config, DataConfig
@@ -135,8 +136,8 @@ def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
     target = replaceable_output(output, where, overwrite, why_not_a_package,
                                 "a package nmt export wrote")
     name = package_name(run)
-    with tempfile.TemporaryDirectory(prefix="nmt-argos-") as tmp:
-        root = Path(tmp) / name
+    with Temporary(Path(tempfile.gettempdir()), "nmt-argos-") as tmp:
+        root = tmp / name
         export_run(run, root / "model", quantization, add_source_eos=True,  # Argos adds none
                    where=where, with_checkpoint=with_checkpoint)  # model/nmt-run: Argos
         # and CTranslate2 read only the files they know

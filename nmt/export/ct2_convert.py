@@ -38,7 +38,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import shutil
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +59,7 @@ from nmt.export.ct2_directory import (
     replace_dir,
     run_export,
     run_export_where,
+    temporary_export,
     vocabulary,
     why_not_an_export,
 )
@@ -322,7 +322,8 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
     }
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        held = temporary_export(target)
+        tmp = held.path / target.name  # in the held folder: the converter makes it anew
     except OSError as e:
         raise NmtError(f"{where}: cannot write ({os_reason(e)})") from None
     try:
@@ -338,12 +339,9 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
             write_run_copy(run, tmp)
         replace_dir(tmp, target)
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise NmtError(f"{where}: cannot write ({os_reason(e)})") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     finally:
+        held.cleanup()
         model.train(was_training)
     return output
 

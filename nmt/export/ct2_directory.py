@@ -7,14 +7,15 @@ the CTranslate2 path, which does not import it.
 from __future__ import annotations
 
 import fnmatch
+import glob
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from nmt.data.tokenizers import SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, DataError
+from nmt.files import Temporary
 from nmt.runs.portable import META_FILE as META_FILE  # the metadata's name, shared with --from
 from nmt.runs.portable import RUN_COPY  # the folder --with-checkpoint adds to an export
 
@@ -83,18 +84,25 @@ def why_not_an_export(path: Path) -> str | None:
 def replace_dir(new: Path, target: Path) -> None:
     """Rename ``new`` to ``target``; an existing ``target`` is moved aside first and removed
     only once the new one is in place."""
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old.{os.getpid()}")
-        os.replace(target, old)
-    try:
+    if not target.exists():
         os.replace(new, target)
-    except OSError:
-        if old is not None:
+        return
+    with temporary_export(target, "old.") as aside:  # removed whatever happens
+        old = aside / target.name
+        os.replace(target, old)
+        try:
+            os.replace(new, target)
+        except OSError:
             os.replace(old, target)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+            raise
+
+
+def temporary_export(target: Path, what: str = "") -> Temporary:
+    """A held temporary folder beside the export ``target`` (``.NAME.XXXX.tmp``, and
+    ``.NAME.old.XXXX.tmp`` for the export it replaces); those a killed export of ``target``
+    left are removed first (:class:`nmt.files.Temporary`)."""
+    return Temporary(target.parent, f".{target.name}.{what}", ".tmp",
+                     kind=f".{glob.escape(target.name)}.*.tmp")
 
 
 class RunExport(NamedTuple):

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from nmt.errors import CheckpointError, first_line, os_reason
-from nmt.files import atomic_write_bytes, path_problem, remove_stale_temp_files
+from nmt.files import atomic_write_bytes, path_problem
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -44,10 +44,9 @@ FORMAT = "nmt-checkpoint-1"
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` (see module docstring) atomically to ``path``.
 
-    Temporary files of this name left by an earlier process (killed during a write, so it could
-    not clean up) are removed first; a running process never leaves one behind.
+    Temporary files of this name that a killed writer left are removed first
+    (:func:`nmt.files.atomic_write_bytes`); a running writer's is not.
     """
-    remove_stale_temp_files(path)
     payload = {"format": FORMAT, **payload}
     atomic_write_bytes(path, lambda f: torch.save(payload, f))
 

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from nmt.errors import CheckpointError
+from nmt.files import Temporary
 
 if TYPE_CHECKING:
     from nmt.runs.loading import LoadedRun
@@ -70,7 +71,7 @@ def exported_run_name(run_copy: Path) -> str:
     return name if isinstance(name, str) else ""
 
 
-def open_run_copy(package: Path, where: str) -> tuple[Path, tempfile.TemporaryDirectory[str]]:
+def open_run_copy(package: Path, where: str) -> tuple[Path, Temporary]:
     """The run copy of an ``.argosmodel`` file, unpacked into a temporary directory (kept as
     long as the returned object is). Only the members under ``*/model/nmt-run/`` are unpacked
     (and the export's ``nmt-export.json`` beside them), each name checked to stay inside it,
@@ -87,8 +88,8 @@ def open_run_copy(package: Path, where: str) -> tuple[Path, tempfile.TemporaryDi
             if sum(i.file_size for i in members) > MAX_COPY_BYTES:
                 raise CheckpointError(f"{where}: its checkpoint unpacks to more than "
                                       f"{MAX_COPY_BYTES // 2**30} GiB")
-            holder = tempfile.TemporaryDirectory(prefix="nmt-from-")
-            root = Path(holder.name) / RUN_COPY
+            holder = Temporary(Path(tempfile.gettempdir()), "nmt-from-")
+            root = holder.path / RUN_COPY
             meta = [i for i in z.infolist() if PurePosixPath(i.filename).parts[1:] == (
                 "model", META_FILE) and i.file_size < 2**20]
             if meta:  # beside the copy, as in an export: it names the exported run

@@ -3,11 +3,11 @@ show progress on the terminal, and draw the training curves when the run ends.""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nmt import environment
 from nmt.config import load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.runs.directory import check_run_name, config_for_resume
@@ -24,11 +24,7 @@ class TerminalDisplay(Display):
         self.log = log
         self.bar: Any = None  # made at the first step: ranks other than 0 never show one
         self.epoch = -1
-        off = os.environ.get("NMT_NO_PROGRESS", "")
-        if off not in ("", "0", "1"):
-            raise ConfigError(f"NMT_NO_PROGRESS={off!r:.40}: expected 1 (a line every log_every "
-                              "steps instead of a progress bar) or 0")
-        self.off = off == "1"
+        self.off = environment.read("NMT_NO_PROGRESS") == "1"
 
     def step(self, epoch: int, step_in_epoch: int, steps_in_epoch: int,
              record: dict[str, Any] | None) -> None:

@@ -5,11 +5,11 @@ With one process (the usual case) every helper is a no-op, so the loop has no sp
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import torch
 
+from nmt import environment
 from nmt.errors import ConfigError, NmtError, first_line
 
 
@@ -31,7 +31,7 @@ LAUNCHER = "set by torchrun; launch with `torchrun --nproc_per_node N -m nmt tra
 def launcher_variable(name: str) -> str:
     """The environment variable ``name``, which a run of several processes needs (a one-line
     error naming it when it is unset or empty)."""
-    text = os.environ.get(name)
+    text = environment.read(name)
     if not text:
         raise ConfigError(f"{name}: not set, but WORLD_SIZE is more than 1 ({LAUNCHER})")
     return text
@@ -41,7 +41,7 @@ def launcher_int(name: str, default: int | None, least: int, most: int) -> int:
     """The whole number in the environment variable ``name`` (``default`` when unset or empty;
     None: it must be set), from ``least`` to ``most``, or a one-line error naming the
     variable."""
-    text = os.environ.get(name, "")
+    text = environment.read(name) or ""
     if not text and default is not None:
         return default
     text = text or launcher_variable(name)  # unset: an error
