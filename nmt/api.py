@@ -5,6 +5,8 @@
   CTranslate2 export (``engine="ctranslate2"``, or ``model=DIR``);
 - :func:`translate_lines`: sentences, a file or stdin in, translations out (a file written
   atomically, a callback, or a returned list);
+- :func:`translate_file`: a PO or XLIFF file's untranslated strings filled
+  (:mod:`nmt.localisation`);
 - :func:`score` and :func:`score_examples`: ``nmt bleu`` and ``nmt bleu --examples``;
 - :func:`export`: ``nmt export --to TARGET`` through the registry of :mod:`nmt.export`;
 - :func:`backtranslate`: ``nmt backtranslate``, synthetic pairs from monolingual text.
@@ -30,6 +32,7 @@ from nmt.errors import ConfigError, DataError, NmtError
 if TYPE_CHECKING:
     from nmt.config import Config
     from nmt.evaluate import BleuReport, ScoredRun
+    from nmt.localisation import Filled
     from nmt.translation.backtranslate import BackTranslated
     from nmt.translation.translator import StreamTranslator
 
@@ -213,6 +216,60 @@ def translate_lines(
                                         on_truncate=truncated)
             out.flush()
     return None
+
+
+def translate_file(
+    translator: StreamTranslator | Callable[[], StreamTranslator],
+    input: Path | str, output: Path | str, *, format: str | None = None,  # noqa: A002
+    check: Callable[[str, str], bool] | None = None, warn: Callable[[str], None] = _say,
+) -> Filled:
+    """``nmt translate --input FILE --output FILE`` for localisation files: the untranslated
+    strings of the PO or XLIFF 1.2 file ``input`` filled and marked for review, the whole file
+    written to ``output`` atomically (never the input itself). ``format``: po, xliff or text
+    (default: from the extension; text is :func:`translate_lines`). A translation that loses
+    a placeholder of a ``c-format``/``python-format`` entry, an inline tag, or that ``check``
+    (``check(source, translation) -> bool``) refuses, is left untranslated; ``warn`` gets a
+    line for each. ``translator`` may be a function that opens it, called only once the file
+    is read."""
+    from nmt.localisation import FORMATS, Filled, fill_file, format_of
+    from nmt.translation.translator import StreamTranslator, check_output_is_not_input
+
+    input_ = arguments.path(input, "input", optional=False)
+    output_ = arguments.path(output, "output", optional=False)
+    assert input_ is not None and output_ is not None
+    if format is not None:
+        arguments.choice(format, "format", FORMATS)
+    if not (callable(translator) or hasattr(translator, "translate_stream")):
+        raise TypeError(f"translator: expected a translator (open_translator) or a function "
+                        f"that opens one, got {translator!r:.60}")
+    if check is not None and not callable(check):
+        raise TypeError(f"check: expected a function (source, translation) -> bool, got "
+                        f"{check!r:.60}")
+    kind = format_of(input_, format)
+    if kind == "text":
+        translate_lines(translator, input=input_, output=output_, warn=warn)
+        return Filled("text")
+    check_output_is_not_input(output_, input_, None)
+    opened: list[StreamTranslator] = []
+
+    def engine() -> StreamTranslator:
+        if not opened:
+            opened.append(translator if isinstance(translator, StreamTranslator)
+                          else translator())
+        return opened[0]
+
+    def translate(texts: list[str]) -> list[str]:
+        out: list[str] = []
+        engine().translate_stream(texts, out.append, on_truncate=lambda i, n, limit: warn(
+            f"warning: --input {input_}: a string of {n} source tokens, cut to {limit}"))
+        return out
+
+    filled = fill_file(input_, output_, translate, format=kind, check=check,
+                       language=lambda: engine().target_lang, name=f"--input {input_}",
+                       output_name=f"--output {output_}")
+    for message in filled.messages:
+        warn(message)
+    return filled
 
 
 @dataclass

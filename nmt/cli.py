@@ -314,8 +314,15 @@ def translate(
     engine: EngineOpt = None,
     model: ModelDirOpt = None,
     compute_type: ComputeTypeOpt = "default",
+    format_: Annotated[
+        str | None,
+        typer.Option("--format", help="Of --input: po (gettext), xliff (1.2) or text; default "
+                     "from its extension (.po/.pot, .xlf/.xliff, else text). A PO or XLIFF "
+                     "file's untranslated strings are filled, marked for review, into --output."),
+    ] = None,
 ) -> None:
-    """Translate from the run's source language into its target, a line out per line in."""
+    """Translate from the run's source language into its target, a line out per line in (or
+    the untranslated strings of a PO or XLIFF file)."""
     fast_exit.allow()  # reads a model, writes text: no teardown needed
     from nmt.api import engine_of, open_translator, translate_lines
 
@@ -335,9 +342,37 @@ def translate(
     if attention is not None:  # one sentence argument (checked above), then its picture
         _translate_attention(open_(), sentences, output, attention)
         return
+    if format_ is not None:
+        from nmt.arguments import choice
+        from nmt.localisation import FORMATS
+
+        choice(format_, "--format", FORMATS)
+    if (format_ or _format_of(input_)) != "text":
+        _translate_file(open_, input_, output, format_)
+        return
     # the inputs are checked (and opened) before open_ loads the model
     translate_lines(open_, sentences or None, input=input_, output=output, stream=sys.stdout,
                     warn=_warn)
+
+
+def _format_of(path: Path | None) -> str:
+    from nmt.localisation import format_of
+
+    return format_of(path, None)
+
+
+def _translate_file(open_: Callable[[], Any], input_: Path | None, output: Path | None,
+                    format_: str | None) -> None:
+    """``nmt translate --input FILE.po --output OUT.po``: a localisation file filled."""
+    from nmt.api import translate_file
+
+    if input_ is None or output is None:
+        raise DataError("--format: a PO or XLIFF file is read from --input FILE and written to "
+                        "--output FILE")
+    filled = translate_file(open_, input_, output, format=format_, warn=_warn)
+    if filled.format != "text":
+        _warn(f"--output {output}: {filled.filled} strings filled and marked for review"
+              + (f", {filled.left} left untranslated" if filled.left else ""))
 
 
 def _warn(message: str) -> None:

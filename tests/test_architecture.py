@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("command line", ("nmt.__main__", "nmt.cli")),
     ("Python API", ("nmt.api",)),
+    ("localisation files", ("nmt.localisation",)),
     ("export", ("nmt.export",)),
     ("training", ("nmt.training",)),
     ("scoring", ("nmt.evaluate",)),

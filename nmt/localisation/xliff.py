@@ -1,0 +1,268 @@
+"""XLIFF 1.2 files, read with the standard library's expat parser: the untranslated units
+filled, every other byte of the file kept.
+
+Rules (what CAT tools such as OmegaT, Okapi and Trados expect of machine output):
+
+- A ``<trans-unit>`` is filled when it has no ``<target>`` or an empty one; a unit marked
+  ``translate="no"`` (or in a ``<group>`` so marked), one with a ``<seg-source>`` and one whose
+  target has any text are left as they are. ``<note>``s, ``<alt-trans>`` and everything
+  outside the filled targets stay byte for byte.
+- A target nmt writes is ``state="needs-review-translation"`` with
+  ``state-qualifier="mt-suggestion"``: a translator reviews it. It goes right after
+  ``</source>``, indented as the source; an empty target is replaced and keeps its other
+  attributes.
+- Inline tags: ``<g>`` and ``<mrk>`` wrap text, so their start and end tags travel in the text
+  given to the translator; ``<x/>``, ``<bx/>``, ``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept>`` and
+  ``<it>`` travel whole, as written. A translation must give back every one of them, with the
+  wrapping tags well nested, or the unit is left untranslated and reported.
+- Safety: the file is read whole within a bound (:func:`nmt.localisation.read_file`), and a
+  document type declaration is refused, so no entity can be declared, let alone expanded
+  (billion laughs, external entities). Only UTF-8 (or ASCII) files are read; XLIFF 2 is not.
+
+Why not a library: translate-toolkit's ``translate.storage.xliff`` reads XLIFF well but is
+GPL-licensed (nmt is MIT) and rewrites the whole document through lxml; what nmt needs (find
+the units, splice targets in) is this module.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from xml.parsers import expat
+from xml.sax.saxutils import escape, quoteattr
+
+from nmt.errors import DataError
+from nmt.localisation.filled import Filled, NamedCheck
+from nmt.localisation.layout import Translate, translate_texts
+
+STATE = ("state", "needs-review-translation")
+STATE_QUALIFIER = ("state-qualifier", "mt-suggestion")
+WRAPPING = {"g", "mrk"}  # inline elements around text: their tags travel one by one
+_ENCODINGS = {"utf-8", "utf8", "us-ascii", "ascii"}
+
+
+@dataclass
+class _Event:
+    kind: str  # start, end, text or other
+    start: int  # byte offsets of what it covers in the document
+    end: int = 0
+    name: str = ""  # an element's local name
+    qname: str = ""  # as written, prefix and all
+    attributes: list[str] = field(default_factory=list)  # name, value, name, value...
+    text: str = ""
+    line: int = 0
+
+
+@dataclass
+class _Unit:
+    line: int
+    translate: bool  # not translate="no", nor in a group so marked
+    translated: bool = False  # its target has content
+    segmented: bool = False  # it has a <seg-source>
+    qname: str = ""  # of its <source>, for the target's prefix
+    insert_at: int = 0  # after </source>
+    indent: str = ""  # the whitespace before <source>
+    pieces: list[tuple[str, str]] = field(default_factory=list)  # (text|open|close|tag, ...)
+    target: _Event | None = None  # the empty target to replace
+    target_end: int = 0
+
+
+def fill(data: bytes, name: str, translate: Translate, language: Callable[[], str | None],
+         checks: Sequence[NamedCheck]) -> tuple[bytes, Filled]:
+    """The XLIFF 1.2 document ``data`` (``name`` in messages) with its untranslated units
+    filled (``language`` is not asked: an XLIFF file names its own target-language)."""
+    units = _units(_events(data, name), data, name)
+    report = Filled("xliff")
+    for unit in units:
+        if unit.segmented:
+            report.messages.append(f"{name}: line {unit.line}: a segmented unit "
+                                   "(<seg-source>), which nmt does not fill; left untranslated")
+            report.left += 1
+    todo = [u for u in units if not u.segmented]
+    sources = ["".join(text for _, text in u.pieces) for u in todo]
+    edits: list[tuple[int, int, bytes]] = []
+    for unit, source, out in zip(todo, sources, translate_texts(translate, sources),
+                                 strict=True):
+        content = _content(out, unit.pieces)
+        why = "its inline tags are not all kept" if content is None else next(
+            (why for why, check in checks if not check(source, out)), None)
+        if why is not None or not out.strip():
+            report.messages.append(f"{name}: line {unit.line}: {why or 'empty translation'}; "
+                                   "left untranslated")
+            report.left += 1
+            continue
+        edits.append(_target_edit(unit, content or ""))
+        report.filled += 1
+    for start, end, new in sorted(edits, reverse=True):
+        data = data[:start] + new + data[end:]
+    return data, report
+
+
+def _events(data: bytes, name: str) -> list[_Event]:
+    """What expat reports of ``data``, each event with the bytes it covers."""
+    parser = expat.ParserCreate()  # no namespace processing: names as written
+    parser.ordered_attributes = True
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    events: list[_Event] = []
+
+    def add(kind: str, **more: Any) -> None:
+        events.append(_Event(kind, parser.CurrentByteIndex, line=parser.CurrentLineNumber,
+                             **more))
+
+    def start(qname: str, attributes: list[str]) -> None:
+        add("start", name=qname.rpartition(":")[2], qname=qname, attributes=attributes)
+
+    def refuse_doctype(*_: Any) -> None:
+        raise DataError(f"{name}: line {parser.CurrentLineNumber}: a document type "
+                        "declaration; XLIFF needs none, and its entities are not expanded")
+
+    def declaration(version: str, encoding: str | None, standalone: int) -> None:
+        if encoding and encoding.lower() not in _ENCODINGS:
+            raise DataError(f"{name}: in {encoding}; only UTF-8 XLIFF is read (convert it)")
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = lambda qname: add("end", name=qname.rpartition(":")[2])
+    parser.CharacterDataHandler = lambda text: add("text", text=text)
+    parser.DefaultHandler = lambda _: add("other")
+    parser.CommentHandler = lambda _: add("other")
+    parser.ProcessingInstructionHandler = lambda *_: add("other")
+    parser.StartDoctypeDeclHandler = refuse_doctype
+    parser.EntityDeclHandler = refuse_doctype
+    parser.XmlDeclHandler = declaration
+    try:
+        parser.Parse(data, True)
+    except expat.ExpatError as e:
+        raise DataError(f"{name}: line {e.lineno}: not well-formed XML "
+                        f"({expat.ErrorString(e.code)})") from None
+    for event, following in zip(events, events[1:], strict=False):
+        event.end = following.start
+    if events:
+        events[-1].end = len(data)
+    return events
+
+
+def _units(events: list[_Event], data: bytes, name: str) -> list[_Unit]:
+    """The trans-units of the document that have text to translate and no translation."""
+    _check_root(events, name)
+    units: list[_Unit] = []
+    no_translate = [False]  # translate="no" of each open element, inherited
+    unit: _Unit | None = None
+    inside = ""  # "source" or "target" while in one
+    depth = 0  # elements open inside it
+    atomic: int | None = None  # where an inline element travelling whole starts
+    base = 0  # the depth it starts at
+    for i, event in enumerate(events):
+        if event.kind == "start":
+            translate = _attributes(event).get("translate")
+            no_translate.append(no_translate[-1] if translate is None else translate == "no")
+        elif event.kind == "end":
+            no_translate.pop()
+        step = {"start": 1, "end": -1}.get(event.kind, 0)
+        if unit is None:
+            if event.kind == "start" and event.name == "trans-unit":
+                unit = _Unit(event.line, translate=not no_translate[-1])
+        elif atomic is not None:  # inside <x/>, <ph>...</ph> in a source
+            depth += step
+            if depth == base:
+                unit.pieces.append(("tag", _markup(data, atomic, event.end)))
+                atomic = None
+        elif inside and event.kind == "end" and depth == 0:  # </source>, </target>
+            if inside == "source":
+                unit.insert_at = event.end
+            else:
+                unit.target_end = event.end
+            inside = ""
+        elif inside == "target":
+            unit.translated |= event.kind == "start" or bool(event.text.strip())
+            depth += step
+        elif inside == "source":
+            if event.kind == "text":
+                unit.pieces.append(("text", event.text))
+            elif event.kind == "start" and event.name not in WRAPPING:
+                atomic, base = event.start, depth
+            elif event.kind in ("start", "end"):
+                kind = "open" if event.kind == "start" else "close"
+                unit.pieces.append((kind, _markup(data, event.start, event.end)))
+            depth += step
+        elif event.kind == "start" and event.name in ("source", "target"):
+            inside, depth = event.name, 0
+            if event.name == "source":
+                unit.qname = event.qname
+                unit.indent = _space_before(events, i)
+            else:
+                unit.target = event
+        elif event.kind == "start" and event.name == "seg-source":
+            unit.segmented = True
+        elif event.kind == "end" and event.name == "trans-unit":
+            if unit.translate and not unit.translated and \
+                    any(kind == "text" and text.strip() for kind, text in unit.pieces):
+                units.append(unit)
+            unit = None
+    return units
+
+
+def _space_before(events: list[_Event], i: int) -> str:
+    """The whitespace right before event ``i`` (expat may report it in several pieces)."""
+    space = ""
+    while i > 0 and events[i - 1].kind == "text" and not events[i - 1].text.strip():
+        i -= 1
+        space = events[i].text + space
+    return space
+
+
+def _check_root(events: list[_Event], name: str) -> None:
+    root = next((e for e in events if e.kind == "start"), None)
+    version = _attributes(root).get("version", "") if root else ""
+    if root is None or root.name != "xliff" or not version.startswith("1."):
+        shown = f"<{root.qname} version={version!r}>" if root else "no element"
+        raise DataError(f"{name}: not an XLIFF 1.x document (its root is {shown}; XLIFF 2 "
+                        "is not read)")
+
+
+def _attributes(event: _Event) -> dict[str, str]:
+    return dict(zip(event.attributes[::2], event.attributes[1::2], strict=True))
+
+
+def _markup(data: bytes, start: int, end: int) -> str:
+    return data[start:end].decode("utf-8")
+
+
+def _content(translation: str, pieces: list[tuple[str, str]]) -> str | None:
+    """The target's content for ``translation`` of a source made of ``pieces``: its text
+    escaped, its inline tags as the source wrote them; None when the translation lost, added
+    or badly nested a tag."""
+    tags = {markup: kind for kind, markup in pieces if kind != "text"}
+    if not tags:
+        return escape(translation)
+    split = re.split("(" + "|".join(map(re.escape, sorted(tags, key=len, reverse=True))) + ")",
+                     translation)
+    open_tags: list[str] = []
+    for markup in split[1::2]:
+        if tags[markup] == "open":
+            open_tags.append(_tag_name(markup))
+        elif tags[markup] == "close" and (not open_tags or open_tags.pop() != _tag_name(markup)):
+            return None
+    if open_tags or Counter(split[1::2]) != Counter(m for k, m in pieces if k != "text"):
+        return None
+    return "".join(piece if i % 2 else escape(piece) for i, piece in enumerate(split))
+
+
+def _tag_name(markup: str) -> str:
+    return re.split(r"[\s/>]", markup.lstrip("</"), maxsplit=1)[0]
+
+
+def _target_edit(unit: _Unit, content: str) -> tuple[int, int, bytes]:
+    """(start, end, bytes) replacing ``unit``'s empty target, or inserting one after its
+    source, with ``content`` marked for review."""
+    prefix = unit.qname.rpartition(":")[0]
+    qname = f"{prefix}:target" if prefix else "target"
+    kept = [(k, v) for k, v in _attributes(unit.target).items()
+            if k not in (STATE[0], STATE_QUALIFIER[0])] if unit.target else []
+    attributes = "".join(f" {k}={quoteattr(v)}" for k, v in [*kept, STATE, STATE_QUALIFIER])
+    element = f"<{qname}{attributes}>{content}</{qname}>"
+    if unit.target is not None:
+        return unit.target.start, unit.target_end, element.encode("utf-8")
+    return unit.insert_at, unit.insert_at, (unit.indent + element).encode("utf-8")

@@ -1,0 +1,533 @@
+"""Localisation files in and out (nmt.localisation, ``nmt translate --input FILE.po``): only the
+untranslated strings filled and marked for review, everything else kept byte for byte, every
+output valid (``msgfmt -c`` for PO), placeholders and inline tags kept or the string left, bad
+input a one-line error with nothing written."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polib
+import pytest
+from conftest import invoke
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nmt import localisation
+from nmt.api import translate_file
+from nmt.config import DecodeConfig
+from nmt.errors import DataError
+from nmt.localisation.layout import translate_texts
+from nmt.localisation.placeholders import brace_kept, printf_kept
+from nmt.localisation.plurals import plural_count, plural_forms
+from nmt.translation.translator import StreamTranslator, TruncateHook
+
+HEADER = r'''# German translation of demo.
+# Copyright (C) 2026 Demo
+#
+msgid ""
+msgstr ""
+"Project-Id-Version: demo 1.0\n"
+"Report-Msgid-Bugs-To: \n"
+"POT-Creation-Date: 2026-01-01 00:00+0000\n"
+"PO-Revision-Date: 2026-01-01 00:00+0000\n"
+"Last-Translator: A <a@example.com>\n"
+"Language-Team: German\n"
+"Language: \n"
+"MIME-Version: 1.0\n"
+"Content-Type: text/plain; charset=UTF-8\n"
+"Content-Transfer-Encoding: 8bit\n"
+'''
+
+# each entry kind; the ones nmt must not touch are marked KEEP in a comment
+ENTRIES = [r'''#. TRANSLATORS: the file name and the reason
+#: src/main.c:10 src/main.c:20
+#, c-format
+msgid "Cannot open %s: %s"
+msgstr ""
+''', r'''# a translator's comment
+#: src/main.c:30
+#, python-format
+msgid "%(count)d files in %(dir)s"
+msgstr ""
+''', r'''# KEEP translated, with a context
+msgctxt "menu"
+msgid "Open"
+msgstr "Öffnen"
+''', r'''# KEEP fuzzy, awaiting review
+#, fuzzy
+msgid "Close"
+msgstr "Schließen?"
+''', r'''msgctxt "verb"
+msgid "Save the file"
+msgstr ""
+''', r'''#, c-format
+msgid "One file"
+msgid_plural "%d files"
+msgstr[0] ""
+msgstr[1] ""
+''', r'''# KEEP a plural entry translated
+#, c-format
+msgid "%d dog"
+msgid_plural "%d dogs"
+msgstr[0] "%d Hund"
+msgstr[1]   "%d Hunde"
+''', r'''#, python-brace-format
+msgid "Hello {name}"
+msgstr ""
+''', r'''msgid ""
+"Usage: demo [OPTION]\n"
+"  --help  show this\n"
+msgstr ""
+''', r'''#, no-c-format
+msgid "100% done"
+msgstr ""
+''', r'''# KEEP obsolete
+#~ msgid "Old string"
+#~ msgstr ""
+''']
+CATALOGUE = HEADER + "\n" + "\n".join(ENTRIES)
+KEPT = [e for e in ENTRIES if "KEEP" in e]
+
+
+def shout(texts: Sequence[str]) -> list[str]:
+    """A fake translator: words in capitals, placeholders (``%...``, ``{...}``) as written."""
+    return [" ".join(w if re.search(r"[%{]", w) else w.upper() for w in t.split(" "))
+            for t in texts]
+
+
+def drop_placeholders(texts: Sequence[str]) -> list[str]:
+    """A fake translator that loses every printf and brace placeholder."""
+    return [re.sub(r"%\S*|\{[^}]*\}", "", t).upper() for t in texts]
+
+
+def fill_po(tmp_path: Path, text: str, translate: Callable[[list[str]], list[str]] = shout,
+            language: str | None = "de") -> tuple[str, localisation.Filled]:
+    source, out = tmp_path / "in.po", tmp_path / "out.po"
+    source.write_text(text, encoding="utf-8")
+    filled = localisation.fill_file(source, out, translate, format="po",
+                                    language=lambda: language)
+    return out.read_text(encoding="utf-8"), filled
+
+
+def assert_msgfmt_accepts(path: Path) -> None:
+    if shutil.which("msgfmt") is None:
+        pytest.skip("GNU gettext's msgfmt is not installed; the PO output is not checked by it")
+    result = subprocess.run(["msgfmt", "-c", "-o", os.devnull, str(path)], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_po_every_entry_kind(tmp_path: Path) -> None:
+    written, filled = fill_po(tmp_path, CATALOGUE)
+    assert_msgfmt_accepts(tmp_path / "out.po")
+    for entry in KEPT:  # translated, fuzzy, obsolete: byte for byte
+        assert entry in written
+    before, after = polib.pofile(CATALOGUE), polib.pofile(written)
+    assert [(e.msgctxt, e.msgid, e.obsolete) for e in before] == \
+        [(e.msgctxt, e.msgid, e.obsolete) for e in after]
+    for old, new in zip(before, after, strict=True):
+        assert (new.comment, new.tcomment, new.occurrences) == \
+            (old.comment, old.tcomment, old.occurrences)
+        if old.translated() or old.obsolete or "fuzzy" in old.flags:
+            assert (new.msgstr, new.msgstr_plural, new.flags) == \
+                (old.msgstr, old.msgstr_plural, old.flags)
+        else:  # filled, and marked for review, its own flags kept
+            assert new.flags == ["fuzzy", *old.flags]
+    got = {e.msgid: e for e in after}
+    assert got["Cannot open %s: %s"].msgstr == "CANNOT OPEN %s: %s"
+    assert got["Save the file"].msgctxt == "verb" and got["Save the file"].msgstr == \
+        "SAVE THE FILE"
+    assert got["One file"].msgstr_plural == {0: "ONE FILE", 1: "%d FILES"}
+    assert got["Hello {name}"].msgstr == "HELLO {name}"
+    assert got["Usage: demo [OPTION]\n  --help  show this\n"].msgstr == \
+        "USAGE: DEMO [OPTION]\n  --HELP  SHOW THIS\n"
+    assert filled.filled == 7 and filled.left == 0
+    # the header: what it must set, the rest as it was
+    assert after.metadata["Language"] == "de"
+    assert after.metadata["Plural-Forms"] == "nplurals=2; plural=(n != 1);"
+    assert after.metadata["X-Generator"] == "nmt"
+    assert {k: v for k, v in after.metadata.items() if k not in ("Language", "Plural-Forms",
+                                                                  "X-Generator")} == \
+        {k: v for k, v in before.metadata.items() if k != "Language"}
+    assert written.startswith("# German translation of demo.\n# Copyright (C) 2026 Demo\n#\n")
+
+
+def test_po_filled_again_changes_nothing(tmp_path: Path) -> None:
+    once, _ = fill_po(tmp_path, CATALOGUE)
+    twice, filled = fill_po(tmp_path, once)
+    assert twice == once and filled.filled == 0
+
+
+def test_po_placeholders_lost_leave_the_entry_and_say_so(tmp_path: Path) -> None:
+    written, filled = fill_po(tmp_path, CATALOGUE, drop_placeholders)
+    assert_msgfmt_accepts(tmp_path / "out.po")
+    got = {e.msgid: e for e in polib.pofile(written)}
+    for msgid in ("Cannot open %s: %s", "%(count)d files in %(dir)s", "One file",
+                  "Hello {name}"):
+        assert not got[msgid].translated() and "fuzzy" not in got[msgid].flags
+        assert not any(got[msgid].msgstr_plural.values())
+    assert got["Save the file"].msgstr == "SAVE THE FILE"  # no placeholder: filled
+    assert filled.left == 4 and len(filled.messages) == 4
+    assert all(re.fullmatch(r".*in\.po: line \d+: its [a-z-]+ placeholders are not all kept; "
+                            r"left untranslated \(msgid .*\)", m) for m in filled.messages)
+
+
+def test_po_a_further_check_is_applied_to_every_entry(tmp_path: Path) -> None:
+    source, out = tmp_path / "in.po", tmp_path / "out.po"
+    source.write_text(CATALOGUE, encoding="utf-8")
+    filled = localisation.fill_file(source, out, shout, format="po", language=lambda: "de",
+                                    check=lambda src, tr: "FILE" not in tr)
+    got = {e.msgid: e.msgstr for e in polib.pofile(out.read_text(encoding="utf-8"))}
+    assert got["Save the file"] == "" and got["Cannot open %s: %s"] == "CANNOT OPEN %s: %s"
+    assert any("the check refused it" in m for m in filled.messages)
+
+
+PLURAL = '''msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=UTF-8\\n"
+
+#, c-format
+msgid "One file"
+msgid_plural "%d files"
+msgstr[0] ""
+msgstr[1] ""
+'''
+
+
+@pytest.mark.parametrize("language, forms", [
+    ("ru", ["%d FILES"] * 3),  # form 0 serves 1, 21, 31...: it needs the number
+    ("fr", ["ONE FILE", "%d FILES"]),
+    ("ja", ["%d FILES"]),
+])
+def test_po_plural_forms_from_the_language(tmp_path: Path, language: str,
+                                           forms: list[str]) -> None:
+    written, filled = fill_po(tmp_path, PLURAL, language=language)
+    assert_msgfmt_accepts(tmp_path / "out.po")
+    catalog = polib.pofile(written)
+    assert catalog.metadata["Plural-Forms"] == plural_forms(language)
+    assert catalog[0].msgstr_plural == dict(enumerate(forms))
+
+
+def test_po_plural_without_known_forms_is_left_for_the_translator(tmp_path: Path) -> None:
+    written, filled = fill_po(tmp_path, PLURAL, language="xx")
+    assert "Plural-Forms" not in polib.pofile(written).metadata
+    assert filled.left == 1 and "no Plural-Forms" in filled.messages[0]
+
+
+def test_po_header_plural_forms_win(tmp_path: Path) -> None:
+    text = PLURAL.replace('charset=UTF-8\\n"', 'charset=UTF-8\\n"\n"Plural-Forms: '
+                          'nplurals=3; plural=(n==1) ? 0 : (n>=2 && n<=4) ? 1 : 2;\\n"')
+    written, _ = fill_po(tmp_path, text, language="de")
+    assert len(polib.pofile(written)[0].msgstr_plural) == 3
+
+
+def test_po_in_another_charset_and_without_header(tmp_path: Path) -> None:
+    text = HEADER.replace("charset=UTF-8", "charset=ISO-8859-1") + '\nmsgid "Café"\nmsgstr ""\n'
+    source, out = tmp_path / "in.po", tmp_path / "out.po"
+    source.write_bytes(text.encode("latin-1"))
+    localisation.fill_file(source, out, shout, format="po", language=lambda: "de")
+    catalog = polib.pofile(out.read_text(encoding="utf-8"))
+    assert catalog.metadata["Content-Type"] == "text/plain; charset=UTF-8"
+    assert catalog[0].msgstr == "CAFÉ"
+    written, _ = fill_po(tmp_path, 'msgid "Cat"\nmsgstr ""\n')
+    assert_msgfmt_accepts(tmp_path / "out.po")
+    assert polib.pofile(written).metadata["Language"] == "de"
+
+
+# --- placeholders, plurals, layout --------------------------------------------------------------
+
+@pytest.mark.parametrize("source, translation, kept", [
+    ("Cannot open %s: %s", "Kann %s nicht öffnen: %s", True),
+    ("--%s argument %s too large", "Argument %2$s für Option --%1$s zu groß", False),
+    ("%1$s of %2$s", "%2$s von %1$s", True),
+    ("%s is %d", "%d ist %s", False),  # the arguments' order is the source's
+    ("100%% of %lu", "%lu zu 100%%", True),
+    ("%-10.3f", "%f", False),
+    ("%(count)d in %(dir)s", "in %(dir)s: %(count)d", True),
+    ("%(count)d files", "%(n)d Dateien", False),
+    ("%s", "", False),
+    ("no placeholder", "kein % Platzhalter", True),
+])
+def test_printf_check(source: str, translation: str, kept: bool) -> None:
+    assert printf_kept(source, translation) is kept
+
+
+@pytest.mark.parametrize("source, translation, kept", [
+    ("Hello {name}", "{name}, hallo", True),
+    ("{0!r:>10} and {1}", "{1} und {0!r:>10}", True),
+    ("{count} files", "{anzahl} Dateien", False),
+    ("{{literal}} {x}", "{x} {{wörtlich}}", True),
+])
+def test_brace_check(source: str, translation: str, kept: bool) -> None:
+    assert brace_kept(source, translation) is kept
+
+
+def test_plural_table() -> None:
+    assert plural_forms("pt_BR") == "nplurals=2; plural=(n > 1);"
+    assert plural_forms("pt-PT") == plural_forms("pt") == plural_forms("de")
+    assert plural_forms("sr@latin") == plural_forms("ru") and plural_forms("xx") is None
+    assert plural_count("nplurals=INTEGER; plural=EXPRESSION;") is None
+    assert plural_count(plural_forms("ar") or "") == 6
+
+
+def test_layout_keeps_lines_and_spaces() -> None:
+    seen: list[list[str]] = []
+
+    def translate(texts: list[str]) -> list[str]:
+        seen.append(texts)
+        return shout(texts)
+
+    got = translate_texts(translate, ["  Indented\n\nsecond line \n", "", "\tone"])
+    assert got == ["  INDENTED\n\nSECOND LINE \n", "", "\tONE"]
+    assert seen == [["Indented", "second line", "one"]]  # one call, blank lines not sent
+
+
+# --- generated entries --------------------------------------------------------------------------
+
+def reverse_words(texts: Sequence[str]) -> list[str]:
+    """A fake translator that reverses the order of the words (placeholders travel along)."""
+    return [" ".join(reversed(t.split(" "))) for t in texts]
+
+
+_PIECE = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=8) \
+    | st.sampled_from(['"', "\\", "\n", "\t", "%s", "%d", "{name}", " ", "#", "msgid"])
+_TEXT = st.lists(_PIECE, min_size=1, max_size=8).map("".join).filter(lambda t: t.strip() != "")
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(st.tuples(_TEXT, st.one_of(st.none(), _TEXT), st.booleans()),
+                        min_size=1, max_size=6, unique_by=lambda e: (e[0], e[1])))
+def test_po_generated_entries(tmp_path: Path, entries: list[tuple[str, str | None, bool]]
+                              ) -> None:
+    """Any text, with quotes, backslashes, line breaks and placeholders: the output parses to
+    the same entries, the untranslated ones filled with the fake translation of each line, the
+    translated ones as they were."""
+    catalog = polib.POFile()
+    catalog.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    for msgid, msgctxt, done in entries:
+        catalog.append(polib.POEntry(msgid=msgid, msgctxt=msgctxt,
+                                     msgstr="übersetzt" if done else ""))
+    written, filled = fill_po(tmp_path, str(catalog), reverse_words)
+    after = polib.pofile(written)
+    assert [(e.msgctxt, e.msgid) for e in after] == [(e.msgctxt, e.msgid) for e in catalog]
+    for old, new in zip(catalog, after, strict=True):
+        if old.msgstr:
+            assert new.msgstr == old.msgstr and new.flags == []
+        elif new.msgstr:
+            assert new.msgstr == translate_texts(reverse_words, [old.msgid])[0]
+            assert new.flags == ["fuzzy"]
+    assert filled.filled + filled.left == sum(1 for e in catalog if not e.msgstr)
+
+
+# --- XLIFF --------------------------------------------------------------------------------------
+
+XLIFF = '''<?xml version="1.0" encoding="UTF-8"?>
+<!-- exported by a CAT tool -->
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+  <file original="app.properties" source-language="en" target-language="de" datatype="plaintext">
+    <body>
+      <trans-unit id="1">
+        <source>Open the file</source>
+        <note>A menu item.</note>
+      </trans-unit>
+      <trans-unit id="2">
+        <source>Save</source>
+        <target state="translated">Speichern</target>
+      </trans-unit>
+      <trans-unit id="3" translate="no">
+        <source>ACME</source>
+      </trans-unit>
+      <trans-unit id="4">
+        <source>Click <g id="1">here</g> to <x id="2"/> continue &amp; wait</source>
+        <target state="needs-translation" xml:lang="de"/>
+      </trans-unit>
+      <group translate="no">
+        <trans-unit id="5"><source>Hidden</source></trans-unit>
+      </group>
+      <trans-unit id="6">
+        <source>Press <ph id="1">&lt;b&gt;</ph> now</source>
+      </trans-unit>
+    </body>
+  </file>
+</xliff>
+'''
+
+
+def shout_xml(texts: Sequence[str]) -> list[str]:
+    """The fake translator for XLIFF: text in capitals, inline tags as written."""
+    return [re.sub(r"(<ph[^>]*>.*?</ph>|<[^>]*>)|([^<]+)", lambda m: m[1] or m[2].upper(), t)
+            for t in texts]
+
+
+def fill_xliff(tmp_path: Path, text: str, translate: Callable[[list[str]], list[str]]
+               ) -> tuple[str, localisation.Filled]:
+    source, out = tmp_path / "in.xlf", tmp_path / "out.xlf"
+    source.write_text(text, encoding="utf-8")
+    filled = localisation.fill_file(source, out, translate, format="xliff")
+    return out.read_text(encoding="utf-8"), filled
+
+
+def targets(text: str) -> dict[str, str]:
+    import xml.etree.ElementTree as ET
+
+    ns = {"x": "urn:oasis:names:tc:xliff:document:1.2"}
+    root = ET.fromstring(text.encode("utf-8"))
+    out = {}
+    for unit in root.iterfind(".//x:trans-unit", ns):
+        target = unit.find("x:target", ns)
+        if target is not None:
+            out[unit.get("id", "")] = ET.tostring(target, encoding="unicode").split(">", 1)[1] \
+                .rsplit("</", 1)[0].replace(' xmlns:ns0="urn:oasis:names:tc:xliff:document:1.2"',
+                                            "").replace("ns0:", "") + "|" + \
+                f"{target.get('state')}"
+    return out
+
+
+def test_xliff_round_trip(tmp_path: Path) -> None:
+    written, filled = fill_xliff(tmp_path, XLIFF, shout_xml)
+    assert filled.filled == 3 and filled.left == 0
+    got = targets(written)
+    assert got == {
+        "1": "OPEN THE FILE|needs-review-translation",
+        "2": "Speichern|translated",
+        "4": 'CLICK <g id="1">HERE</g> TO <x id="2" /> CONTINUE &amp; WAIT|'
+             "needs-review-translation",
+        "6": 'PRESS <ph id="1">&lt;b&gt;</ph> NOW|needs-review-translation',
+    }
+    # everything but the filled targets is byte for byte the input
+    without = re.sub(r'\n *<target [^>]*state-qualifier="mt-suggestion">[^\n]*</target>', "",
+                     written)
+    assert without == XLIFF.replace('\n        <target state="needs-translation" '
+                                    'xml:lang="de"/>', "")
+    assert '<target xml:lang="de" state="needs-review-translation" state-qualifier=' \
+        '"mt-suggestion">CLICK' in written  # an empty target keeps its attributes
+    again, filled = fill_xliff(tmp_path, written, shout_xml)
+    assert again == written and filled.filled == 0
+
+
+def test_xliff_lost_tags_leave_the_unit(tmp_path: Path) -> None:
+    written, filled = fill_xliff(tmp_path, XLIFF,
+                                 lambda ts: [re.sub(r"<[^>]*>", "", t) for t in ts])
+    assert set(targets(written)) == {"1", "2", "4"} and "needs-translation" in written
+    assert filled.left == 2 and all("inline tags are not all kept" in m
+                                    for m in filled.messages)
+    swapped, filled = fill_xliff(tmp_path, XLIFF, lambda ts: [
+        t.replace('<g id="1">', "#").replace("</g>", '<g id="1">').replace("#", "</g>")
+        for t in ts])
+    assert filled.left == 1  # </g> before <g>: not written, the file stays well-formed
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+BILLION_LAUGHS = '''<?xml version="1.0"?>
+<!DOCTYPE xliff [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">
+<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>
+<xliff version="1.2"><file><body><trans-unit id="1"><source>&c;</source></trans-unit>
+</body></file></xliff>
+'''
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("bad.po", 'msgid "a"\nmsgstr "b\n', r"line 2: not a valid PO file"),
+    ("bad.po", 'msgid "a"\nmsgstr ""\nnonsense\n', r"line 3: not a valid PO file"),
+    ("bad.po", b'msgid "a\x00"\nmsgstr ""\n', r"line 1: not a text file"),
+    ("bad.po", b'msgid "caf\xe9"\nmsgstr ""\n', r"line 1: not valid utf-8"),
+    ("bad.xlf", BILLION_LAUGHS, r"line 2: a document type declaration"),
+    ("bad.xlf", '<?xml version="1.0"?>\n<!DOCTYPE x SYSTEM "/etc/passwd">\n<xliff/>',
+     r"line 2: a document type declaration"),
+    ("bad.xlf", '<xliff version="1.2"><file>\n<body></file></xliff>',
+     r"line 2: not well-formed XML"),
+    ("bad.xlf", '<xliff version="2.0"><file/></xliff>', r"not an XLIFF 1.x document"),
+    ("bad.xlf", '<?xml version="1.0" encoding="ISO-8859-1"?><xliff version="1.2"/>',
+     r"in ISO-8859-1; only UTF-8 XLIFF is read"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, name: str,
+                                                  content: str | bytes, message: str) -> None:
+    source, out = tmp_path / name, tmp_path / ("out" + Path(name).suffix)
+    if isinstance(content, str):
+        content = content.encode("utf-8")
+    source.write_bytes(content)
+
+    def never() -> StreamTranslator:
+        raise AssertionError("the model is loaded for a file that cannot be read")
+
+    with pytest.raises(DataError, match=f"^--input {re.escape(str(source))}: {message}") as e:
+        translate_file(never, source, out, warn=lambda m: None)
+    assert "\n" not in str(e.value) and not out.exists()
+
+
+def test_fifo_and_huge_file_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                        ) -> None:
+    fifo = tmp_path / "messages.po"
+    os.mkfifo(fifo)
+    with pytest.raises(DataError, match="is a named pipe"):
+        localisation.read_file(fifo, str(fifo))
+    big = tmp_path / "big.po"
+    big.write_text('msgid "a"\nmsgstr ""\n' * 100)
+    with pytest.raises(DataError, match="larger than 0 MiB"):
+        localisation.read_file(big, str(big), limit=1000)
+
+
+@dataclass
+class Shouting(StreamTranslator):
+    """A translator the API takes, translating as :func:`shout`."""
+
+    cfg: DecodeConfig = DecodeConfig()
+    lowercase: bool = False
+    normalization: str = "natural"
+    source_lang: str | None = "en"
+    target_lang: str | None = "de"
+
+    def translate_as_written(self, texts: Sequence[str],
+                             on_truncate: TruncateHook | None = None) -> list[str]:
+        return shout(texts)
+
+
+def test_api_translate_file(tmp_path: Path) -> None:
+    source, out = tmp_path / "messages.pot", tmp_path / "de.po"
+    source.write_text(CATALOGUE, encoding="utf-8")
+    messages: list[str] = []
+    filled = translate_file(Shouting(), source, out, warn=messages.append)
+    assert filled.format == "po" and filled.filled == 7 and messages == []
+    assert out.read_text(encoding="utf-8") == fill_po(tmp_path, CATALOGUE)[0]
+    with pytest.raises(DataError, match="is the same file as --input"):
+        translate_file(Shouting(), source, source)
+    with pytest.raises(TypeError, match="check: expected a function"):
+        translate_file(Shouting(), source, out, check="yes")  # type: ignore[arg-type]
+    text = tmp_path / "lines.txt"
+    text.write_text("hello\n")
+    assert translate_file(Shouting(), text, tmp_path / "out.txt").format == "text"
+    assert (tmp_path / "out.txt").read_text() == "HELLO\n"
+
+
+def test_cli_fills_a_po_file_with_a_trained_run(tmp_path: Path) -> None:
+    from test_decode import make_run
+
+    run = make_run(tmp_path / "run")
+    source, out = tmp_path / "messages.po", tmp_path / "fr.po"
+    source.write_text(CATALOGUE, encoding="utf-8")
+    code, _, err = invoke("translate", "--run", str(run), "--device", "cpu",
+                          "--input", str(source), "--output", str(out))
+    assert code == 0, err
+    assert_msgfmt_accepts(out)
+    written = out.read_text(encoding="utf-8")
+    assert all(entry in written for entry in KEPT)
+    assert re.search(r"--output .*fr\.po: \d+ strings filled and marked for review", err)
+    assert polib.pofile(written).metadata["Language"] == "fr"  # the run's data.target
+    code, _, err = invoke("translate", "--run", str(run), "--input", str(source), "--output",
+                          str(source), "--format", "po")
+    assert code != 0 and "is the same file as --input" in err
+    bad = tmp_path / "bad.po"
+    bad.write_text('msgid "a"\nmsgstr "b\n')
+    code, _, err = invoke("translate", "--run", str(run), "--input", str(bad), "--output",
+                          str(tmp_path / "bad-out.po"))
+    assert code != 0 and "line 2: not a valid PO file" in err and "Traceback" not in err
+    assert not (tmp_path / "bad-out.po").exists()
