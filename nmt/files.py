@@ -323,17 +323,26 @@ def append_text(path: Path, text: str) -> None:
     """Append ``text`` (UTF-8) to ``path``, creating it (0666 less the umask) when missing.
 
     A symbolic link at ``path`` is refused rather than followed (a link planted in a run
-    directory must not get another file appended to), and any failure (disk full, read-only
-    directory) is a one-line :class:`NmtError` naming ``path``.
+    directory must not get another file appended to), and so is anything but a regular file (a
+    FIFO, opened without blocking, would otherwise wait for a reader for ever); any failure
+    (disk full, read-only directory) is a one-line :class:`NmtError` naming ``path``.
     """
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0))
     try:
         fd = os.open(path, flags, 0o666)
     except OSError as e:
         if e.errno == errno.ELOOP or path.is_symlink():
             raise NmtError(f"{path}: is a symbolic link; refusing to write through it "
                            "(remove the link)") from None
-        raise NmtError(f"{path}: cannot write ({os_reason(e)})") from None
+        problem = path_problem(path)  # a FIFO without a reader (ENXIO), a directory
+        raise NmtError(f"{path}: {problem or f'cannot write ({os_reason(e)})'}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _KINDS if test(mode)), "special file")
+        raise NmtError(f"{path}: is a {kind}, not a file")
+    os.set_blocking(fd, True)
     try:
         with os.fdopen(fd, "ab") as f:
             f.write(text.encode("utf-8"))

@@ -62,7 +62,7 @@ def load_run(
         raise CheckpointError(f"--run {run_dir}: run directory not found")
     path = resolve_checkpoint(run_dir, checkpoint)
     dev = device if isinstance(device, torch.device) else resolve_device(device)
-    payload = load_checkpoint(path)
+    payload = load_checkpoint(path, folder=run_dir if checkpoint in ("best", "last") else None)
     try:
         cfg = from_dict(payload["config"], where=str(path), saved=True)
         vocab = payload["vocab"]

@@ -21,6 +21,7 @@ from typing import Any, TypeGuard
 from rich.table import Table
 
 from nmt.errors import CheckpointError, NmtError, first_line
+from nmt.files import read_stored_text
 
 
 @dataclass
@@ -90,7 +91,7 @@ def _read_checkpoint(path: Path) -> dict[str, Any]:
     from nmt.runs.checkpoint import load_checkpoint
 
     try:
-        return load_checkpoint(path, mmap=True)
+        return load_checkpoint(path, mmap=True, folder=path.parent.parent)  # RUN/checkpoints/
     except CheckpointError as e:  # "RUN/checkpoints/last.pt: why": the row names the run
         raise CheckpointError(f"{path.name}: {str(e).removeprefix(f'{path}: ')}") from None
 
@@ -115,9 +116,9 @@ def _test_bleu(run_dir: Path) -> tuple[float | None, int, str]:
     if not files:
         return None, 1, ""
     try:
-        report = json.loads(files[-1].read_text(encoding="utf-8"))
+        report = json.loads(read_stored_text(files[-1], run_dir))
         bleu, beam = report["multi"]["bleu"], report.get("beam", 1)
-    except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
+    except (NmtError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
         bleu = beam = None  # not JSON, or not a table holding multi.bleu
     if not (is_number(bleu) and 0 <= bleu <= 100 and is_number(beam) and beam >= 1
             and beam == int(beam)):
