@@ -376,6 +376,8 @@ def load_cache(cache_dir: Path) -> Prepared:
     if not os.path.lexists(meta_path):
         raise DataError(f"{meta_path}: missing (incomplete cache)")
     meta = _read_meta(meta_path)
+    if meta_digest(meta) != meta["digest"]:
+        raise DataError(f"{meta_path}: damaged (its content does not match its digest)")
     for name, digest in meta["files"].items():
         found = stored_digest(cache_dir / name, cache_dir)
         if found != digest:
@@ -431,6 +433,8 @@ def _read_meta(path: Path) -> dict[str, Any]:
         meta = json.loads(read_stored_text(path, path.parent))
     except RecursionError:
         raise DataError(f"{path}: nested too deeply") from None
+    except ValueError as e:
+        raise DataError(f"{path}: not JSON ({first_line(e, 80)})") from None
 
     def count(x: Any) -> bool:
         return isinstance(x, int) and not isinstance(x, bool) and x >= 0
@@ -452,6 +456,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
                         and not isinstance(meta["seconds"], bool)),
         "filtered": not (isinstance(meta.get("filtered", {}), dict)  # absent before filters
                          and all(count(v) for v in meta.get("filtered", {}).values())),
+        "digest": not isinstance(meta.get("digest"), str),
         "files": not (isinstance(meta.get("files"), dict) and all(
             isinstance(v, str) and _FILE_NAME.fullmatch(k) for k, v in meta["files"].items())),
     }
@@ -462,6 +467,13 @@ def _read_meta(path: Path) -> dict[str, Any]:
 
 
 _FILE_NAME = re.compile(r"[\w][\w.-]*")  # a file of the cache itself, never a path out of it
+
+
+def meta_digest(meta: dict[str, Any]) -> str:
+    """SHA-256 of what meta.json says, its own ``digest`` aside (how its keys and values are
+    spaced aside too): meta.json records it, so that it is checked like the files it lists."""
+    rest = {k: v for k, v in meta.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
 
 
 def file_digests(directory: Path) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,7 +149,8 @@ def run_info(run_dir: Path) -> RunInfo:
         info.updated = _newest_mtime(run_dir)
         ckpt = checkpoint_path(run_dir)
         config: dict[str, Any] | None = None
-        if ckpt.is_file():
+        # whatever is there is read (a FIFO or a directory is refused, and said)
+        if os.path.lexists(ckpt):
             try:
                 payload = _read_checkpoint(ckpt)
                 config = payload.get("config")
@@ -162,7 +164,7 @@ def run_info(run_dir: Path) -> RunInfo:
             except NmtError as e:
                 info.state = "broken"
                 notes.append(str(e))
-        elif (run_dir / "config.toml").is_file():
+        elif os.path.lexists(run_dir / "config.toml"):
             info.state = "partial"
             notes.append("no checkpoint yet")
         elif (holder := lock_holder(run_dir)) is not None:
@@ -171,7 +173,7 @@ def run_info(run_dir: Path) -> RunInfo:
         else:
             info.state = "not a run"
             notes.append("not a run (no config.toml or checkpoint)")
-        if config is None and (run_dir / "config.toml").is_file():
+        if config is None and os.path.lexists(run_dir / "config.toml"):
             from nmt.config import load_config
 
             try:
@@ -182,8 +184,11 @@ def run_info(run_dir: Path) -> RunInfo:
             info.model = describe_model(config["model"])
         if isinstance(config, dict) and isinstance(config.get("data"), dict):
             info.pair = describe_pair(config["data"])
-        if (run_dir / "metrics.jsonl").is_file():
-            info.best_valid_bleu, info.best_valid_step = _best_valid_bleu(run_dir)
+        if os.path.lexists(run_dir / "metrics.jsonl"):
+            try:
+                info.best_valid_bleu, info.best_valid_step = _best_valid_bleu(run_dir)
+            except NmtError as e:
+                notes.append(str(e).removeprefix(f"{run_dir}/"))
         info.test_bleu, info.test_beam, note = _test_bleu(run_dir)
         if note:
             notes.append(note)
