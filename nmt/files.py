@@ -143,9 +143,10 @@ def read_json(path: Path, error: type[NmtError], expected: str,
     deeply included) is ``error`` naming it and what was ``expected``."""
     if not os.path.lexists(path):
         return None
+    data = read_stored_bytes(path, folder, error)
     try:
-        return json.loads(read_stored_text(path, folder, error))
-    except (OSError, ValueError, RecursionError) as e:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as e:
         reason = "nested too deeply" if isinstance(e, RecursionError) else first_line(e, 120)
         raise error(f"{path}: unreadable ({reason}); expected {expected}") from None
 

@@ -326,7 +326,12 @@ class TextFile(Sequence[str]):
             return
         n = 0
         try:
-            with open_stored(self.path, self.path.parent) as f:
+            opened = open_stored(self.path, self.path.parent)
+        except DataError as e:  # the cache removed or replaced since it was loaded
+            raise DataError(f"{self.path}: cannot read ({str(e).removeprefix(f'{self.path}: ')}"
+                            "; nmt data prepare --rebuild)") from None
+        try:
+            with opened as f:
                 for n, line in enumerate(f, 1):
                     if n > self._count or not line.endswith(b"\n"):
                         break
