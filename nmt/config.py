@@ -30,7 +30,7 @@ from nmt.data.tokenizers import (
     SPECIALS,
 )
 from nmt.errors import ConfigError
-from nmt.files import path_problem
+from nmt.files import path_problem, read_stored_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -666,7 +666,7 @@ def load_config(
     ``saved``: a run's own ``config.toml``, read as :func:`from_dict` reads a checkpoint's.
     ``base``: the tables the file and the overrides apply to, key by key, instead of the
     defaults (a parent run's config, for ``nmt train --from``)."""
-    raw = read_toml(path)
+    raw = read_toml(path, Path(path).parent if saved and path is not None else None)
     where = "defaults" if path is None else str(path)
     if base is not None:
         bottom = {k: dict(v) for k, v in base.items()}
@@ -691,8 +691,9 @@ def _with_overrides(raw: dict[str, Any], overrides: list[str] | tuple[str, ...])
     return raw
 
 
-def read_toml(path: str | Path | None) -> dict[str, Any]:
-    """The tables of the TOML file ``path`` ({} for None); a one-line error naming it."""
+def read_toml(path: str | Path | None, folder: Path | None = None) -> dict[str, Any]:
+    """The tables of the TOML file ``path`` ({} for None); a one-line error naming it.
+    ``folder``: the run it is a file of (a link out of it is refused)."""
     raw: dict[str, Any] = {}
     where = "defaults"
     if path is not None:
@@ -703,7 +704,7 @@ def read_toml(path: str | Path | None) -> dict[str, Any]:
             raise ConfigError(f"{where}: {problem}; expected a TOML config file")
         try:
             # utf-8-sig: a byte-order mark (Windows editors write one) is not TOML's business
-            raw = tomllib.loads(p.read_text(encoding="utf-8-sig"))
+            raw = tomllib.loads(read_stored_bytes(p, folder, ConfigError).decode("utf-8-sig"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(f"{where}: not valid TOML: {e}") from None
         except RecursionError:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import errno
 import glob
+import hashlib
+import io
 import json
 import os
 import shutil
@@ -54,15 +56,97 @@ def path_problem(path: Path, want: str = "file", called: str = "") -> str | None
     return f"is a {kind}, not a {called or want}"
 
 
-def read_json(path: Path, error: type[NmtError], expected: str) -> Any:
-    """The JSON value in the file ``path``, None when there is no such file; one that cannot be
-    read or parsed (nested too deeply included) is ``error`` naming it and what was
-    ``expected``."""
-    if not path.is_file():
-        return None
+def open_stored(path: Path, folder: Path | None = None,
+                error: type[NmtError] = DataError) -> io.BufferedReader:
+    """``path``, a file nmt wrote into a cache, a run or an export (``folder``), open for
+    reading: the one check every such file passes before it is read.
+
+    Refused, as ``error`` naming the file and what was expected: anything but a regular file (a
+    FIFO would block the open or the read for ever, a device such as ``/dev/zero`` never ends,
+    a directory cannot be read), a missing file, and a symbolic link to a place outside
+    ``folder`` (a file of the folder is in the folder). The file is opened without blocking and
+    checked again once open, so a FIFO put in place between the two checks is refused too."""
+    problem = path_problem(path)
+    if problem is None and folder is not None:
+        problem = _outside(path, folder)
+    if problem is not None:
+        raise error(f"{path}: {problem}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as e:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise error(f"{path}: cannot read ({os_reason(e)})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _KINDS if test(mode)), "special file")
+        raise error(f"{path}: is a {kind}, not a file")
+    os.set_blocking(fd, True)
+    return open(path, "rb", opener=lambda _path, _flags: fd)  # named by its path
+
+
+def _outside(path: Path, folder: Path) -> str | None:
+    """Why ``path`` (a symbolic link, or under one) is not a file of ``folder``; None when it
+    is."""
+    try:
+        real, home = path.resolve(), folder.resolve()
+    except (OSError, RuntimeError) as e:
+        return f"cannot resolve the path ({e})"
+    if real.is_relative_to(home):
+        return None
+    return f"a symbolic link to {real}, outside {folder}; expected the file itself"
+
+
+def read_stored_bytes(path: Path, folder: Path | None = None,
+                      error: type[NmtError] = DataError) -> bytes:
+    """The bytes of a file of a cache, a run or an export, through :func:`open_stored`."""
+    with open_stored(path, folder, error) as f:
+        try:
+            return f.read()
+        except OSError as e:
+            raise error(f"{path}: cannot read ({os_reason(e)})") from None
+
+
+def read_stored_text(path: Path, folder: Path | None = None,
+                     error: type[NmtError] = DataError, errors: str = "strict") -> str:
+    """The UTF-8 text of a file of a cache, a run or an export, through :func:`open_stored`;
+    text that is not UTF-8 is ``error`` naming the file (with ``errors="strict"``)."""
+    try:
+        return read_stored_bytes(path, folder, error).decode("utf-8", errors)
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: not UTF-8 text (byte {e.start + 1})") from None
+
+
+DIGEST_CHUNK = 1 << 20  # bytes hashed at a time: memory stays bounded whatever the file
+
+
+def stored_digest(path: Path, folder: Path | None = None,
+                  error: type[NmtError] = DataError) -> str:
+    """SHA-256 of a file of a cache, a run or an export (through :func:`open_stored`), read
+    :data:`DIGEST_CHUNK` bytes at a time: at disk speed (with the SHA extensions most CPUs
+    have, faster than BLAKE2b; docs/RELIABILITY.md gives the cost)."""
+    digest = hashlib.sha256()
+    buffer = bytearray(DIGEST_CHUNK)
+    view = memoryview(buffer)
+    with open_stored(path, folder, error) as f:
+        try:
+            while n := f.readinto(buffer):
+                digest.update(view[:n])
+        except OSError as e:
+            raise error(f"{path}: cannot read ({os_reason(e)})") from None
+    return digest.hexdigest()
+
+
+def read_json(path: Path, error: type[NmtError], expected: str,
+              folder: Path | None = None) -> Any:
+    """The JSON value in the file ``path``, None when there is no such file; one that cannot be
+    read (:func:`open_stored`: a FIFO, a device, a link out of ``folder``) or parsed (nested too
+    deeply included) is ``error`` naming it and what was ``expected``."""
+    if not os.path.lexists(path):
+        return None
+    data = read_stored_bytes(path, folder, error)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as e:
         reason = "nested too deeply" if isinstance(e, RecursionError) else first_line(e, 120)
         raise error(f"{path}: unreadable ({reason}); expected {expected}") from None
 
@@ -340,17 +424,26 @@ def append_text(path: Path, text: str) -> None:
     """Append ``text`` (UTF-8) to ``path``, creating it (0666 less the umask) when missing.
 
     A symbolic link at ``path`` is refused rather than followed (a link planted in a run
-    directory must not get another file appended to), and any failure (disk full, read-only
-    directory) is a one-line :class:`NmtError` naming ``path``.
+    directory must not get another file appended to), and so is anything but a regular file (a
+    FIFO, opened without blocking, would otherwise wait for a reader for ever); any failure
+    (disk full, read-only directory) is a one-line :class:`NmtError` naming ``path``.
     """
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0))
     try:
         fd = os.open(path, flags, 0o666)
     except OSError as e:
         if e.errno == errno.ELOOP or path.is_symlink():
             raise NmtError(f"{path}: is a symbolic link; refusing to write through it "
                            "(remove the link)") from None
-        raise NmtError(f"{path}: cannot write ({os_reason(e)})") from None
+        problem = path_problem(path)  # a FIFO without a reader (ENXIO), a directory
+        raise NmtError(f"{path}: {problem or f'cannot write ({os_reason(e)})'}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _KINDS if test(mode)), "special file")
+        raise NmtError(f"{path}: is a {kind}, not a file")
+    os.set_blocking(fd, True)
     try:
         with os.fdopen(fd, "ab") as f:
             f.write(text.encode("utf-8"))

@@ -193,19 +193,28 @@ def test_a_link_planted_as_the_attention_picture_is_replaced_not_written_through
 
 
 def _enospc_after(monkeypatch: pytest.MonkeyPatch, suffix: str, calls: int) -> None:
-    """Appends to files ending in ``suffix`` fail with ENOSPC after ``calls`` of them (the file
-    is opened on /dev/full, so the failure is the kernel's)."""
-    real_open = os.open
-    seen = [0]
+    """Appends to files ending in ``suffix`` fail with ENOSPC after ``calls`` of them (the file,
+    opened and checked, is written on /dev/full, so the failure is the kernel's)."""
+    real_open, real_fdopen = os.open, os.fdopen
+    seen, full = [0], set()
 
     def fake_open(path: Any, flags: int, mode: int = 0o777, **kw: Any) -> int:
-        if str(path).endswith(suffix):
+        fd = real_open(path, flags, mode, **kw)
+        if str(path).endswith(suffix) and flags & os.O_APPEND:
             seen[0] += 1
             if seen[0] > calls:
-                return real_open("/dev/full", os.O_WRONLY)
-        return real_open(path, flags, mode, **kw)
+                full.add(fd)
+        return fd
+
+    def fake_fdopen(fd: int, *args: Any, **kw: Any) -> Any:
+        if fd in full:
+            full.discard(fd)
+            os.close(fd)
+            return open("/dev/full", "ab")  # noqa: SIM115 - the caller's with block closes it
+        return real_fdopen(fd, *args, **kw)
 
     monkeypatch.setattr(files.os, "open", fake_open)
+    monkeypatch.setattr(files.os, "fdopen", fake_fdopen)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import invoke, tiny_corpus_sides
+from conftest import invoke, reseal_cache, tiny_corpus_sides
 from test_decode import make_run
 from test_train import tiny_config
 
@@ -167,6 +167,7 @@ def test_resume_refuses_a_replaced_tokenizer(tiny_data_dir: Path, tmp_path: Path
     original.save(run / "tokenizer")
     (cache,) = (tiny_data_dir / "cache").iterdir()
     permuted(original).save(cache)  # the cache's ids now mean other words
+    reseal_cache(cache)  # whole but wrong: its digests agree (else it is simply rebuilt)
     with pytest.raises(CheckpointError, match=rf"incompatible with the data cache {cache} "
                                               r"\(trained with another tokenizer"):
         train(more, run, data_dir=tiny_data_dir, resume=True, log=quiet)
@@ -453,6 +454,7 @@ def test_an_array_declaring_another_size_is_rebuilt(tiny_data_dir: Path,
         header, {"descr": "<i4", "fortran_order": False, "shape": shape})
     (first.cache_dir / "new").write_bytes(header.getvalue() + bytes(64))
     os.replace(first.cache_dir / "new", path)
+    reseal_cache(first.cache_dir)  # past the digests: the header is checked against the file
     messages: list[str] = []
     prepare(tiny_data_config, tiny_data_dir, log=messages.append)
     declared = f"declares {4 * shape[0]:,} bytes"

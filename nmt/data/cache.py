@@ -34,9 +34,16 @@ from nmt.data.normalize import special_casing
 from nmt.data.spool import text_hash
 from nmt.data.tokenizers import SPECIALS, UNK_ID, Tokenizer, load_tokenizer
 from nmt.errors import DataError, first_line, os_reason, write_errors
-from nmt.files import Temporary, make_dirs, path_problem
+from nmt.files import (
+    Temporary,
+    make_dirs,
+    open_stored,
+    read_stored_text,
+    stored_digest,
+)
 
-CACHE_VERSION = 3  # the layout of meta.json and the files; bump when it changes
+CACHE_VERSION = 4  # the layout of meta.json and the files; bump when it changes (4: the
+# files' digests in meta.json; an older cache is rebuilt)
 KEY_VERSION = 2  # in the key: bump when the prepared pairs change meaning (a new cache for all)
 SPLITS = ("train", "valid", "test")
 REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source, target
@@ -331,7 +338,12 @@ class TextFile(Sequence[str]):
             return
         n = 0
         try:
-            with self.path.open("rb") as f:
+            opened = open_stored(self.path, self.path.parent)
+        except DataError as e:  # the cache removed or replaced since it was loaded
+            raise DataError(f"{self.path}: cannot read ({str(e).removeprefix(f'{self.path}: ')}"
+                            "; nmt data prepare --rebuild)") from None
+        try:
+            with opened as f:
                 for n, line in enumerate(f, 1):
                     if n > self._count or not line.endswith(b"\n"):
                         break
@@ -370,11 +382,24 @@ def load_cache(cache_dir: Path) -> Prepared:
     reads (the types of meta.json, the arrays' headers, dtypes and shapes, every id against the
     vocabulary, a chunk at a time): a damaged or foreign cache is a :class:`DataError` (which
     :func:`prepare` answers with a rebuild), never a crash here or an out-of-range id in
-    training. The arrays are memory-mapped; the text is read when it is iterated."""
+    training. The arrays are memory-mapped; the text is read when it is iterated.
+
+    First every file's SHA-256 is checked against the one meta.json records (``files``), so
+    damage that keeps a file's shape (a flipped byte in a text or ``spm.model``, an id changed
+    to another in range) is found too; every file is opened through
+    :func:`nmt.files.open_stored` (a FIFO, a device, a directory or a link out of the cache is
+    refused, never read)."""
     meta_path = cache_dir / "meta.json"
-    if not meta_path.is_file():
+    if not os.path.lexists(meta_path):
         raise DataError(f"{meta_path}: missing (incomplete cache)")
     meta = _read_meta(meta_path)
+    if meta_digest(meta) != meta["digest"]:
+        raise DataError(f"{meta_path}: damaged (its content does not match its digest)")
+    for name, digest in meta["files"].items():
+        found = stored_digest(cache_dir / name, cache_dir)
+        if found != digest:
+            raise DataError(f"{cache_dir / name}: damaged (SHA-256 {found[:12]}..., meta.json "
+                            f"records {digest[:12]}...)")
     tok = load_tokenizer(cache_dir)
     splits = {}
     for k in SPLITS:
@@ -383,9 +408,7 @@ def load_cache(cache_dir: Path) -> Prepared:
         texts = {f"{side}_text": TextFile(cache_dir / f"{k}.{side}.txt", pairs)
                  for side in TEXT_SIDES}
         for text in texts.values():
-            problem = path_problem(text.path)
-            if problem:
-                raise DataError(f"{text.path}: {problem} (incomplete cache)")
+            open_stored(text.path, cache_dir).close()  # read when iterated: checked now
         sp = Split(k, arrays["src_ids"], arrays["src_offsets"], arrays["tgt_ids"],
                    arrays["tgt_offsets"], texts["src_text"], texts["tgt_text"], texts["ref_text"])
         _check_split(cache_dir, sp, pairs, tok)
@@ -401,18 +424,22 @@ def _read_array(path: Path) -> np.ndarray:
     first (a header declaring more than the file holds would map past its end; one declaring
     less would leave bytes unexplained). A damaged file is a :class:`DataError` naming it."""
     try:
-        with path.open("rb") as f:
+        with open_stored(path, path.parent) as f:
             version = np.lib.format.read_magic(f)
             read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                            else np.lib.format.read_array_header_2_0)
-            shape, _, dtype = read_header(f)
+            shape, fortran, dtype = read_header(f)
             start = f.tell()
             size = os.fstat(f.fileno()).st_size
-        declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
-        if declared != size - start:
-            raise DataError(f"{path}: declares {declared:,} bytes of {dtype} {tuple(shape)}, "
-                            f"the file holds {size - start:,}")
-        return np.load(path, mmap_mode="r", allow_pickle=False)
+            declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if declared != size - start:
+                raise DataError(f"{path}: declares {declared:,} bytes of {dtype} "
+                                f"{tuple(shape)}, the file holds {size - start:,}")
+            if dtype.hasobject:
+                raise DataError(f"{path}: holds Python objects, not numbers")
+            # mapped from the file checked above, not opened again by name
+            return np.memmap(f, dtype=dtype, mode="r", offset=start, shape=shape,
+                             order="F" if fortran else "C")
     except (OSError, ValueError, EOFError, MemoryError) as e:
         raise DataError(f"{path}: unreadable ({first_line(e, 160)})") from None
 
@@ -420,9 +447,11 @@ def _read_array(path: Path) -> np.ndarray:
 def _read_meta(path: Path) -> dict[str, Any]:
     """meta.json, checked field by field against what :func:`build_cache` writes."""
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(read_stored_text(path, path.parent))
     except RecursionError:
         raise DataError(f"{path}: nested too deeply") from None
+    except ValueError as e:
+        raise DataError(f"{path}: not JSON ({first_line(e, 80)})") from None
 
     def count(x: Any) -> bool:
         return isinstance(x, int) and not isinstance(x, bool) and x >= 0
@@ -444,11 +473,31 @@ def _read_meta(path: Path) -> dict[str, Any]:
                         and not isinstance(meta["seconds"], bool)),
         "filtered": not (isinstance(meta.get("filtered", {}), dict)  # absent before filters
                          and all(count(v) for v in meta.get("filtered", {}).values())),
+        "digest": not isinstance(meta.get("digest"), str),
+        "files": not (isinstance(meta.get("files"), dict) and all(
+            isinstance(v, str) and _FILE_NAME.fullmatch(k) for k, v in meta["files"].items())),
     }
     bad = [key for key, wrong in problems.items() if wrong]
     if bad:
         raise DataError(f"{path}: {bad[0]}: not what a cache holds")
     return meta
+
+
+_FILE_NAME = re.compile(r"[\w][\w.-]*")  # a file of the cache itself, never a path out of it
+
+
+def meta_digest(meta: dict[str, Any]) -> str:
+    """SHA-256 of what meta.json says, its own ``digest`` aside (how its keys and values are
+    spaced aside too): meta.json records it, so that it is checked like the files it lists."""
+    rest = {k: v for k, v in meta.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
+
+
+def file_digests(directory: Path) -> dict[str, str]:
+    """The SHA-256 of every file in ``directory`` (a cache being built), by name: what
+    meta.json records and :func:`load_cache` checks."""
+    return {p.name: stored_digest(p, directory) for p in sorted(directory.iterdir())
+            if p.is_file() and p.name != "meta.json"}
 
 
 CHECK_CHUNK = 1 << 22  # ids checked at a time: the check holds no corpus-sized temporary

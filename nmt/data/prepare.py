@@ -55,7 +55,9 @@ from nmt.data.cache import (
     SplitWriter,
     building,
     cache_key,
+    file_digests,
     load_cache,
+    meta_digest,
 )
 from nmt.data.corpora import Corpus, Data, open_data
 from nmt.data.filters import first_failed
@@ -581,7 +583,8 @@ def build_cache(
                 "sources": sources,
                 "longest": {str(words): n for words, n in cleaned.longest.items()},
                 "pairs": {name: w.pairs for name, w in writers.items()},
-                "seconds": round(time.perf_counter() - t0, 2)}
+                "files": file_digests(tmp), "seconds": round(time.perf_counter() - t0, 2)}
+        meta["digest"] = meta_digest(meta)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     log(f"prepared in {meta['seconds']:.1f} s: {cache_dir}")
     prepared = load_cache(cache_dir)

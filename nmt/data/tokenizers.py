@@ -8,10 +8,12 @@ special ids everywhere: ``<unk>``=0, ``<pad>``=1, ``<bos>``=2, ``<eos>``=3 (the 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import itertools
 import json
+import os
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -23,6 +25,7 @@ from typing import Any
 from nmt import stoppable
 from nmt.device import usable_cpus
 from nmt.errors import ConfigError, DataError
+from nmt.files import read_stored_bytes, read_stored_text
 
 UNK_ID, PAD_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 SPECIALS = ("<unk>", "<pad>", "<bos>", "<eos>")  # indexed by the ids above
@@ -222,7 +225,7 @@ class WordTokenizer(Tokenizer):
     @classmethod
     def load(cls, directory: Path, meta: dict[str, Any]) -> WordTokenizer:
         def read(name: str) -> list[str]:
-            itos = (directory / name).read_text(encoding="utf-8").split("\n")[:-1]
+            itos = read_stored_text(directory / name, directory).split("\n")[:-1]
             if tuple(itos[:4]) != SPECIALS:
                 raise DataError(f"{directory / name}: expected the special tokens {SPECIALS} first")
             return itos
@@ -412,7 +415,7 @@ class SentencePieceTokenizer(Tokenizer):
     def load(cls, directory: Path, meta: dict[str, Any]) -> SentencePieceTokenizer:
         paths = [directory / name for name in (
             ("spm.model",) if meta.get("joint") else ("src.model", "tgt.model"))]
-        blobs = [path.read_bytes() for path in paths]
+        blobs = [read_stored_bytes(path, directory) for path in paths]
         for path, blob in zip(paths, blobs, strict=True):
             if not blob:
                 raise DataError(f"{path}: damaged SentencePiece model (an empty file)")
@@ -424,11 +427,14 @@ class SentencePieceTokenizer(Tokenizer):
 
 
 def load_tokenizer(directory: Path) -> Tokenizer:
-    """Read a tokenizer written by :meth:`Tokenizer.save`."""
+    """Read a tokenizer written by :meth:`Tokenizer.save`; every file through
+    :func:`nmt.files.open_stored` (a FIFO, a device or a link out of ``directory`` is refused)."""
     directory = Path(directory)
     meta_path = directory / META_FILE
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if not os.path.lexists(meta_path):
+            raise FileNotFoundError(errno.ENOENT, "missing", str(meta_path))
+        meta = json.loads(read_stored_text(meta_path, directory))
         kind = meta.get("kind")
         if kind == WordTokenizer.kind:
             return WordTokenizer.load(directory, meta)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from nmt.data.tokenizers import SPECIALS, Tokenizer
-from nmt.errors import CheckpointError, DataError
-from nmt.files import Temporary
+from nmt.errors import CheckpointError, DataError, NmtError
+from nmt.files import Temporary, read_stored_text
 from nmt.runs.portable import META_FILE as META_FILE  # the metadata's name, shared with --from
 from nmt.runs.portable import RUN_COPY  # the folder --with-checkpoint adds to an export
 
@@ -46,6 +46,9 @@ def checkpoint_stamp(path: Path) -> dict[str, int]:
 # the tokenizer (tokenizer.json with spm.model, src/tgt.model or the word vocabularies),
 # normalize.py, nmt-export.json and the README (and RUN_COPY, a folder, with --with-checkpoint).
 # Replacing an export deletes nothing else.
+# What CTranslate2 itself reads of an export
+CT2_FILES = ("model.bin", "config.json", "shared_vocabulary.json", "source_vocabulary.json",
+             "target_vocabulary.json")
 EXPORT_ENTRIES = ("model.bin", "config.json", "*vocabulary*", "tokenizer.json", "*.model",
                   "*vocab.txt", "normalize.py", META_FILE, "README.md")
 
@@ -67,8 +70,8 @@ def why_not_an_export(path: Path) -> str | None:
     if runs:
         return f"holds the run directory {runs[0].name}"
     try:
-        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        meta = json.loads(read_stored_text(path / META_FILE, path, CheckpointError))
+    except (NmtError, ValueError, RecursionError):
         meta = None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         return f"is not an nmt export (no {META_FILE} of format {FORMAT})"
@@ -129,10 +132,10 @@ def run_export(run_dir: Path | None, checkpoint: str = "best") -> RunExport:
     target = check_run_path(run_dir, run_dir / RUN_EXPORTS / path.stem)
     meta_path = target / META_FILE
     current = False
-    if meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
+    if os.path.lexists(meta_path):
+        try:  # a FIFO, a device or a link out of the run is refused, not made again
+            meta = json.loads(read_stored_text(meta_path, run_dir, CheckpointError))
+        except (ValueError, RecursionError):
             meta = {}
         meta = meta if isinstance(meta, dict) else {}  # damaged: made again
         data: dict[str, Any] = meta["data"] if isinstance(meta.get("data"), dict) else {}
@@ -178,12 +181,12 @@ def read_export(directory: Path, where: str | None = None) -> dict[str, Any]:
     path = directory / META_FILE
     if not directory.is_dir():
         raise CheckpointError(f"{where}: directory not found")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise CheckpointError(f"{where}: not an nmt export (no {META_FILE}; make "
-                              "one with `nmt export --to ctranslate2`)") from None
-    except (OSError, ValueError) as e:
+                              "one with `nmt export --to ctranslate2`)")
+    try:
+        meta = json.loads(read_stored_text(path, directory, CheckpointError))
+    except (ValueError, RecursionError) as e:
         raise CheckpointError(f"{path}: unreadable ({e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an nmt export (expected format {FORMAT!r})")
@@ -241,11 +244,11 @@ def check_model_vocabulary(directory: Path, tokenizer: Tokenizer, where: str) ->
         directory / "shared_vocabulary.json").is_file() else (
         ("source_vocabulary.json", "src"), ("target_vocabulary.json", "tgt"))
     for name, side in names:
+        if not os.path.lexists(directory / name):
+            raise CheckpointError(f"{where}: {name} is missing; export the run again")
         try:
-            tokens = json.loads((directory / name).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise CheckpointError(f"{where}: {name} is missing; export the run again") from None
-        except (OSError, ValueError, RecursionError) as e:
+            tokens = json.loads(read_stored_text(directory / name, directory, CheckpointError))
+        except (ValueError, RecursionError) as e:
             raise CheckpointError(f"{directory / name}: unreadable ({e})") from None
         if tokens != vocabulary(tokenizer, side):
             raise CheckpointError(f"{directory / name}: not the vocabulary of this export's "

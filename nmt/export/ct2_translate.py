@@ -16,6 +16,7 @@ line differs.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,12 +29,14 @@ from nmt.config import DataConfig, DecodeConfig, from_dict
 from nmt.data.tokenizers import EOS_ID, Tokenizer, load_tokenizer
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.export.ct2_directory import (
+    CT2_FILES,
     META_FILE,
     check_model_vocabulary,
     export_directory,
     read_export,
     vocabulary,
 )
+from nmt.files import open_stored
 from nmt.translation.rules import decode_batches, length_penalty
 from nmt.translation.translator import (
     StreamTranslator,
@@ -76,7 +79,11 @@ def _ct2_device(device: str) -> tuple[str, int]:
 
 def _load(directory: Path, device: str, index: int, compute_type: str, threads: int,
           where: str) -> Any:
-    """``ctranslate2.Translator`` of the export: its refusals are one line."""
+    """``ctranslate2.Translator`` of the export: its refusals are one line. The files it reads
+    pass :func:`nmt.files.open_stored` first (CTranslate2 would block on a FIFO for ever)."""
+    for name in CT2_FILES:
+        if os.path.lexists(directory / name):
+            open_stored(directory / name, directory, CheckpointError).close()
     try:
         return ctranslate2.Translator(str(directory), device=device, device_index=index,
                                       compute_type=compute_type, intra_threads=threads)

@@ -13,11 +13,14 @@ named by their names only, the run by its name.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt import __version__
+from nmt.errors import CheckpointError
+from nmt.files import read_stored_text
 
 if TYPE_CHECKING:
     from nmt.runs.loading import LoadedRun
@@ -27,9 +30,13 @@ ARGOS_COMPUTE_TYPE = "int8"  # what Argos Translate and LibreTranslate load CTra
 
 
 def _json(path: Path) -> Any:
+    """The JSON value of a run's file; None when it is missing or not JSON (a FIFO, a device or
+    a link out of the run is refused: :func:`nmt.files.open_stored`)."""
+    if not os.path.lexists(path):
+        return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        return json.loads(read_stored_text(path, path.parent, CheckpointError))
+    except (ValueError, RecursionError):
         return None
 
 
@@ -76,10 +83,9 @@ def _source(identity: dict[str, Any], counts: dict[str, Any] | None) -> dict[str
 
 def _hardware(run_dir: Path) -> str:
     """The device of the run's last start or resume, as ``train.log`` has it."""
-    try:
-        lines = (run_dir / "train.log").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    if not os.path.lexists(run_dir / "train.log"):
         return "not recorded"
+    lines = read_stored_text(run_dir / "train.log", run_dir, CheckpointError, errors="replace")
     found = re.findall(r"(?:start|resume): .*?, device (\S+?)(?: \((.+?)\))?, \d+ process",
                        lines)
     if not found:

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 import torch
 
-from nmt.errors import CheckpointError, first_line, os_reason
-from nmt.files import atomic_write_bytes, path_problem
+from nmt.errors import CheckpointError, first_line
+from nmt.files import atomic_write_bytes, open_stored, path_problem
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -52,7 +52,7 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
 
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu", *,
-                    mmap: bool = False) -> dict[str, Any]:
+                    mmap: bool = False, folder: Path | None = None) -> dict[str, Any]:
     """Load a checkpoint safely: tensors and plain containers only, never arbitrary code.
 
     Only the zip format ``torch.save`` writes is accepted (a bare or legacy pickle is refused
@@ -63,15 +63,14 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu", *,
 
     ``mmap``: map the tensors instead of reading them (``nmt runs``, which needs the config,
     the progress and the weights' shapes, not their values): their records are then not read,
-    so their CRC-32 is not checked; everything else is.
+    so their CRC-32 is not checked; everything else is. ``folder``: the run the checkpoint is
+    a file of (a link out of it is refused, :func:`nmt.files.open_stored`); None for a file the
+    user named.
     """
     problem = path_problem(path, called="checkpoint")
     if problem:
         raise CheckpointError(f"{path}: {problem}")
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed by the with block below
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read ({os_reason(e)})") from None
+    f = open_stored(path, folder, CheckpointError)
     try:
         with f:
             # one open file: a concurrent atomic rename cannot swap what is checked and loaded

@@ -29,6 +29,8 @@ from nmt.files import (
     atomic_write_bytes,
     atomic_write_text,
     make_dirs,
+    read_stored_bytes,
+    read_stored_text,
     real_path,
 )
 from nmt.runs.paths import checkpoint_path
@@ -311,9 +313,9 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     path = Path(run_dir) / "metrics.jsonl"
     if not Path(run_dir).is_dir():
         raise CheckpointError(f"{run_dir}: run directory not found")
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise CheckpointError(f"{path}: not found; nothing to plot (train the run first)")
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = read_stored_text(path, run_dir, CheckpointError, errors="replace").splitlines()
     return [rec for rec in map(metric_record, lines) if rec is not None]
 
 
@@ -356,10 +358,11 @@ class MetricsLog:
         redone): those after its ``step``, and validation lines after ``validated``, its
         latest validation (one owed by an interruption is done again on resume)."""
         validated = step if validated is None else validated
-        if not (self.enabled and self.metrics_path.is_file()):
+        if not (self.enabled and os.path.lexists(self.metrics_path)):
             return
         keep = []
-        text = self.metrics_path.read_text(encoding="utf-8", errors="replace")
+        text = read_stored_text(self.metrics_path, self.metrics_path.parent, CheckpointError,
+                                errors="replace")
         for line in text.splitlines():
             rec = metric_record(line)  # None: a line cut by a crash (or not a record at all)
             if rec is not None and rec["step"] <= (validated if "valid_loss" in rec else step):
@@ -380,7 +383,7 @@ def adopt_newer_best(run_dir: Path) -> None:
     best, last = checkpoint_path(run_dir, "best"), checkpoint_path(run_dir)
     if not (best.is_file() and last.is_file()):
         return
-    ahead = load_checkpoint(best).get("progress", {}).get("step", 0)
-    if ahead > load_checkpoint(last).get("progress", {}).get("step", 0):
-        data = best.read_bytes()
+    ahead = load_checkpoint(best, folder=run_dir).get("progress", {}).get("step", 0)
+    if ahead > load_checkpoint(last, folder=run_dir).get("progress", {}).get("step", 0):
+        data = read_stored_bytes(best, run_dir, CheckpointError)
         atomic_write_bytes(last, lambda f: f.write(data))

@@ -8,6 +8,7 @@ become files in :mod:`nmt.runs.paths` (no torch there: the CTranslate2 path uses
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -62,13 +63,13 @@ def load_run(
         raise CheckpointError(f"--run {run_dir}: run directory not found")
     path = resolve_checkpoint(run_dir, checkpoint)
     dev = device if isinstance(device, torch.device) else resolve_device(device)
-    payload = load_checkpoint(path)
+    payload = load_checkpoint(path, folder=run_dir if checkpoint in ("best", "last") else None)
     try:
         cfg = from_dict(payload["config"], where=str(path), saved=True)
         vocab = payload["vocab"]
     except (KeyError, TypeError, ConfigError) as e:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
-    if (run_dir / "config.toml").is_file() and checkpoint_path(run_dir).parent in path.parents:
+    if os.path.lexists(run_dir / "config.toml") and checkpoint_path(run_dir).parent in path.parents:
         cfg = run_config(run_dir, cfg)  # a hand edit of its [decode] counts, as on --resume
     tokenizer = run_tokenizer(run_dir)
     check_tokenizer(path, vocab, tokenizer, f"{run_dir}/tokenizer")

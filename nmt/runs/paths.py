@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from nmt.errors import CheckpointError
@@ -32,9 +33,10 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str) -> Path:
     """``best`` (falls back to ``last`` when no validation has run), ``last``, or a file path."""
     if checkpoint in ("best", "last"):
         path = checkpoint_path(run_dir, checkpoint)
-        if checkpoint == "best" and not path.is_file():
+        # what is there, whatever it is: a FIFO or a directory is refused when it is loaded
+        if checkpoint == "best" and not os.path.lexists(path):
             path = checkpoint_path(run_dir)
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise CheckpointError(
                 f"{run_dir}: no checkpoint {checkpoint}.pt in {run_dir}/checkpoints"
             )

@@ -18,8 +18,8 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from nmt.errors import CheckpointError
-from nmt.files import Temporary
+from nmt.errors import CheckpointError, NmtError
+from nmt.files import Temporary, read_stored_text
 
 if TYPE_CHECKING:
     from nmt.runs.loading import LoadedRun
@@ -64,8 +64,8 @@ def exported_run_name(run_copy: Path) -> str:
     """The exported run's own name, as the export beside ``run_copy`` records it ("" where it
     cannot be read: the folder's name, nmt-run, says nothing)."""
     try:
-        recorded = json.loads((run_copy.parent / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        recorded = json.loads(read_stored_text(run_copy.parent / META_FILE, run_copy.parent))
+    except (NmtError, ValueError, RecursionError):
         return ""
     name = recorded.get("run") if isinstance(recorded, dict) else None
     return name if isinstance(name, str) else ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, TypeGuard
 from rich.table import Table
 
 from nmt.errors import CheckpointError, NmtError, first_line
+from nmt.files import read_stored_text
 
 
 @dataclass
@@ -90,7 +92,7 @@ def _read_checkpoint(path: Path) -> dict[str, Any]:
     from nmt.runs.checkpoint import load_checkpoint
 
     try:
-        return load_checkpoint(path, mmap=True)
+        return load_checkpoint(path, mmap=True, folder=path.parent.parent)  # RUN/checkpoints/
     except CheckpointError as e:  # "RUN/checkpoints/last.pt: why": the row names the run
         raise CheckpointError(f"{path.name}: {str(e).removeprefix(f'{path}: ')}") from None
 
@@ -115,9 +117,9 @@ def _test_bleu(run_dir: Path) -> tuple[float | None, int, str]:
     if not files:
         return None, 1, ""
     try:
-        report = json.loads(files[-1].read_text(encoding="utf-8"))
+        report = json.loads(read_stored_text(files[-1], run_dir))
         bleu, beam = report["multi"]["bleu"], report.get("beam", 1)
-    except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
+    except (NmtError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
         bleu = beam = None  # not JSON, or not a table holding multi.bleu
     if not (is_number(bleu) and 0 <= bleu <= 100 and is_number(beam) and beam >= 1
             and beam == int(beam)):
@@ -147,7 +149,8 @@ def run_info(run_dir: Path) -> RunInfo:
         info.updated = _newest_mtime(run_dir)
         ckpt = checkpoint_path(run_dir)
         config: dict[str, Any] | None = None
-        if ckpt.is_file():
+        # whatever is there is read (a FIFO or a directory is refused, and said)
+        if os.path.lexists(ckpt):
             try:
                 payload = _read_checkpoint(ckpt)
                 config = payload.get("config")
@@ -161,7 +164,7 @@ def run_info(run_dir: Path) -> RunInfo:
             except NmtError as e:
                 info.state = "broken"
                 notes.append(str(e))
-        elif (run_dir / "config.toml").is_file():
+        elif os.path.lexists(run_dir / "config.toml"):
             info.state = "partial"
             notes.append("no checkpoint yet")
         elif (holder := lock_holder(run_dir)) is not None:
@@ -170,7 +173,7 @@ def run_info(run_dir: Path) -> RunInfo:
         else:
             info.state = "not a run"
             notes.append("not a run (no config.toml or checkpoint)")
-        if config is None and (run_dir / "config.toml").is_file():
+        if config is None and os.path.lexists(run_dir / "config.toml"):
             from nmt.config import load_config
 
             try:
@@ -181,8 +184,11 @@ def run_info(run_dir: Path) -> RunInfo:
             info.model = describe_model(config["model"])
         if isinstance(config, dict) and isinstance(config.get("data"), dict):
             info.pair = describe_pair(config["data"])
-        if (run_dir / "metrics.jsonl").is_file():
-            info.best_valid_bleu, info.best_valid_step = _best_valid_bleu(run_dir)
+        if os.path.lexists(run_dir / "metrics.jsonl"):
+            try:
+                info.best_valid_bleu, info.best_valid_step = _best_valid_bleu(run_dir)
+            except NmtError as e:
+                notes.append(str(e).removeprefix(f"{run_dir}/"))
         info.test_bleu, info.test_beam, note = _test_bleu(run_dir)
         if note:
             notes.append(note)

@@ -17,7 +17,6 @@ before the loop, as a :class:`Start`; the loop knows nothing of parents.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, DataConfig, load_config
 from nmt.errors import CheckpointError, ConfigError, first_line
-from nmt.files import read_json, user_path
+from nmt.files import read_json, stored_digest, user_path
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -86,14 +85,10 @@ class Parent:
         from nmt.runs.checkpoint import load_checkpoint
 
         step = load_checkpoint(self.checkpoint, mmap=True).get("progress", {}).get("step")
-        digest = hashlib.sha256()
-        with self.checkpoint.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
         return {"run": self.name or self.run_dir.resolve().name,
                 "checkpoint": self.checkpoint.name,
                 "data": self.config.to_dict()["data"],  # its valid split scores the child
-                "step": step, "sha256": digest.hexdigest()}
+                "step": step, "sha256": stored_digest(self.checkpoint, None, CheckpointError)}
 
 
 def open_parent(path: Path) -> Parent:

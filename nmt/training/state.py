@@ -144,7 +144,7 @@ def open_run_dir(run_dir: Path, cfg: Config, dist: Dist, resume: bool,
     if not resume:
         return None
     path = run_dir / "checkpoints" / "last.pt"
-    saved = load_checkpoint(path, map_location="cpu")
+    saved = load_checkpoint(path, map_location="cpu", folder=run_dir)
     trained = from_dict(saved["config"], where=f"{run_dir} checkpoint", saved=True)
     change = frozen_change(cfg, trained)
     if change is not None:
