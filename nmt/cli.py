@@ -306,6 +306,12 @@ def translate(
     engine: EngineOpt = None,
     model: ModelDirOpt = None,
     compute_type: ComputeTypeOpt = "default",
+    split: Annotated[
+        bool,
+        typer.Option("--split/--no-split", help="Translate a line of several sentences a "
+                     "sentence at a time (by the source language's rules), joined as written; "
+                     "--no-split gives the model each line whole. Spacing is kept either way."),
+    ] = True,
 ) -> None:
     """Translate from the run's source language into its target, a line out per line in."""
     fast_exit.allow()  # reads a model, writes text: no teardown needed
@@ -329,7 +335,7 @@ def translate(
         return
     # the inputs are checked (and opened) before open_ loads the model
     translate_lines(open_, sentences or None, input=input_, output=output, stream=sys.stdout,
-                    warn=_warn)
+                    warn=_warn, split=split)
 
 
 def _warn(message: str) -> None:
