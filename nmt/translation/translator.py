@@ -195,7 +195,8 @@ class StreamTranslator:
             if on_truncate is not None:
                 on_truncate(layout.line_of[i], n, limit)
 
-        return layout.join(self.translate(layout.segments, on_truncate=hook))
+        segments = layout.segments
+        return layout.join(self.translate(segments, on_truncate=hook) if segments else [])
 
     def translate_stream(
         self,
