@@ -135,7 +135,7 @@ def translate_lines(
     translator: StreamTranslator | Callable[[], StreamTranslator],
     sentences: Iterable[str] | None = None, *,
     input: Path | str | None = None, output: Path | str | None = None,  # noqa: A002
-    stream: TextIO | None = None, warn: Callable[[str], None] = _say,
+    stream: TextIO | None = None, warn: Callable[[str], None] = _say, split: bool = True,
 ) -> list[str] | None:
     """Translate ``sentences``, or the lines of the file ``input`` (``"-"`` or None: stdin),
     one translation per line, in order.
@@ -144,6 +144,11 @@ def translate_lines(
     leaves an earlier file intact; never the input itself), else to the text ``stream`` (as
     they come); with neither they are returned as a list. ``warn`` gets one line per source
     that was read in part or cut to the length limit.
+
+    Each line comes back laid out as written (:mod:`nmt.translation.layout`): its spacing at
+    the ends, its runs of spaces and tabs between columns and its escaped ``\\n``/``\\t``
+    kept; with ``split`` (the default) a line of several sentences is translated a sentence at a
+    time and the sentences joined as in the source (``split=False``: a line is one input).
 
     ``translator`` may be a function that opens it (say :func:`open_translator` with its
     options): it is called only once the inputs are checked and opened, so that a missing
@@ -159,6 +164,7 @@ def translate_lines(
 
     if sentences is not None:
         sentences = arguments.sentences(sentences)
+    arguments.flag(split, "split")
     if not (callable(translator) or hasattr(translator, "translate_stream")):
         raise TypeError(f"translator: expected a translator (open_translator) or a function "
                         f"that opens one, got {translator!r:.60}")
@@ -210,10 +216,11 @@ def translate_lines(
 
         with write_errors(target):
             if out is None:
-                translator.translate_stream(lines, collected.append, on_truncate=truncated)
+                translator.translate_stream(lines, collected.append, on_truncate=truncated,
+                                            split=split)
                 return collected
             translator.translate_stream(lines, lambda text: out.write(text + "\n"),
-                                        on_truncate=truncated)
+                                        on_truncate=truncated, split=split)
             out.flush()
     return None
 

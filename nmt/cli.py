@@ -320,6 +320,12 @@ def translate(
                      "from its extension (.po/.pot, .xlf/.xliff, else text). A PO or XLIFF "
                      "file's untranslated strings are filled, marked for review, into --output."),
     ] = None,
+    split: Annotated[
+        bool,
+        typer.Option("--split/--no-split", help="Translate a line of several sentences a "
+                     "sentence at a time (by the source language's rules), joined as written; "
+                     "--no-split gives the model each line whole. Spacing is kept either way."),
+    ] = True,
 ) -> None:
     """Translate from the run's source language into its target, a line out per line in (or
     the untranslated strings of a PO or XLIFF file)."""
@@ -352,7 +358,7 @@ def translate(
         return
     # the inputs are checked (and opened) before open_ loads the model
     translate_lines(open_, sentences or None, input=input_, output=output, stream=sys.stdout,
-                    warn=_warn)
+                    warn=_warn, split=split)
 
 
 def _format_of(path: Path | None) -> str:

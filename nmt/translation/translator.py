@@ -179,14 +179,35 @@ class StreamTranslator:
         """Raw sentences -> translations, in input order, each engine's own."""
         raise NotImplementedError
 
+    def translate_lines(self, lines: Sequence[str], on_truncate: TruncateHook | None = None,
+                        split: bool = True) -> list[str]:
+        """Lines as written -> their translations, laid out as the source
+        (:mod:`nmt.translation.layout`): the spacing at the ends and between columns and escaped
+        ``\\n``/``\\t`` kept, and with ``split`` a line of several sentences translated a
+        sentence at a time (the run's source language's rules). ``on_truncate`` gets the index
+        of the line whose sentence was cut."""
+        from nmt.translation.layout import lay_out, sentence_splitter
+
+        lines = list(arguments.sentences(lines, "lines"))
+        layout = lay_out(lines, sentence_splitter(self.source_lang) if split else None)
+
+        def hook(i: int, n: int, limit: int) -> None:
+            if on_truncate is not None:
+                on_truncate(layout.line_of[i], n, limit)
+
+        segments = layout.segments
+        return layout.join(self.translate(segments, on_truncate=hook) if segments else [])
+
     def translate_stream(
         self,
         lines: Iterable[str],
         write: Callable[[str], object],
         on_truncate: TruncateHook | None = None,
         chunk_lines: int = CHUNK_LINES,
+        split: bool = True,
     ) -> int:
-        """Translate ``lines`` chunk by chunk, calling ``write(translation)`` per line in order.
+        """Translate ``lines`` chunk by chunk, calling ``write(translation)`` per line in order;
+        each chunk as :meth:`translate_lines` lays it out (``split``: sentence by sentence).
 
         ``on_truncate`` gets line indices counted from 0 over the whole stream. Returns the
         number of lines translated.
@@ -199,7 +220,7 @@ class StreamTranslator:
                 if on_truncate is not None:
                     on_truncate(offset + i, n, limit)
 
-            for out in self.translate(chunk, on_truncate=hook):
+            for out in self.translate_lines(chunk, on_truncate=hook, split=split):
                 write(out)
             done += len(chunk)
         return done
