@@ -44,7 +44,8 @@ from nmt.files import (
 
 CACHE_VERSION = 4  # the layout of meta.json and the files; bump when it changes (4: the
 # files' digests in meta.json; an older cache is rebuilt)
-KEY_VERSION = 2  # in the key: bump when the prepared pairs change meaning (a new cache for all)
+KEY_VERSION = 3  # in the key: bump when the prepared pairs or the key change meaning (a new
+# cache for all; 3: every setting that changes the arrays is in the key, whatever its value)
 SPLITS = ("train", "valid", "test")
 REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source, target
 # DataConfig fields that do not change the cached arrays (truncation happens when batching)
@@ -55,15 +56,6 @@ _TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
 # Where the data is: the key holds the digests of the content instead, so a moved file keeps
 # its cache and an edited one builds a new cache
 _PATHS = {"corpus", "valid", "test"}
-# Fields added after CACHE_VERSION 2: left out of the key at their defaults, so that the caches
-# of the configs that existed before them keep their keys
-_ADDED = ("source", "target", "columns", "character_coverage", "case_forms", "sources")
-# Fields added with a default that may change the arrays: left out of the key at the value
-# that reproduces what came before them (no cap; SentencePiece's sample of 2,000,000 sentences,
-# its default until it became 1,000,000, so the configs that runs saved keep their caches; no
-# limit on the characters of that sample)
-_BEFORE = {"valid_size": 0, "test_size": 0, "target_apostrophes": "straight",
-           "sp_sentences": 2_000_000, "sp_characters": 0}
 
 
 @dataclass
@@ -122,15 +114,9 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
     ``valid`` / ``test`` files with the digests ``held_out``, and the given tokenizer's digest,
     when given)."""
     skip = _NOT_IN_KEY | _PATHS | _TOKENIZER_ONLY.get(cfg.tokenizer, set())
-    skip |= {k for k in _ADDED if getattr(cfg, k) == getattr(_DEFAULTS, k)}
-    skip |= {k for k, v in _BEFORE.items() if getattr(cfg, k) == v}
     skip |= {f"{k}_size" for k in ("valid", "test") if not getattr(cfg, f"{k}_frac")}  # moot
     if cfg.normalization == "recipe":  # the recipe's rules keep ’ and ‘ on both sides anyway
         skip.add("target_apostrophes")
-    if cfg.filters == "none":  # the caches built before filters existed, when none ran
-        skip.add("filters")
-    if not cfg.langid:  # the same for the language check
-        skip.add("langid")
     fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in skip}
     if cfg.sources:  # where each is and what it is called are not in the key; its content is
         fields["sources"] = [{"weight": s.weight, "filters": s.filters,
@@ -138,16 +124,13 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
                              for s in cfg.sources]
     content: dict[str, Any] = {"v": KEY_VERSION, "corpus": digest, "data": fields}
     if special_casing(cfg.source) or special_casing(cfg.target):
-        content["casing"] = "dotted-i"  # Turkish/Azerbaijani capitals, added after version 2
+        content["casing"] = "dotted-i"  # Turkish/Azerbaijani capitals, cased by their own rule
     if held_out:
         content["held_out"] = held_out
     if tokenizer:
         content["tokenizer"] = tokenizer
     blob = json.dumps(content, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-_DEFAULTS = DataConfig()
 
 
 @contextlib.contextmanager
