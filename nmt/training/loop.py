@@ -188,7 +188,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     if parent is not None and saved is None:
         start_from_parent(model, parent, run_dir) if dist.main else model.load_state_dict(
             parent.weights())
-        log(f"continuing {parent.run_dir} ({parent.checkpoint.name}): its model and tokenizer; "
+        log(f"continuing {parent.label} ({parent.checkpoint.name}): its model and tokenizer; "
             + ("a new optimizer, schedule and step count" if not t.keep_from else
                "the rest as train.keep_from says"))
     model.to(device)
