@@ -659,15 +659,16 @@ def parse_override(text: str) -> tuple[str, str, Any]:
 
 def load_config(
     path: str | Path | None, overrides: list[str] | tuple[str, ...] = (), *, saved: bool = False,
-    base: dict[str, dict[str, Any]] | None = None,
+    base: dict[str, dict[str, Any]] | None = None, base_name: str = "defaults",
 ) -> Config:
     """Load a TOML config (or the defaults when ``path`` is None) and apply ``--set`` overrides.
 
     ``saved``: a run's own ``config.toml``, read as :func:`from_dict` reads a checkpoint's.
     ``base``: the tables the file and the overrides apply to, key by key, instead of the
-    defaults (a parent run's config, for ``nmt train --from``)."""
+    defaults (a parent run's config, for ``nmt train --from``), which messages name
+    ``base_name`` when no file is given."""
     raw = read_toml(path, Path(path).parent if saved and path is not None else None)
-    where = "defaults" if path is None else str(path)
+    where = base_name if path is None else str(path)
     if base is not None:
         bottom = {k: dict(v) for k, v in base.items()}
         given: dict[str, Any] = raw["data"] if isinstance(raw.get("data"), dict) else {}

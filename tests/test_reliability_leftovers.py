@@ -20,7 +20,7 @@ import pytest
 from nmt.data.download import PART_PREFIX, ensure_corpus
 from nmt.export.ct2_directory import replace_dir
 from nmt.files import Temporary, atomic_write_text
-from nmt.runs.portable import RUN_COPY, open_run_copy
+from nmt.runs.portable import RUN_COPY, UnpackedCopy
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
@@ -86,11 +86,8 @@ def _replace_an_export(tmp_path: Path) -> Path:
 
 
 def _unpack_a_package(tmp_path: Path) -> Path:
-    package = tmp_path / "p.argosmodel"
-    with zipfile.ZipFile(package, "w") as z:
-        z.writestr(f"p/model/{RUN_COPY}/config.toml", "")
-    _, holder = open_run_copy(package, "--from p.argosmodel")
-    holder.cleanup()
+    """The folder a package's run copy is unpacked into (made before any member is read)."""
+    UnpackedCopy(tmp_path / "p.argosmodel", f"p/model/{RUN_COPY}").cleanup()
     return Path(tempfile.gettempdir())
 
 

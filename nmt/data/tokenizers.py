@@ -38,6 +38,10 @@ SENTENCEPIECE_SAMPLE = 1_000_000
 # bound (a million sentences of 400 characters: 8 GB); this is about 1 GB (docs/BENCHMARKS.md)
 SENTENCEPIECE_CHARACTERS = 40_000_000
 META_FILE = "tokenizer.json"
+# every file a saved tokenizer may hold: its description and, by kind and jointness, the
+# SentencePiece models or the word lists (what a package's run copy may unpack of it)
+FILES = (META_FILE, "spm.model", "src.model", "tgt.model", "vocab.txt", "src.vocab.txt",
+         "tgt.vocab.txt")
 
 
 class Tokenizer(ABC):

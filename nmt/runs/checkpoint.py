@@ -352,12 +352,13 @@ def vocab_entry(tokenizer: Tokenizer) -> dict[str, Any]:
             "joint": tokenizer.joint, "digest": tokenizer.digest()}
 
 
-def check_tokenizer(path: Path, vocab: dict[str, Any], tokenizer: Tokenizer, where: str) -> None:
+def check_tokenizer(path: Path, vocab: dict[str, Any], tokenizer: Tokenizer, where: str,
+                    advice: str = "use the checkpoint with the run it was trained in") -> None:
     """Refuse ``tokenizer`` (read from ``where``) for the checkpoint at ``path`` unless it is
     the one the weights were trained with: the same vocabulary sizes and, when the checkpoint
     records it (those written before it did are compared by size only), the same digest. A
     tokenizer of the same size but other pieces would make a model translate into garbage, or
-    go on training on ids that mean other pieces."""
+    go on training on ids that mean other pieces. The message ends in ``advice``."""
     sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
     if sizes != (vocab["src"], vocab["tgt"]):
         raise CheckpointError(f"{path}: incompatible with {where} (vocabulary sizes "
@@ -365,8 +366,8 @@ def check_tokenizer(path: Path, vocab: dict[str, Any], tokenizer: Tokenizer, whe
     if "digest" in vocab and vocab["digest"] != tokenizer.digest():
         raise CheckpointError(
             f"{path}: incompatible with {where} (trained with another tokenizer of the same "
-            f"size: vocabulary digest {vocab['digest'][:12]} vs {tokenizer.digest()[:12]}); use "
-            "the checkpoint with the run it was trained in")
+            f"size: vocabulary digest {vocab['digest'][:12]} vs {tokenizer.digest()[:12]}); "
+            f"{advice}")
 
 
 def rng_state() -> dict[str, Any]:

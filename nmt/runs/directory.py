@@ -248,21 +248,23 @@ def run_config(run_dir: Path, trained: Config) -> Config:
     return cfg
 
 
-def checkpoint_config(path: Path) -> Config:
-    """The config a checkpoint was trained with (a one-line error when it has none valid)."""
+def checkpoint_config(path: Path, payload: dict[str, Any] | None = None) -> Config:
+    """The config the checkpoint ``path`` (loaded: ``payload``) was trained with (a one-line
+    error when it has none valid)."""
     from nmt.runs.checkpoint import load_checkpoint  # torch: not on the paths that only read a run
 
-    payload = load_checkpoint(path)
+    payload = load_checkpoint(path) if payload is None else payload
     try:
         return from_dict(payload["config"], where=f"{path} config", saved=True)
     except ConfigError as e:
         raise CheckpointError(f"{path}: incompatible checkpoint (bad config: {e})") from None
 
 
-def frozen_change(cfg: Config, trained: Config,
-                  when: str = "on --resume") -> tuple[str, str] | None:
+def frozen_change(cfg: Config, trained: Config, when: str = "on --resume",
+                  advice: str = "start a new run instead") -> tuple[str, str] | None:
     """The first key (``section.name``) of a section that cannot change on resume whose value in
-    ``cfg`` differs from ``trained``'s, and a message saying so; None when none differs."""
+    ``cfg`` differs from ``trained``'s, and a message saying so, ending in ``advice``; None
+    when none differs."""
     tables, trained_tables = cfg.to_dict(), trained.to_dict()  # as config.toml has them
     for section in FROZEN_ON_RESUME:
         new, old = tables[section], trained_tables[section]
@@ -271,7 +273,7 @@ def frozen_change(cfg: Config, trained: Config,
             return f"{section}.{key}", (
                 f"[{section}] cannot change {when} ({section}.{key} is "
                 f"{new.get(key)!r:.40}, but the checkpoint was trained with "
-                f"{old.get(key)!r:.40}); start a new run instead")
+                f"{old.get(key)!r:.40}); {advice}")
     return None
 
 

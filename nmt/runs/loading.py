@@ -29,6 +29,7 @@ from nmt.runs.paths import (  # noqa: F401 - latest_run, resolve_checkpoint re-e
 )
 
 if TYPE_CHECKING:
+    from nmt.config import ModelConfig
     from nmt.data.tokenizers import Tokenizer
     from nmt.models.base import EncoderDecoder
 
@@ -190,6 +191,24 @@ def check_weights(path: Path, cfg: Config, vocab: dict[str, Any],
             f"{tables}, but the file's weights hold only {_size(held)}; at most the size of its "
             f"weights plus {DERIVED_BYTES // 2**20} MiB is allowed)"
         )
+
+
+def model_bytes(model: ModelConfig, tokenizer: Tokenizer, where: str) -> int:
+    """Bytes of the weights a checkpoint of the model ``model`` describes over ``tokenizer``'s
+    vocabularies holds (its parameters and saved buffers, each counted once), computed on the
+    meta device; a one-line error after ``where`` (the config's file) for a model that cannot
+    be built."""
+    from nmt.models.build import build_model
+
+    try:
+        with shapes_only():
+            shapes = build_model(model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size,
+                                 joint_vocab=tokenizer.joint)
+            saved = set(shapes.state_dict())
+            return _tensor_bytes([*shapes.parameters(),
+                                  *(b for name, b in shapes.named_buffers() if name in saved)])
+    except (ConfigError, RuntimeError, ValueError, OverflowError) as e:
+        raise CheckpointError(f"{where}: cannot build its model ({first_line(e)})") from None
 
 
 def _size(n: float) -> str:

@@ -6,7 +6,9 @@ An ``.argosmodel`` holds only the CTranslate2 conversion, which cannot be traine
 run directory: the exported checkpoint as ``checkpoints/best.pt``, the tokenizer, the config,
 and the run's ``corpus.json`` and ``parent.json`` when it has them (so a continued model's card
 can name its data and lineage). ``nmt train --from`` takes an export directory, an unpacked
-Argos package or the ``.argosmodel`` file itself (:func:`open_run_copy`).
+Argos package or the ``.argosmodel`` file itself (:func:`open_run_copy`), of which only these
+files are unpacked, each within a bound the others set (:func:`file_bound`,
+:func:`checkpoint_bound`); a copy on disk is held to the same bounds (:func:`check_sizes`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ import json
 import shutil
 import tempfile
 import zipfile
-from pathlib import Path, PurePosixPath
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nmt.errors import CheckpointError, NmtError
+from nmt.data.tokenizers import FILES as TOKENIZER_FILES
+from nmt.data.tokenizers import META_FILE as TOKENIZER_META
+from nmt.errors import CheckpointError, NmtError, os_reason
 from nmt.files import Temporary, read_stored_text
 
 if TYPE_CHECKING:
@@ -27,7 +34,15 @@ if TYPE_CHECKING:
 RUN_COPY = "nmt-run"
 META_FILE = "nmt-export.json"  # an export's metadata (nmt.export.ct2_directory reads it whole)
 RECORDS = ("config.toml", "corpus.json", "parent.json")  # copied when the run has them
-MAX_COPY_BYTES = 8 * 2**30  # what an .argosmodel's run copy may unpack to
+CHECKPOINT = "checkpoints/best.pt"  # the checkpoint of a run copy
+
+# What each file of a run copy may hold: a package is unpacked (and a copy on disk read) only
+# within these, so a member of zeros that deflates a thousandfold fills no disk
+RECORD_BYTES = 2**20  # the records, tokenizer.json and the export's nmt-export.json
+TOKENIZER_BYTES = 64 * 2**20  # a SentencePiece model or word list (2**20 pieces: about 30 MB)
+CHECKPOINT_COPIES = 4  # a checkpoint holds the weights, their moving average, Adam's two moments
+CHECKPOINT_MARGIN = 64 * 2**20  # ... and its RNG states, config, progress and zip layout
+MAX_COPY_BYTES = 8 * 2**30  # the checkpoint at most, whatever its config describes
 
 
 def write_run_copy(run: LoadedRun, export_dir: Path) -> Path:
@@ -63,49 +78,159 @@ def is_export(path: Path) -> bool:
 def exported_run_name(run_copy: Path) -> str:
     """The exported run's own name, as the export beside ``run_copy`` records it ("" where it
     cannot be read: the folder's name, nmt-run, says nothing)."""
+    path = run_copy.parent / META_FILE
     try:
-        recorded = json.loads(read_stored_text(run_copy.parent / META_FILE, run_copy.parent))
-    except (NmtError, ValueError, RecursionError):
+        if not path.is_file() or path.stat().st_size > RECORD_BYTES:
+            return ""
+        recorded = json.loads(read_stored_text(path, run_copy.parent))
+    except (OSError, NmtError, ValueError, RecursionError):
         return ""
     name = recorded.get("run") if isinstance(recorded, dict) else None
     return name if isinstance(name, str) else ""
 
 
-def open_run_copy(package: Path, where: str) -> tuple[Path, Temporary]:
-    """The run copy of an ``.argosmodel`` file, unpacked into a temporary directory (kept as
-    long as the returned object is). Only the members under ``*/model/nmt-run/`` are unpacked
-    (and the export's ``nmt-export.json`` beside them), each name checked to stay inside it,
-    their total size bounded."""
+def file_bound(name: str) -> int | None:
+    """The most bytes the file ``name`` of a run copy (``/``-separated, relative to the copy)
+    may hold, its checkpoint aside (:func:`checkpoint_bound`); None for a name that is no file
+    of a run copy."""
+    folder, _, file = name.partition("/")
+    if name in RECORDS or (folder == "tokenizer" and file == TOKENIZER_META):
+        return RECORD_BYTES
+    if folder == "tokenizer" and file in TOKENIZER_FILES:
+        return TOKENIZER_BYTES
+    return None
+
+
+def checkpoint_bound(run_copy: Path) -> int:
+    """The most bytes the checkpoint of ``run_copy`` (or of a run) may hold, by what its other
+    files declare: :data:`CHECKPOINT_COPIES` times the weights of the model its ``config.toml``
+    describes over its tokenizer's vocabularies, plus :data:`CHECKPOINT_MARGIN`; at most
+    :data:`MAX_COPY_BYTES`."""
+    from nmt.config import load_config
+    from nmt.runs.loading import model_bytes, run_tokenizer
+
+    config = run_copy / "config.toml"
+    weights = model_bytes(load_config(config, saved=True).model, run_tokenizer(run_copy),
+                          str(config))
+    return min(MAX_COPY_BYTES, CHECKPOINT_COPIES * weights + CHECKPOINT_MARGIN)
+
+
+def _too_large(what: str, bound: int, name: str) -> CheckpointError:
+    """``what`` (a file or a member, and how many bytes it holds) is more than the ``bound`` of
+    the run copy's file ``name``."""
+    why = (f"a checkpoint of the model its config.toml describes may hold ({CHECKPOINT_COPIES} "
+           f"times its weights, plus {CHECKPOINT_MARGIN // 2**20} MiB)" if name == CHECKPOINT
+           else f"a run copy's {name} may hold")
+    return CheckpointError(f"{what}, more than the {bound:,} bytes {why}")
+
+
+def check_sizes(run_dir: Path, checkpoint: Path) -> None:
+    """The files of the run (or run copy) ``run_dir`` that ``nmt train --from`` reads, and its
+    ``checkpoint``, each within its bound (:func:`file_bound`, :func:`checkpoint_bound`),
+    checked from their sizes before any is read."""
+    for name in (*RECORDS, *(f"tokenizer/{file}" for file in TOKENIZER_FILES)):
+        path, bound = run_dir / name, file_bound(name)
+        if bound is not None and path.is_file() and path.stat().st_size > bound:
+            raise _too_large(f"{path}: holds {path.stat().st_size:,} bytes", bound, name)
+    bound, size = checkpoint_bound(run_dir), checkpoint.stat().st_size
+    if size > bound:
+        raise _too_large(f"{checkpoint}: holds {size:,} bytes", bound, CHECKPOINT)
+
+
+class UnpackedCopy:
+    """The run copy of an ``.argosmodel`` package, unpacked into a temporary folder
+    (:attr:`root`) that is removed with this object or by :meth:`cleanup`. Errors raised in
+    :meth:`speaking` name its files as the package's members, not as the temporary folder."""
+
+    def __init__(self, package: Path, folder: str) -> None:
+        self.package = package
+        self.folder = folder  # the members' folder the run copy is in: TOP/model
+        self._holder = Temporary(Path(tempfile.gettempdir()), "nmt-from-")  # a dead one's: gone
+        self.root = Path(self._holder.name) / RUN_COPY
+
+    def cleanup(self) -> None:
+        self._holder.cleanup()
+
+    def named(self, text: str) -> str:
+        """``text`` with the temporary folder's paths said as the package's members."""
+        tmp, given = self._holder.name, f"{self.package}: {self.folder}"
+        return text.replace(f"{tmp}/", f"{given}/").replace(tmp, given)
+
+    @contextmanager
+    def speaking(self) -> Iterator[None]:
+        try:
+            yield
+        except NmtError as e:
+            if self._holder.name not in str(e):
+                raise
+            raise type(e)(self.named(str(e))) from None
+
+
+def open_run_copy(package: Path, where: str) -> UnpackedCopy:
+    """The run copy of the ``.argosmodel`` file ``package``, unpacked: only the files a run copy
+    holds (:func:`file_bound`: the records, the tokenizer's files; then the checkpoint,
+    :func:`checkpoint_bound`) and the export's ``nmt-export.json`` beside them, each refused
+    beyond its bound from its declared size and again as it is written; any other member is
+    never read. ``where`` (``--from PACKAGE``) starts the error messages."""
     try:
         with zipfile.ZipFile(package) as z:
-            members = [i for i in z.infolist()
-                       if len(PurePosixPath(i.filename).parts) > 3
-                       and PurePosixPath(i.filename).parts[1:3] == ("model", RUN_COPY)]
-            if not members:
-                raise CheckpointError(f"{where}: this package holds no checkpoint; continuing "
-                                      "it needs one exported with nmt export --to argos "
-                                      "--with-checkpoint")
-            if sum(i.file_size for i in members) > MAX_COPY_BYTES:
-                raise CheckpointError(f"{where}: its checkpoint unpacks to more than "
-                                      f"{MAX_COPY_BYTES // 2**30} GiB")
-            holder = Temporary(Path(tempfile.gettempdir()), "nmt-from-")
-            root = holder.path / RUN_COPY
-            meta = [i for i in z.infolist() if PurePosixPath(i.filename).parts[1:] == (
-                "model", META_FILE) and i.file_size < 2**20]
-            if meta:  # beside the copy, as in an export: it names the exported run
-                (root.parent / META_FILE).write_bytes(z.read(meta[0]))
-            for info in members:
-                parts = PurePosixPath(info.filename).parts[3:]
-                if any(p in ("", ".", "..") for p in parts) or info.filename.startswith("/"):
-                    raise CheckpointError(f"{where}: member {info.filename!r} leaves the "
-                                          "package's folder")
-                target = root.joinpath(*parts)
-                if info.is_dir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with z.open(info) as src, target.open("wb") as dst:
-                    shutil.copyfileobj(src, dst)
-    except (OSError, zipfile.BadZipFile, EOFError) as e:
+            folder, members = _run_copy_members(z, where)
+            copy = UnpackedCopy(package, folder)
+            try:
+                with copy.speaking():
+                    for name, info in sorted(members.items()):
+                        bound = file_bound(name)
+                        if bound is not None:  # the checkpoint last, bounded by these
+                            _unpack(z, info, copy.root / name, name, bound, where)
+                    if f"{folder}/{META_FILE}" in z.NameToInfo:  # it names the exported run
+                        _unpack(z, z.getinfo(f"{folder}/{META_FILE}"),
+                                copy.root.parent / META_FILE, META_FILE, RECORD_BYTES, where)
+                    _unpack(z, members[CHECKPOINT], copy.root / CHECKPOINT, CHECKPOINT,
+                            checkpoint_bound(copy.root), where)
+            except BaseException:
+                copy.cleanup()
+                raise
+    except (OSError, zipfile.BadZipFile, EOFError, RuntimeError, NotImplementedError,
+            zlib.error) as e:  # RuntimeError: an encrypted member
         raise CheckpointError(f"{where}: cannot read the package ({e})") from None
-    return root, holder
+    return copy
+
+
+def _run_copy_members(z: zipfile.ZipFile, where: str) -> tuple[str, dict[str, zipfile.ZipInfo]]:
+    """The folder of ``z`` that holds the run copy (``TOP/model``) and the copy's members by
+    their names inside it: the files a run copy holds, nothing else."""
+    copies: dict[str, dict[str, zipfile.ZipInfo]] = {}
+    for info in z.infolist():
+        parts = info.filename.split("/")
+        if len(parts) < 4 or parts[1:3] != ["model", RUN_COPY] or info.is_dir():
+            continue
+        name = "/".join(parts[3:])
+        if name == CHECKPOINT or file_bound(name) is not None:
+            copies.setdefault(f"{parts[0]}/model", {})[name] = info
+    found = sorted(folder for folder, members in copies.items() if CHECKPOINT in members)
+    if not found:
+        raise CheckpointError(f"{where}: this package holds no checkpoint; continuing it needs "
+                              "one exported with nmt export --to argos --with-checkpoint")
+    if len(found) > 1:
+        raise CheckpointError(f"{where}: holds {len(found)} run copies ({found[0]}/{RUN_COPY}, "
+                              f"{found[1]}/{RUN_COPY}); expected the one folder of a package "
+                              "nmt export wrote")
+    return found[0], copies[found[0]]
+
+
+def _unpack(z: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, name: str, bound: int,
+            where: str) -> None:
+    """Write the member ``info`` to ``target``, refused before anything is written when its
+    header says it holds more than ``bound`` bytes (``zipfile`` reads no more than the header
+    says: a member holding more fails its CRC-32 check there)."""
+    if info.file_size > bound:
+        raise _too_large(f"{where}: {info.filename} unpacks to {info.file_size:,} bytes", bound,
+                         name)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with z.open(info) as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 2**20)
+    except OSError as e:
+        raise CheckpointError(f"{where}: cannot unpack {info.filename} into "
+                              f"{tempfile.gettempdir()} ({os_reason(e)}); set TMPDIR to a "
+                              "folder with room") from None

@@ -111,7 +111,7 @@ def run_train_command(
                           "to start a run, --resume to continue one")
     opened = open_parent(parent) if parent is not None else None
     if run_name is None and opened is not None and config_path is None:
-        name = f"{opened.run_dir.resolve().name}-continued"
+        name = f"{opened.name or opened.run_dir.resolve().name}-continued"
     else:
         name = default_run_name(config_path) if run_name is None else check_run_name(run_name)
     run_dir = runs_dir / name

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from nmt.config import Config, DataConfig, load_config
 from nmt.errors import CheckpointError, ConfigError, first_line
 from nmt.files import read_json, stored_digest, user_path
+from nmt.runs.portable import UnpackedCopy, open_run_copy
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
@@ -58,64 +60,75 @@ class Start:
 
 @dataclass(frozen=True)
 class Parent:
-    """The run a child continues: its directory, the checkpoint it starts from, its config
-    (``holder`` keeps a package's unpacked run copy alive; ``name`` is what the child records,
-    the run's own name for a copy inside an export)."""
+    """The run a child continues: its directory, the checkpoint it starts from, its config.
+    ``label`` is how messages name it (the path given to ``--from``); ``name`` is what the
+    child records (the run's own name for a copy inside an export); ``copy`` keeps a package's
+    unpacked run copy alive and names its files as the package's members."""
 
     run_dir: Path
     checkpoint: Path
     config: Config
+    label: str
     name: str = ""
-    holder: Any = None
+    copy: UnpackedCopy | None = None
+
+    @contextmanager
+    def speaking(self) -> Iterator[None]:
+        """Errors raised inside name a package's files as its members, not a temporary folder."""
+        with self.copy.speaking() if self.copy is not None else nullcontext():
+            yield
 
     def tokenizer(self) -> Tokenizer:
         from nmt.runs.loading import run_tokenizer
 
-        return run_tokenizer(self.run_dir)
+        with self.speaking():
+            return run_tokenizer(self.run_dir)
 
     def weights(self) -> dict[str, Any]:
         """The weights the parent translates with (its moving average when it keeps one)."""
         from nmt.runs.loading import load_run
 
-        loaded = load_run(self.run_dir, str(self.checkpoint), "cpu")
+        with self.speaking():
+            loaded = load_run(self.run_dir, str(self.checkpoint), "cpu")
         return loaded.model.state_dict()
 
     def record(self) -> dict[str, Any]:
         """What the child's ``parent.json`` says."""
         from nmt.runs.checkpoint import load_checkpoint
 
-        step = load_checkpoint(self.checkpoint, mmap=True).get("progress", {}).get("step")
+        with self.speaking():
+            step = load_checkpoint(self.checkpoint, mmap=True).get("progress", {}).get("step")
         return {"run": self.name or self.run_dir.resolve().name,
                 "checkpoint": self.checkpoint.name,
                 "data": self.config.to_dict()["data"],  # its valid split scores the child
                 "step": step, "sha256": stored_digest(self.checkpoint, None, CheckpointError)}
 
 
+FROM_KINDS = ("a run directory, an export directory made with nmt export --with-checkpoint, or "
+              "its .argosmodel package")  # what --from takes
+
+
 def open_parent(path: Path) -> Parent:
-    """The model ``--from`` names, checked: a run directory with a config and a best
-    checkpoint, or an export made with ``--with-checkpoint`` (its directory, an unpacked Argos
-    package, or the ``.argosmodel`` file), whose run copy is the run continued."""
+    """The model ``--from`` names, checked before any data is prepared: a run directory with a
+    config and a best checkpoint, or an export made with ``--with-checkpoint`` (its directory,
+    an unpacked Argos package, or the ``.argosmodel`` file, of which only the run copy's files
+    are unpacked, :func:`nmt.runs.portable.open_run_copy`), whose run copy is the run
+    continued. Its files are within their bounds, its ``config.toml`` describes the model and
+    the data its checkpoint was trained with, and its tokenizer is the checkpoint's."""
     import zipfile
 
-    from nmt.runs.directory import checkpoint_config
-    from nmt.runs.paths import resolve_checkpoint
-    from nmt.runs.portable import (
-        RUN_COPY,
-        exported_run_name,
-        find_run_copy,
-        is_export,
-        open_run_copy,
-    )
+    from nmt.files import path_problem
+    from nmt.runs.portable import RUN_COPY, exported_run_name, find_run_copy, is_export
 
     path = user_path(path, "--from")
     where = f"--from {path}"
-    holder = None
+    copy = None
     name = ""
     if path.is_file() and zipfile.is_zipfile(path):
-        run_dir, holder = open_run_copy(path, where)
-        name = exported_run_name(run_dir)
-    elif path.is_dir() and (copy := find_run_copy(path)) is not None:
-        run_dir, name = copy, exported_run_name(copy)
+        copy = open_run_copy(path, where)
+        run_dir, name = copy.root, exported_run_name(copy.root)
+    elif path.is_dir() and (found := find_run_copy(path)) is not None:
+        run_dir, name = found, exported_run_name(found)
     elif path.is_dir() and is_export(path):
         raise CheckpointError(f"{where}: an export without its checkpoint ({RUN_COPY}/); "
                               "export the run again with nmt export --with-checkpoint to "
@@ -123,11 +136,44 @@ def open_parent(path: Path) -> Parent:
     elif path.is_dir():
         run_dir = path
     else:
-        raise CheckpointError(f"{where}: expected a run directory or an export made with "
-                              "--with-checkpoint (its folder or its .argosmodel), got "
-                              + ("a file" if path.exists() else "nothing there"))
-    checkpoint = resolve_checkpoint(run_dir, PARENT_CHECKPOINT)
-    return Parent(run_dir, checkpoint, checkpoint_config(checkpoint), name, holder)
+        problem = ("is a file that is not a zip archive (an .argosmodel package is one)"
+                   if path.is_file() else path_problem(path, "directory",
+                                                       "run directory, export or package"))
+        raise CheckpointError(f"{where}: {problem}; expected {FROM_KINDS}")
+    try:
+        checkpoint, config = _checked(run_dir, copy, path)
+    except BaseException:
+        if copy is not None:
+            copy.cleanup()
+        raise
+    return Parent(run_dir, checkpoint, config, str(path), name, copy)
+
+
+def _checked(run_dir: Path, copy: UnpackedCopy | None, given: Path) -> tuple[Path, Config]:
+    """The best checkpoint of ``run_dir`` and the config it was trained with, once its files
+    are within their bounds, its ``config.toml`` agrees with it and its tokenizer is the one
+    its weights were trained on (errors name a package's files as its members)."""
+    from nmt.runs.checkpoint import check_tokenizer, load_checkpoint
+    from nmt.runs.directory import checkpoint_config, frozen_change
+    from nmt.runs.loading import run_tokenizer
+    from nmt.runs.paths import resolve_checkpoint
+    from nmt.runs.portable import check_sizes
+
+    again = ("export the run again with nmt export --with-checkpoint" if run_dir != given
+             else "restore the config.toml it was trained with")
+    with copy.speaking() if copy is not None else nullcontext():
+        checkpoint = resolve_checkpoint(run_dir, PARENT_CHECKPOINT)
+        check_sizes(run_dir, checkpoint)
+        saved = load_checkpoint(checkpoint, mmap=True)  # the weights are checked when loaded
+        trained = checkpoint_config(checkpoint, saved)
+        own = run_dir / "config.toml"
+        change = frozen_change(load_config(own, saved=True), trained, when="after training",
+                               advice=again)
+        if change is not None:
+            raise CheckpointError(f"{own}: {change[1]}")
+        check_tokenizer(checkpoint, saved["vocab"], run_tokenizer(run_dir),
+                        f"{run_dir}/tokenizer", advice=again)
+    return checkpoint, trained
 
 
 def child_config(parent: Parent, config_path: Path | None, overrides: list[str]) -> Config:
@@ -139,19 +185,20 @@ def child_config(parent: Parent, config_path: Path | None, overrides: list[str])
     for key, value in given.items():
         if theirs.get(key, object()) != value:
             raise ConfigError(f"model.{key}: {value!r:.40} would change the model of --from "
-                              f"{parent.run_dir} ({key} = {theirs.get(key)!r:.40}); a continued "
+                              f"{parent.label} ({key} = {theirs.get(key)!r:.40}); a continued "
                               "model keeps it")
-    cfg = load_config(config_path, overrides, base=was.to_dict())
+    cfg = load_config(config_path, overrides, base=was.to_dict(),
+                      base_name=f"the config of --from {parent.label}")
     for key in TOKENIZER_KEYS:
         if getattr(cfg.data, key) != getattr(was.data, key):
             raise ConfigError(f"data.{key}: {getattr(cfg.data, key)!r:.40} would change the "
-                              f"tokenizer of --from {parent.run_dir} ({key} = "
+                              f"tokenizer of --from {parent.label} ({key} = "
                               f"{getattr(was.data, key)!r:.40}); a continued model keeps it")
     if cfg.model != was.model:
         mine, theirs = cfg.model.to_dict(), was.model.to_dict()
         key = next(k for k in {**mine, **theirs} if mine.get(k) != theirs.get(k))
         raise ConfigError(f"model.{key}: {mine.get(key)!r:.40} would change the model of --from "
-                          f"{parent.run_dir} ({key} = {theirs.get(key)!r:.40}); a continued "
+                          f"{parent.label} ({key} = {theirs.get(key)!r:.40}); a continued "
                           "model keeps it")
     return dataclasses.replace(cfg, model=was.model)
 
@@ -166,7 +213,7 @@ def run_start(cfg: Config, parent: Parent | None, run_dir: Path, resume: bool) -
         kept = [k for k in cfg.train.keep_from.split(",") if k]
         rest = ("the rest as train.keep_from says" if kept else
                 "a new optimizer, schedule and step count")
-        said = [f"continuing {parent.run_dir} ({parent.checkpoint.name}): its model and "
+        said = [f"continuing {parent.label} ({parent.checkpoint.name}): its model and "
                 f"tokenizer; {rest}"]
         if kept:
             said.append(f"kept of its training: {', '.join(kept)} (train.keep_from)")
@@ -206,8 +253,9 @@ def keep_from_parent(parent: Parent, state: TrainingState, kept: list[str]) -> N
 
     if not kept:
         return
-    payload = load_checkpoint(parent.checkpoint)
-    where = f"--from {parent.run_dir} ({parent.checkpoint.name})"
+    with parent.speaking():
+        payload = load_checkpoint(parent.checkpoint)
+    where = f"--from {parent.label} ({parent.checkpoint.name})"
     optimizer, scheduler = state.optimizer, state.scheduler
     settings = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
     base_lrs = list(scheduler.base_lrs)
