@@ -41,8 +41,9 @@ CACHE_VERSION = 3  # the layout of meta.json and the files; bump when it changes
 KEY_VERSION = 2  # in the key: bump when the prepared pairs change meaning (a new cache for all)
 SPLITS = ("train", "valid", "test")
 REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source, target
-# DataConfig fields that do not change the cached arrays (truncation happens when batching)
-_NOT_IN_KEY = {"truncate"}
+# DataConfig fields that do not change the cached arrays (truncation happens when batching;
+# the protected spans are kept at translation)
+_NOT_IN_KEY = {"truncate", "spans", "glossary", "terms"}
 _TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
                    "word": {"sp_model_type", "vocab_size", "character_coverage", "sp_sentences",
                             "sp_characters"}}
