@@ -2,7 +2,8 @@
 ``<x:ph id="1"/>``, and comments ``<!-- ... -->``.
 
 Tags are kept one by one; a tag opened and not closed (``<b>Save``) keeps the tag it has.
-A ``<`` not followed by a name (``a < b``) is text."""
+A ``<`` not followed by a name (``a < b``) is text, and so is ``<unk>``, the mark a word
+tokenizer writes for a word it does not know."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 
 _VALUE = r"""(?:"[^"<>\n]*"|'[^'<>\n]*'|[^\s"'=<>`]+)"""
 PATTERN = re.compile(
-    rf"</?[A-Za-z][\w:.-]*(?:\s+[A-Za-z_:][\w:.-]*(?:\s*=\s*{_VALUE})?)*\s*/?>"
+    rf"</?(?!unk>)[A-Za-z][\w:.-]*(?:\s+[A-Za-z_:][\w:.-]*(?:\s*=\s*{_VALUE})?)*\s*/?>"
     r"|<!--.*?-->"
 )
 
