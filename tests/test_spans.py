@@ -259,3 +259,9 @@ def test_find_spans_defaults() -> None:
     assert [s.text for s in find_spans("%s and Firefox")] == ["%s"]
     assert [s.text for s in find_spans("%s and Firefox", terms=["Firefox"])] == ["%s", "Firefox"]
     assert [s.text for s in find_spans("%s and {x}", kinds=["python"])] == ["{x}"]
+
+
+def test_docs_list_every_kind() -> None:
+    data = (Path(__file__).resolve().parents[1] / "docs" / "DATA.md").read_text(encoding="utf-8")
+    missing = [kind for kind in KINDS if f"| `{kind}` |" not in data]
+    assert not missing, f"docs/DATA.md, Protected spans: no row for {missing}"
