@@ -21,7 +21,7 @@ import contextlib
 import inspect
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -86,12 +86,16 @@ def open_translator(
     run: Path | str | None = None, checkpoint: str = "best", *, engine: str | None = None,
     model: Path | str | None = None, device: str = "auto", averaged: bool = True,
     compute_type: str = "default", beam: int | None = None, batch_size: int | None = None,
-    max_tokens: int | None = None, max_src_tokens: int | None = None,
+    max_tokens: int | None = None, max_src_tokens: int | None = None, spans: str = "repair",
 ) -> StreamTranslator:
     """The translator ``nmt translate`` uses: of the run directory ``run`` (default: the latest
     under runs/) and its ``checkpoint`` (best, last or a file), decoded by ``engine``;
-    ``beam``/``batch_size``/``max_tokens`` override the run's [decode]."""
+    ``beam``/``batch_size``/``max_tokens`` override the run's [decode]. ``spans``: each output
+    keeps its source's protected spans, ``repair`` (put back what can be, guessing a place by
+    position), ``strict`` (refuse a line that needs a guess) or ``off``
+    (:mod:`nmt.translation.structure`)."""
     run, model = arguments.path(run, "run"), arguments.path(model, "model")
+    spans = _spans_mode(spans)
     beam, batch_size, max_tokens, max_src_tokens = _decode_arguments(
         checkpoint, device, averaged, compute_type, beam, batch_size, max_tokens, max_src_tokens)
     engine = engine_of(engine, model)
@@ -103,13 +107,19 @@ def open_translator(
         return CT2Translator.from_export(directory, beam=beam, batch_size=batch_size,
                                          max_src_tokens=max_src_tokens, device=device,
                                          compute_type=compute_type, max_tokens=max_tokens,
-                                         where=where)
+                                         where=where, spans=spans)
     from nmt.runs.loading import load_run
     from nmt.translation.translator import Translator
 
     loaded = load_run(run, checkpoint, device, averaged=averaged)
     return Translator.from_run(loaded, beam=beam, batch_size=batch_size, max_tokens=max_tokens,
-                               max_src_tokens=max_src_tokens)
+                               max_src_tokens=max_src_tokens, spans=spans)
+
+
+def _spans_mode(spans: Any) -> str:
+    from nmt.translation.structure import MODES
+
+    return arguments.choice(spans, "spans", MODES)
 
 
 def _decode_arguments(
@@ -143,7 +153,9 @@ def translate_lines(
     The translations go to ``output`` (a file, renamed into place once complete: a failure
     leaves an earlier file intact; never the input itself), else to the text ``stream`` (as
     they come); with neither they are returned as a list. ``warn`` gets one line per source
-    that was read in part or cut to the length limit.
+    that was read in part or cut to the length limit, and one line when protected spans were
+    repaired (:mod:`nmt.translation.structure`; a line ``--spans strict`` cannot place is a
+    :class:`DataError` naming it).
 
     Each line comes back laid out as written (:mod:`nmt.translation.layout`): its spacing at
     the ends, its runs of spaces and tabs between columns and its escaped ``\\n``/``\\t``
@@ -156,6 +168,7 @@ def translate_lines(
     before a model is loaded."""
     from nmt.errors import write_errors
     from nmt.files import atomic_text_output, read_lines
+    from nmt.translation.structure import SpanCounts, UnplacedSpan
     from nmt.translation.translator import (
         StreamTranslator,
         check_output_is_not_input,
@@ -214,14 +227,22 @@ def translate_lines(
         def truncated(i: int, n: int, limit: int) -> None:
             warn(f"warning: {name}: line {i + 1}: {n} source tokens, cut to the first {limit}")
 
+        guard = translator.spans
+        before = SpanCounts() if guard is None else replace(guard.counts)
         with write_errors(target):
-            if out is None:
-                translator.translate_stream(lines, collected.append, on_truncate=truncated,
-                                            split=split)
-                return collected
-            translator.translate_stream(lines, lambda text: out.write(text + "\n"),
-                                        on_truncate=truncated, split=split)
-            out.flush()
+            try:
+                if out is None:
+                    translator.translate_stream(lines, collected.append, on_truncate=truncated,
+                                                split=split)
+                else:
+                    translator.translate_stream(lines, lambda text: out.write(text + "\n"),
+                                                on_truncate=truncated, split=split)
+                    out.flush()
+            except UnplacedSpan as e:
+                raise DataError(f"{name}: {e}") from None
+        if guard is not None and (summary := guard.counts.since(before).summary()):
+            warn(f"warning: {name}: {summary}")
+        return collected if out is None else None
     return None
 
 
@@ -319,9 +340,10 @@ def _run_record(run: Path | None, checkpoint: str, export_dir: Path) -> ScoredRu
 def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
             model: Path | str | None, device: str, averaged: bool, compute_type: str,
             beam: int | None, batch_size: int | None, max_tokens: int | None,
-            ) -> tuple[ScoredRun, StreamTranslator, str]:
+            spans: str = "repair") -> tuple[ScoredRun, StreamTranslator, str]:
     """The run, its translator and the tag of the engine in the saved files."""
     run, model = arguments.path(run, "run"), arguments.path(model, "model")
+    spans = _spans_mode(spans)
     beam, batch_size, max_tokens, _ = _decode_arguments(
         checkpoint, device, averaged, compute_type, beam, batch_size, max_tokens)
     engine = engine_of(engine, model)
@@ -338,7 +360,7 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
         directory, where = _ct2_directory(run, checkpoint, model)
         translator = CT2Translator.from_export(directory, beam=beam, batch_size=batch_size,
                                                device=device, compute_type=compute_type,
-                                               max_tokens=max_tokens, where=where)
+                                               max_tokens=max_tokens, where=where, spans=spans)
         tag = "ct2" if compute_type == "default" else f"ct2-{compute_type}"
         if model is not None:
             tag += f"-{model.resolve().name}"
@@ -348,7 +370,7 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
 
     loaded = load_run(run, checkpoint, device, averaged=averaged)
     return loaded, Translator.from_run(loaded, beam=beam, batch_size=batch_size,
-                                       max_tokens=max_tokens), ""
+                                       max_tokens=max_tokens, spans=spans), ""
 
 
 def backtranslate(
@@ -392,11 +414,13 @@ def score(
     model: Path | str | None = None, device: str = "auto", averaged: bool = True,
     compute_type: str = "default", beam: int | None = None, batch_size: int | None = None,
     max_tokens: int | None = None, limit: int = 0, data_dir: Path | str | None = None,
-    textbook_input: bool = False, log: Callable[[str], None] = _say,
+    textbook_input: bool = False, log: Callable[[str], None] = _say, spans: str = "repair",
 ) -> BleuReport:
     """``nmt bleu``: corpus BLEU and chrF of a run on a split of its data (all references of each
-    source) or on ``src`` with its line-aligned ``refs``; hypotheses and scores are saved in the
-    run directory (see :func:`nmt.evaluate.evaluate`). ``limit`` > 0 scores the first N."""
+    source) or on ``src`` with its line-aligned ``refs``, and how its outputs keep the sources'
+    protected spans; hypotheses and scores are saved in the run directory (see
+    :func:`nmt.evaluate.evaluate`). ``limit`` > 0 scores the first N; ``spans`` as in
+    :func:`open_translator` (``off``: the model's own outputs)."""
     from nmt.evaluate import evaluate_run
 
     split = arguments.choice(split, "split", arguments.SPLITS)
@@ -406,7 +430,7 @@ def score(
         raise TypeError(f"limit: expected a count >= 0 (0: all), got {limit!r:.60}")
     arguments.flag(textbook_input, "textbook_input")
     scored, translator, tag = _scored(run, checkpoint, engine, model, device, averaged,
-                                      compute_type, beam, batch_size, max_tokens)
+                                      compute_type, beam, batch_size, max_tokens, spans)
     return evaluate_run(scored, translator, split=split,
                         data_dir=Path(data_dir) if data_dir is not None else None,
                         src=Path(src) if src is not None else None,

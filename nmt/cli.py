@@ -272,6 +272,13 @@ ModelDirOpt = Annotated[
     typer.Option("--model", help="A directory made by `nmt export --to ctranslate2` (implies "
                  "--engine ctranslate2)."),
 ]
+SpansOpt = Annotated[
+    str,
+    typer.Option("--spans", help="Protected spans (placeholders, tags, options, addresses, "
+                 "paths, terms: docs/DATA.md): repair (each output gets its source's back, "
+                 "guessing a place by position where needed; one warning with a count), strict "
+                 "(a line that needs a guess is an error naming it) or off (as the model wrote)."),
+]
 ComputeTypeOpt = Annotated[
     str,
     typer.Option("--compute-type", help="CTranslate2 only: default (the export's weights), "
@@ -326,6 +333,7 @@ def translate(
                      "sentence at a time (by the source language's rules), joined as written; "
                      "--no-split gives the model each line whole. Spacing is kept either way."),
     ] = True,
+    spans: SpansOpt = "repair",
 ) -> None:
     """Translate from the run's source language into its target, a line out per line in (or
     the untranslated strings of a PO or XLIFF file)."""
@@ -344,7 +352,7 @@ def translate(
     open_ = functools.partial(open_translator, run, checkpoint, engine=engine, model=model,
                               device=device, averaged=not no_ema, compute_type=compute_type,
                               beam=beam, batch_size=batch_size, max_tokens=max_tokens,
-                              max_src_tokens=max_src_tokens)
+                              max_src_tokens=max_src_tokens, spans=spans)
     if attention is not None:  # one sentence argument (checked above), then its picture
         _translate_attention(open_(), sentences, output, attention)
         return
@@ -420,8 +428,10 @@ def bleu(
     engine: EngineOpt = None,
     model: ModelDirOpt = None,
     compute_type: ComputeTypeOpt = "default",
+    spans: SpansOpt = "repair",
 ) -> None:
-    """Corpus BLEU and chrF (sacrebleu) of a run on its test split or on --src/--ref files."""
+    """Corpus BLEU and chrF (sacrebleu) of a run on its test split or on --src/--ref files, and
+    how its outputs keep the sources' protected spans."""
     fast_exit.allow()  # reads a model, writes text: no teardown needed
     import json
 
@@ -440,7 +450,8 @@ def bleu(
         return
     choice(split, "--split", SPLITS)  # the API's own check names its parameter
     report = score(run, checkpoint, split=split, src=src, refs=list(ref or []), limit=limit,
-                   data_dir=data_dir, textbook_input=textbook_input, log=_warn, **settings)
+                   data_dir=data_dir, textbook_input=textbook_input, log=_warn, spans=spans,
+                   **settings)
     if json_:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
         return
@@ -460,6 +471,8 @@ def bleu(
         typer.echo(f"BLEU {label:10s} {s.bleu:6.2f}  {s.bleu_signature}  "
                    f"(case-insensitive {s.bleu_ci:.2f})")
         typer.echo(f"chrF {label:10s} {s.chrf:6.2f}  {s.chrf_signature}")
+    if report.spans is not None:
+        typer.echo(f"spans           {report.spans.summary()}")
     typer.echo(f"hypotheses: {report.hypotheses}; scores: {report.scores}")
 
 

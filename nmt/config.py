@@ -23,6 +23,7 @@ from typing import Any
 
 from nmt.data.filters import parse as parse_filters
 from nmt.data.normalize import POLICIES, is_natural_text
+from nmt.data.spans import parse as parse_spans
 from nmt.data.tokenizers import (
     MIN_SENTENCEPIECE_VOCAB,
     SENTENCEPIECE_CHARACTERS,
@@ -98,6 +99,11 @@ class DataConfig:
     dedup: bool = True  # drop exact duplicate (source, target) pairs
     filters: str = "default"  # cleaning filters on the corpus' pairs (nmt/data/filters.py):
     # "default" (all at their defaults), "none", or a list: ["default", "ratio=2.5", "-digits"]
+    spans: str = "default"  # protected spans that translation keeps as written
+    # (nmt/data/spans/): "default" (every kind, terms when given), "none", or a list:
+    # ["default", "-options"]; docs/DATA.md lists the kinds
+    glossary: str = ""  # a UTF-8 file of terms kept as written, one a line (the kind "terms")
+    terms: str = ""  # terms kept as written, a TOML list: ["Firefox", "GNOME Shell"]
     langid: bool = True  # remove pairs with a side confidently in another language (an offline
     # model, nmt/data/langid.py); a file mostly in another language is an error
     max_words: int = 50  # drop pairs with a side longer than this many words (0: keep all);
@@ -444,7 +450,8 @@ def range_of(key: str) -> Range:
 
 CASE_FORM_NAMES = ("textbook", "upper", "title")  # data.case_forms: nmt.data.prepare.CASE_FORMS
 # string settings also written as a TOML list of strings
-LIST_KEYS = {"data.columns", "data.case_forms", "data.filters", "train.keep_from"}
+LIST_KEYS = {"data.columns", "data.case_forms", "data.filters", "data.spans", "data.terms",
+             "train.keep_from"}
 KEEP_FROM = ("optimizer", "schedule", "step")  # train.keep_from
 
 
@@ -593,6 +600,10 @@ def _check_consistency(cfg: Config, where: str) -> None:
         parse_filters(d.filters)
     except ValueError as e:
         raise ConfigError(f"{where}: data.filters: {e}") from None
+    try:
+        parse_spans(d.spans, have_terms=bool(d.glossary or d.terms))
+    except ValueError as e:
+        raise ConfigError(f"{where}: data.spans: {e}") from None
     kept = t.keep_from.split(",") if t.keep_from else []
     if not set(kept) <= set(KEEP_FROM):
         raise ConfigError(f"{where}: train.keep_from: expected a list of "

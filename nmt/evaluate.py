@@ -1,5 +1,6 @@
-"""Scores: sacrebleu corpus BLEU and chrF (single and multiple references) and the recipe's
-per-sentence BLEU for its four check sentences.
+"""Scores: sacrebleu corpus BLEU and chrF (single and multiple references), how the outputs keep
+their sources' protected spans, and the recipe's per-sentence BLEU for its four check
+sentences.
 
 Corpus scores always come from sacrebleu with its defaults (cased; the 13a tokenizer, or the
 one the target language needs: :func:`bleu_tokenizer`), with their signatures: a model trained
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nmt.data.normalize import is_natural_text, normalize
+from nmt.data.spans import SpanRules
+from nmt.data.spans import parse as parse_spans
 from nmt.errors import DataError
 from nmt.files import read_lines
 from nmt.translation.translator import StreamTranslator, open_input
@@ -184,6 +187,46 @@ def score_multi_and_single(
 
 
 @dataclass
+class SpanIntegrity:
+    """How the outputs keep their sources' protected spans (:mod:`nmt.data.spans`), over the
+    lines whose source or a reference has any: an output should hold exactly its source's."""
+
+    mode: str  # the translation's --spans: repair, strict or off (the model's own outputs)
+    lines: int  # lines whose source or a reference has spans (0: none in the test set)
+    spans: int  # spans in their sources
+    kept: int  # of which the output holds (as many times as the source)
+    exact: int  # lines whose output holds exactly the source's spans
+    invented: int  # lines whose output holds a span its source does not
+
+    def summary(self) -> str:
+        """One line for ``nmt bleu``."""
+        if not self.lines:
+            return "no spans in this test set"
+        share = f" ({100 * self.kept / self.spans:.1f}%)" if self.spans else ""
+        return (f"{self.kept}/{self.spans} kept{share}, {self.exact}/{self.lines} lines exact, "
+                f"{self.invented} with an invented span (--spans {self.mode})")
+
+
+def span_integrity(sources: Sequence[str], hyps: Sequence[str],
+                   refs: Sequence[Sequence[str]], rules: SpanRules,
+                   mode: str = "repair") -> SpanIntegrity:
+    """:class:`SpanIntegrity` of ``hyps`` translated from ``sources`` (``refs`` only choose the
+    lines that count)."""
+    lines = spans = kept = exact = invented = 0
+    for source, hyp, ref in zip(sources, hyps, refs, strict=True):
+        wanted = collections.Counter(s.text for s in rules.find(source))
+        if not wanted and not any(rules.find(r) for r in ref):
+            continue
+        got = collections.Counter(s.text for s in rules.find(hyp))
+        lines += 1
+        spans += sum(wanted.values())
+        kept += sum((wanted & got).values())
+        exact += got == wanted
+        invented += bool(got - wanted)
+    return SpanIntegrity(mode, lines, spans, kept, exact, invented)
+
+
+@dataclass
 class BleuReport:
     """What ``nmt bleu`` prints, and saves as ``scores.<name>.json`` in the run directory."""
 
@@ -201,6 +244,7 @@ class BleuReport:
     sentences_per_second: float
     engine: str = "nmt"  # nmt, or ct2 (CTranslate2) with its compute type and export
     precision: str = "fp32"  # what nmt's searches computed in: fp32, or bf16 (decode.precision)
+    spans: SpanIntegrity | None = None  # how the outputs keep the sources' protected spans
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -281,6 +325,10 @@ def evaluate(
     hyps = translator.translate(sources)
     seconds = time.perf_counter() - start
     scores = score_multi_and_single(hyps, refs, tokenized=not translator.natural_text, lang=lang)
+    guard = translator.spans
+    integrity = span_integrity(sources, hyps, refs,
+                               guard.rules if guard else SpanRules(parse_spans("default")),
+                               guard.mode if guard else "off")
     hyp_path, scores_path = run_dir / f"hyp.{tag}.txt", run_dir / f"scores.{tag}.json"
     atomic_write_text(hyp_path, "".join(h + "\n" for h in hyps))
     report = BleuReport(
@@ -288,7 +336,7 @@ def evaluate(
         sentences=len(sources), multi=scores["multi"], single=scores["single"],
         hypotheses=str(hyp_path), scores=str(scores_path), seconds=round(seconds, 3),
         sentences_per_second=round(len(sources) / max(seconds, 1e-9), 1), engine=engine,
-        precision=translator.precision,
+        precision=translator.precision, spans=integrity,
     )
     atomic_write_text(scores_path, json.dumps(report.to_dict(), indent=1) + "\n")
     return report

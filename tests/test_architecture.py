@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("nmt.data",)),
     # the config and the text rules it checks values against
     ("config", ("nmt.config", "nmt.data.languages", "nmt.data.normalize",
-                "nmt.data.tokenizers", "nmt.data.filters", "nmt.arguments")),
+                "nmt.data.tokenizers", "nmt.data.filters", "nmt.data.spans",
+                "nmt.arguments")),
     ("base", ("nmt", "nmt.errors", "nmt.environment", "nmt.files", "nmt.device", "nmt.fast_exit",
               "nmt.stoppable")),
 ]

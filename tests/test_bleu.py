@@ -132,7 +132,8 @@ def test_bleu_human_output_and_beam(run_dir: Path, tmp_path: Path) -> None:
     assert lines[1].startswith("BLEU ") and "nrefs:1|case:mixed" in lines[1]
     assert lines[2].startswith("chrF ") and "nc:6" in lines[2]
     assert "multi-ref" not in out and "single-ref" not in out
-    assert lines[3].startswith("hypotheses: ")
+    assert lines[3] == "spans           no spans in this test set"
+    assert lines[4].startswith("hypotheses: ")
     assert (run_dir / "hyp.file-t.en.beam3.txt").is_file()
     ref2 = tmp_path / "r2.fr"
     ref2.write_text("c b a\nd e\n", encoding="utf-8")  # two references: both scores shown

@@ -48,8 +48,9 @@ KEY_VERSION = 3  # in the key: bump when the prepared pairs or the key change me
 # cache for all; 3: every setting that changes the arrays is in the key, whatever its value)
 SPLITS = ("train", "valid", "test")
 REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source, target
-# DataConfig fields that do not change the cached arrays (truncation happens when batching)
-_NOT_IN_KEY = {"truncate"}
+# DataConfig fields that do not change the cached arrays (truncation happens when batching;
+# the protected spans are kept at translation)
+_NOT_IN_KEY = {"truncate", "spans", "glossary", "terms"}
 _TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
                    "word": {"sp_model_type", "vocab_size", "character_coverage", "sp_sentences",
                             "sp_characters"}}

@@ -66,6 +66,7 @@ from nmt.export.ct2_directory import (
 from nmt.export.model_card import card_markdown, model_card
 from nmt.files import replaceable_output
 from nmt.runs.portable import write_run_copy
+from nmt.translation.structure import span_guard
 
 if TYPE_CHECKING:
     import torch
@@ -302,6 +303,7 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
         raise CheckpointError(f"--run {run.run_dir}: not a Transformer model")
     was_training = model.training
     model.eval()
+    guard = span_guard(run.config.data, where=f"--run {run.run_dir}: data.glossary")
     meta: dict[str, Any] = {
         "format": FORMAT, "engine": "ctranslate2",
         "ctranslate2_version": ctranslate2.__version__,
@@ -314,7 +316,10 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
                       "digest": run.tokenizer.digest()},
         "data": {"lowercase": run.config.data.lowercase,
                  "normalization": run.config.data.normalization,
-                 "truncate": run.config.data.truncate},
+                 "truncate": run.config.data.truncate,
+                 # the protected spans translation keeps, terms read from the glossary
+                 "spans": ",".join(guard.rules.kinds) or "none",
+                 "terms": list(guard.rules.terms)},
         "decode": asdict(run.config.decode),
         "max_positions": model.max_positions,
         "add_source_eos": add_source_eos if add_source_eos is not None else (

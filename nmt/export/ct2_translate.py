@@ -26,6 +26,8 @@ from typing import Any
 import ctranslate2
 
 from nmt.config import DataConfig, DecodeConfig, from_dict
+from nmt.data.spans import SpanRules
+from nmt.data.spans import parse as parse_spans
 from nmt.data.tokenizers import EOS_ID, Tokenizer, load_tokenizer
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.export.ct2_directory import (
@@ -38,6 +40,7 @@ from nmt.export.ct2_directory import (
 )
 from nmt.files import open_stored
 from nmt.translation.rules import decode_batches, length_penalty
+from nmt.translation.structure import SpanGuard
 from nmt.translation.translator import (
     StreamTranslator,
     TruncateHook,
@@ -59,6 +62,21 @@ def _language(meta: dict[str, Any], key: str) -> str | None:
     """The export's source or target language (exports older than the pair have none)."""
     value = meta.get(key)
     return value if isinstance(value, str) else None
+
+
+def _span_guard(data: dict[str, Any], mode: str, where: str) -> SpanGuard:
+    """The guard of the spans the export records (an export older than them: the default
+    kinds); a one-line error for a record that is not one."""
+    spec, terms = data.get("spans", "default"), data.get("terms", [])
+    if not (isinstance(spec, str) and isinstance(terms, list)
+            and all(isinstance(t, str) for t in terms)):
+        raise CheckpointError(f"{where}: {META_FILE}: data.spans and data.terms: expected a "
+                              "string and a list of strings; export the run again")
+    try:
+        return SpanGuard(SpanRules(parse_spans(spec, have_terms=bool(terms)), tuple(terms)),
+                         mode)
+    except ValueError as e:
+        raise CheckpointError(f"{where}: {META_FILE}: data.spans: {e}") from None
 
 
 def _ct2_device(device: str) -> tuple[str, int]:
@@ -135,11 +153,13 @@ class CT2Translator(StreamTranslator):
         cls, directory: Path, beam: int | None = None, batch_size: int | None = None,
         max_src_tokens: int | None = None, device: str = "cpu", compute_type: str = "default",
         threads: int = 0, max_tokens: int | None = None, where: str | None = None,
+        spans: str = "repair",
     ) -> CT2Translator:
         """Load an export; ``beam``/``batch_size``/``max_tokens`` override its [decode],
         ``compute_type`` (``default``: the export's weights, or ``int8``, ``float32``, ...)
         converts at load, ``threads`` is CTranslate2's ``intra_threads`` (0: its default).
-        ``where`` names the export in errors (default ``--model DIRECTORY``)."""
+        ``where`` names the export in errors (default ``--model DIRECTORY``); ``spans`` is the
+        mode of :mod:`nmt.translation.structure`, with the rules the export records."""
         where = where or f"--model {directory}"
         directory = export_directory(Path(directory), where)
         meta = read_export(directory, where)
@@ -172,11 +192,13 @@ class CT2Translator(StreamTranslator):
                 f"--model {directory}: its tokenizer files are not the ones it was exported "
                 f"with (vocabulary digest {tokenizer.digest()[:12]}, expected {digest[:12]})")
         check_model_vocabulary(directory, tokenizer, where)
-        return cls(translator, tokenizer, cfg, bool(data["lowercase"]),
+        made = cls(translator, tokenizer, cfg, bool(data["lowercase"]),
                    str(data["normalization"]), int(data["truncate"]),
                    meta.get("max_positions"), max_src_tokens, compute_type, directory,
                    bool(meta.get("add_source_eos", True)),
                    _language(meta, "source_language"), _language(meta, "target_language"))
+        made.spans = _span_guard(data, spans, where)
+        return made
 
     def translate_as_written(self, texts: Sequence[str],
                              on_truncate: TruncateHook | None = None) -> list[str]:

@@ -37,6 +37,9 @@ from nmt.runs.paths import checkpoint_path
 
 # Sections whose change would make a checkpoint meaningless; the rest may change on --resume.
 FROZEN_ON_RESUME = ("data", "model")
+# ... but for these keys of theirs, which translation applies and training does not read (the
+# protected spans a translation keeps: a glossary may grow after training)
+APPLIED_AT_TRANSLATION = {"data.spans", "data.glossary", "data.terms"}
 
 
 # What nmt writes directly in a run directory (glob patterns): `nmt train` (config, tokenizer,
@@ -268,7 +271,8 @@ def frozen_change(cfg: Config, trained: Config, when: str = "on --resume",
     tables, trained_tables = cfg.to_dict(), trained.to_dict()  # as config.toml has them
     for section in FROZEN_ON_RESUME:
         new, old = tables[section], trained_tables[section]
-        key = next((k for k in {**new, **old} if new.get(k) != old.get(k)), None)
+        key = next((k for k in {**new, **old} if new.get(k) != old.get(k)
+                    and f"{section}.{k}" not in APPLIED_AT_TRANSLATION), None)
         if key is not None:
             return f"{section}.{key}", (
                 f"[{section}] cannot change {when} ({section}.{key} is "

@@ -30,6 +30,7 @@ from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
 from nmt.translation.input_case import in_capitals, sentence_case
 from nmt.translation.limits import output_limit
+from nmt.translation.structure import SpanGuard, UnplacedSpan, guarded, span_guard
 
 if TYPE_CHECKING:
     import torch
@@ -157,14 +158,21 @@ class StreamTranslator:
         in its tag."""
         return "fp32"
 
+    # the protected spans each output keeps (nmt.translation.structure); None: not checked
+    spans: SpanGuard | None = None
+
     def translate(self, texts: Sequence[str], on_truncate: TruncateHook | None = None) -> list[str]:
-        """Raw sentences -> translations, in input order. A natural-text run reads a sentence
-        typed in capitals in sentence case and gives it back in capitals
-        (:mod:`nmt.translation.input_case`)."""
-        read = [self.as_read(t) for t in arguments.sentences(texts, "texts")]  # a list
-        outputs = self.translate_as_written([source for source, _ in read], on_truncate)
-        return [upper(out, self.target_lang) if shouted else out
-                for out, (_, shouted) in zip(outputs, read, strict=True)]
+        """Raw sentences -> translations, in input order, with their sources' spans
+        (:attr:`spans`). A natural-text run reads a sentence typed in capitals in sentence
+        case and gives it back in capitals (:mod:`nmt.translation.input_case`)."""
+
+        def engine(sources: list[str]) -> list[str]:
+            read = [self.as_read(t) for t in sources]
+            outputs = self.translate_as_written([source for source, _ in read], on_truncate)
+            return [upper(out, self.target_lang) if shouted else out
+                    for out, (_, shouted) in zip(outputs, read, strict=True)]
+
+        return guarded(engine, list(arguments.sentences(texts, "texts")), self.spans)
 
     def as_read(self, text: str) -> tuple[str, bool]:
         """The sentence the model is given for ``text``, and whether its translation is given
@@ -196,7 +204,10 @@ class StreamTranslator:
                 on_truncate(layout.line_of[i], n, limit)
 
         segments = layout.segments
-        return layout.join(self.translate(segments, on_truncate=hook) if segments else [])
+        try:
+            return layout.join(self.translate(segments, on_truncate=hook) if segments else [])
+        except UnplacedSpan as e:  # counted in segments: said of the line
+            raise UnplacedSpan(layout.line_of[e.index], e.spans, e.strict) from None
 
     def translate_stream(
         self,
@@ -220,7 +231,11 @@ class StreamTranslator:
                 if on_truncate is not None:
                     on_truncate(offset + i, n, limit)
 
-            for out in self.translate_lines(chunk, on_truncate=hook, split=split):
+            try:
+                outputs = self.translate_lines(chunk, on_truncate=hook, split=split)
+            except UnplacedSpan as e:
+                raise e.at(offset) from None
+            for out in outputs:
                 write(out)
             done += len(chunk)
         return done
@@ -264,14 +279,17 @@ class Translator(StreamTranslator):
     def from_run(
         cls, run: LoadedRun, beam: int | None = None, batch_size: int | None = None,
         max_src_tokens: int | None = None, max_tokens: int | None = None,
-        precision: str | None = None,
+        precision: str | None = None, spans: str = "repair",
     ) -> Translator:
         """Settings from the run's config; ``beam``/``batch_size``/``max_tokens``/``precision``
-        override its [decode]."""
+        override its [decode]; ``spans`` is the mode of :mod:`nmt.translation.structure`."""
         cfg = decode_settings(run.config.decode, beam, batch_size, max_tokens, precision)
         data = run.config.data
-        return cls(run.model, run.tokenizer, cfg, data.lowercase, run.device, max_src_tokens,
-                   data.normalization, data.truncate, data.source, data.target)
+        translator = cls(run.model, run.tokenizer, cfg, data.lowercase, run.device,
+                         max_src_tokens, data.normalization, data.truncate, data.source,
+                         data.target)
+        translator.spans = span_guard(data, spans, f"{run.run_dir}/config.toml: data.glossary")
+        return translator
 
     def translate_as_written(self, texts: Sequence[str],
                              on_truncate: TruncateHook | None = None) -> list[str]:

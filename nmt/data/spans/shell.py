@@ -1,0 +1,21 @@
+"""Shell variables and template fields: ``${VAR}``, ``${1}``, ``$VAR``, ``{{ var }}``,
+``{{ user.name | upper }}`` and ``{% if x %}`` (Jinja, Django, Mustache, Handlebars).
+
+``$5`` is money, not a variable: ``$`` is followed by a letter or an underscore."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+PATTERN = re.compile(
+    r"\$\{[^{}\s]+\}"
+    r"|\$[A-Za-z_]\w*"
+    r"|\{\{[^{}\n]*\}\}"
+    r"|\{%[^\n]*?%\}"
+)
+
+
+def find(text: str) -> Iterator[tuple[int, int]]:
+    for m in PATTERN.finditer(text):
+        yield m.span()

@@ -1,0 +1,34 @@
+"""Web addresses: ``https://example.org/a?b=1``, ``ftp://host/x``, ``www.example.org``.
+
+Punctuation that ends the sentence is not part of the address (``see https://x.org.``), nor a
+closing bracket the address does not open (``(https://x.org)``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+PATTERN = re.compile(
+    r"\b(?:https?|ftp|sftp|ssh|file|git)://[^\s<>\"'`]+"
+    r"|\bwww\.[\w-]+(?:\.[\w-]+)+(?:/[^\s<>\"'`]*)?"
+)
+_TRAILING = ".,;:!?'\"’”»"
+
+
+def trim(text: str, start: int, end: int) -> int:
+    """The end of the address ``text[start:end]`` without the punctuation that follows it."""
+    while end > start:
+        last = text[end - 1]
+        if last in _TRAILING:
+            end -= 1
+        elif last in ")]}" and text.count("([{"[")]}".index(last)], start, end) < text.count(
+                last, start, end):
+            end -= 1
+        else:
+            break
+    return end
+
+
+def find(text: str) -> Iterator[tuple[int, int]]:
+    for m in PATTERN.finditer(text):
+        yield m.start(), trim(text, m.start(), m.end())

@@ -1,0 +1,299 @@
+"""Protected spans through translation: every output keeps its source's spans, whatever
+engine translated it.
+
+:func:`guarded` wraps any engine (a function from sentences to translations) and checks each
+output's spans (:mod:`nmt.data.spans`) against those of its source. A span the output lost or
+garbled is restored, an invented one (a span the source does not have) is removed. The places,
+in the order they are tried:
+
+1. **in place**: an invented span of the kind of a lost one takes its place (``%i`` for
+   ``%d``, ``{nom}`` for ``{name}``); a garbled copy of a lost span is replaced by it, where
+   its characters are spaced apart or are the tokenizer's unknown mark (``% s``,
+   ``{ name }``, ``⁇ s``, ``< b >``);
+2. **unknown marks**: SentencePiece writes ``⁇`` for a character it could not encode (a word
+   tokenizer ``<unk>``); the marks left take the lost spans in order;
+3. **by position** (a guess): a span still lost goes between the output's words at the share
+   of the source's words before it (a span after the last word goes to the end, before the
+   closing punctuation when the source has it there), joined to its neighbours as in the source.
+
+``repair`` (the default) does all three and counts what it did; ``strict`` does 1 and 2 and
+refuses a line that needs a guess (:class:`UnplacedSpan`, naming the spans); ``off`` leaves
+outputs as the engine wrote them. The result is checked: a line that still does not hold
+exactly its source's spans (a span put beside a word that makes another of them, spaced apart
+and still not) is refused in both modes, never given back broken.
+
+The engine's attention is not used: the CTranslate2 engine has none to give, and one rule for
+every engine is the point. Masking spans with sentinels before encoding (``nmt.data.spans.mask``)
+is not done either: no model trained today has seen a sentinel.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from nmt.arguments import option
+from nmt.config import DataConfig
+from nmt.data.spans import Span, SpanRules, rules
+from nmt.errors import DataError
+
+MODES = ("repair", "strict", "off")
+UNKNOWN_MARKS = ("⁇", "<unk>")  # SentencePiece's surface of an unknown piece; the word tokenizer's
+_UNKNOWN = re.compile("|".join(re.escape(m) for m in UNKNOWN_MARKS))
+_CLOSING = ".!?:;…。！？"
+_WORD = re.compile(r"\S+")
+_ENCLOSING = ("»«", "«»", '""', "''", "„“", "“”", "‘’", "`'", "()", "[]", "「」")
+
+
+class UnplacedSpan(DataError):
+    """A line whose lost spans have no known place (``--spans strict``)."""
+
+    def __init__(self, index: int, spans: Sequence[str], strict: bool = True) -> None:
+        self.index, self.spans, self.strict = index, list(spans), strict
+        shown = ", ".join(repr(s)[:60] for s in spans)
+        flag = option("spans")
+        hint = (f"{flag} strict; {flag} repair guesses one from its position in the source"
+                if strict else f"{flag} off keeps the model's text")
+        super().__init__(f"line {index + 1}: the translation lost {shown} and no place for "
+                         f"{'it' if len(spans) == 1 else 'them'} is known ({hint})")
+
+    def at(self, first_line: int) -> UnplacedSpan:
+        """The same error, counting lines from ``first_line`` (0: the first)."""
+        return UnplacedSpan(self.index + first_line, self.spans, self.strict)
+
+
+@dataclass(frozen=True)
+class Repair:
+    text: str
+    spans: int = 0  # spans the source has
+    restored: int = 0  # lost spans put back
+    guessed: int = 0  # of which placed by position
+    removed: int = 0  # invented spans taken out
+    unplaced: tuple[str, ...] = ()  # lost spans with no place (only without guesses)
+
+
+@dataclass
+class SpanCounts:
+    """What a guard did so far."""
+
+    lines: int = 0  # lines translated
+    with_spans: int = 0  # lines whose source has spans
+    repaired: int = 0  # lines changed
+    restored: int = 0
+    guessed: int = 0
+    removed: int = 0
+
+    def since(self, before: SpanCounts) -> SpanCounts:
+        return SpanCounts(*(a - b for a, b in zip(self.as_tuple(), before.as_tuple(),
+                                                  strict=True)))
+
+    def as_tuple(self) -> tuple[int, ...]:
+        return (self.lines, self.with_spans, self.repaired, self.restored, self.guessed,
+                self.removed)
+
+    def summary(self) -> str:
+        """One line, for the warning ``nmt translate`` prints (empty when nothing changed)."""
+        if not self.repaired:
+            return ""
+        guessed = f", {self.guessed} of them placed by position" if self.guessed else ""
+        return (f"spans repaired in {self.repaired} of {self.lines} lines: {self.restored} "
+                f"restored{guessed}, {self.removed} invented removed ({option('spans')} strict "
+                f"refuses a line that needs a guess; {option('spans')} off keeps the model's "
+                "text)")
+
+
+@dataclass
+class SpanGuard:
+    """The rules and mode of a translator, and what it did (:class:`SpanCounts`)."""
+
+    rules: SpanRules
+    mode: str = "repair"
+    counts: SpanCounts = field(default_factory=SpanCounts)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {self.mode!r}")
+
+
+def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
+            guard: SpanGuard | None) -> list[str]:
+    """``translate(sources)``, each output checked against its source's spans by ``guard``
+    (None, or mode ``off``: as translated). :class:`UnplacedSpan` for a line ``strict``
+    cannot place, counted from 0 within ``sources``."""
+    outputs = translate(list(sources))
+    if guard is None or guard.mode == "off":
+        return outputs
+    fixed = []
+    counts = guard.counts
+    for i, (source, output) in enumerate(zip(sources, outputs, strict=True)):
+        repair = repair_line(source, output, guard.rules, guess=guard.mode == "repair")
+        if repair.unplaced:
+            raise UnplacedSpan(i, repair.unplaced, strict=guard.mode == "strict")
+        counts.lines += 1
+        counts.with_spans += repair.spans > 0
+        if repair.text != output:
+            counts.repaired += 1
+        counts.restored += repair.restored
+        counts.guessed += repair.guessed
+        counts.removed += repair.removed
+        fixed.append(repair.text)
+    return fixed
+
+
+def _variant(text: str) -> re.Pattern[str]:
+    """A garbled copy of the span ``text``: its characters, spaced apart, any mark written as
+    the unknown mark, letters in either case."""
+    parts = []
+    for c in text:
+        if c.isspace():
+            continue
+        if c.isalnum():
+            parts.append(re.escape(c))
+        else:
+            parts.append("(?:" + "|".join(re.escape(x) for x in (c, *UNKNOWN_MARKS)) + ")")
+    return re.compile(r"\s{0,3}".join(parts), re.IGNORECASE)
+
+
+def _free(start: int, end: int, taken: list[tuple[int, int]]) -> bool:
+    return all(end <= a or start >= b for a, b in taken)
+
+
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """``text`` with ``(start, end, replacement)`` edits made; a removal takes the quotes or
+    brackets it leaves empty and a space with it, so that no double space or space before
+    punctuation is left."""
+    for start, end, new in sorted(edits, reverse=True):
+        if not new:
+            if start and text[start - 1:start] + text[end:end + 1] in _ENCLOSING:
+                start, end = start - 1, end + 1
+            before, after = text[:start], text[end:]
+            if before.endswith(" ") and (not after or after[0] in " " + _CLOSING + ",)]»”"):
+                start -= 1
+            elif not before.strip() and after.startswith(" "):
+                end += 1
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def _prose_share(source: str, span: Span, spans: Sequence[Span]) -> tuple[float, bool]:
+    """The share of the source's words (spans aside) before ``span``, and whether one comes
+    after it."""
+    blank = list(source)
+    for s in spans:
+        blank[s.start:s.end] = " " * (s.end - s.start)
+    words = [m.start() for m in _WORD.finditer("".join(blank))
+             if any(c.isalnum() for c in m.group())]
+    before = sum(1 for w in words if w < span.start)
+    return (before / len(words) if words else 0.0), before < len(words)
+
+
+def _insert(text: str, source: str, span: Span, share: float, last: bool,
+            rules: SpanRules, spaced: bool = False) -> str:
+    """``text`` with the span put between its words at ``share`` of them (at the end when
+    ``last``), joined to its neighbours as in the source (``spaced``: apart from them); never
+    inside a span of ``text``."""
+    spaced_before = spaced or span.start == 0 or source[span.start - 1].isspace()
+    spaced_after = spaced or span.end == len(source) or source[span.end].isspace()
+    joined = list(text)  # a span's own spaces (a tag's attributes) are no gap between words
+    for s in rules.find(text):
+        joined[s.start:s.end] = [c if not c.isspace() else "_" for c in s.text]
+    words = list(_WORD.finditer("".join(joined)))
+    if not words:
+        return text + span.text
+    k = round(share * len(words))
+    if last or k >= len(words):
+        body = text.rstrip()
+        tail = text[len(body):]
+        closing = ""
+        if source[span.end:].strip()[:1] in tuple(_CLOSING):
+            stripped = body.rstrip(_CLOSING)
+            body, closing = stripped, body[len(stripped):]
+        gap = " " if spaced_before or not body else ""
+        return body + gap + span.text + closing + tail
+    if k <= 0:
+        start = words[0].start()
+        return text[:start] + span.text + (" " if spaced_after else "") + text[start:]
+    end, start = words[k - 1].end(), words[k].start()
+    if not (spaced_before or spaced_after):
+        spaced_before = True
+    return (text[:end] + (" " if spaced_before else "") + span.text
+            + (" " if spaced_after else "") + text[start:])
+
+
+def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True) -> Repair:
+    """``output`` with exactly the spans of ``source`` (see the module docstring); without
+    ``guess``, the spans that only a guess would place are returned as ``unplaced``."""
+    wanted = rules.find(source)
+    found = rules.find(output)
+    if not wanted and not found:
+        return Repair(output)
+    n = len(wanted)
+    need = Counter(s.text for s in wanted)
+    kept: list[Span] = []
+    extra: list[Span] = []
+    for s in found:
+        if need[s.text] > 0:
+            need[s.text] -= 1
+            kept.append(s)
+        else:
+            extra.append(s)
+    lost: list[Span] = []
+    for s in reversed(wanted):  # the last copies of a repeated span are the lost ones
+        if need[s.text] > 0:
+            need[s.text] -= 1
+            lost.insert(0, s)
+    if not lost and not extra:
+        return Repair(output, n)
+    taken = [(s.start, s.end) for s in kept]
+    edits: list[tuple[int, int, str]] = []
+    restored = 0
+
+    def place(start: int, end: int, span: Span) -> None:
+        nonlocal restored
+        edits.append((start, end, span.text))
+        taken.append((start, end))
+        lost.remove(span)
+        restored += 1
+
+    for s in list(extra):  # 1. an invented span of a lost one's kind takes its place
+        twin = next((x for x in lost if x.kind == s.kind), None)
+        if twin is not None:
+            extra.remove(s)
+            place(s.start, s.end, twin)
+    for s in list(lost):  # 1. a garbled copy
+        for m in _variant(s.text).finditer(output):
+            if m.group() != s.text and _free(m.start(), m.end(), taken + [
+                    (x.start, x.end) for x in extra]):
+                place(m.start(), m.end(), s)
+                break
+    marks = [m for m in _UNKNOWN.finditer(output)
+             if _free(m.start(), m.end(), taken + [(x.start, x.end) for x in extra])]
+    for s, m in zip(list(lost), marks, strict=False):  # 2. the unknown marks, in order
+        place(m.start(), m.end(), s)
+    removed = len(extra)
+    edits += [(s.start, s.end, "") for s in extra]
+    text = _apply(output, edits)
+    want = Counter(s.text for s in wanted)
+    if not lost:
+        got = Counter(s.text for s in rules.find(text))
+        wrong = tuple((want - got).elements()) or tuple((got - want).elements())
+        return Repair(text, n, restored, 0, removed, wrong)
+    if not guess:
+        return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost))
+    for spaced in (False, True):  # spaced apart when joining made another span of them
+        placed = text
+        for s in reversed(lost):  # 3. by position, the last first so that earlier shares hold
+            share, after = _prose_share(source, s, wanted)
+            placed = _insert(placed, source, s, share, not after, rules, spaced)
+        if Counter(s.text for s in rules.find(placed)) == want:
+            return Repair(placed, n, restored + len(lost), len(lost), removed)
+    return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost) or tuple(want))
+
+
+def span_guard(data: DataConfig, mode: str = "repair",
+               where: str = "data.glossary") -> SpanGuard:
+    """The guard of a run whose ``[data]`` is ``data`` (its ``spans``, ``glossary`` and
+    ``terms``), in ``mode``; ``where`` names the glossary in errors."""
+    return SpanGuard(rules(data.spans, data.glossary, data.terms, where), mode)

@@ -1,0 +1,291 @@
+"""Translation keeps protected spans (nmt/translation/structure.py): each output gets exactly
+its source's spans back in repair mode, strict refuses a line it would have to guess, off leaves
+the model's text; the same through nmt translate, the API, CTranslate2 and nmt bleu."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from conftest import invoke
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_decode import make_run
+
+from nmt.api import open_translator, translate_lines
+from nmt.config import DecodeConfig
+from nmt.data.spans import KINDS, SpanRules, parse
+from nmt.errors import DataError
+from nmt.translation.structure import (
+    SpanGuard,
+    UnplacedSpan,
+    guarded,
+    repair_line,
+)
+from nmt.translation.translator import StreamTranslator, TruncateHook
+
+RULES = SpanRules(parse("default"))
+
+
+def spans_of(text: str) -> Counter[str]:
+    return Counter(s.text for s in RULES.find(text))
+
+
+@pytest.mark.parametrize(("source", "output", "expected", "guessed"), [
+    # garbled copies, replaced in place
+    ("Tell %s to call me.", "Dis à % s de m'appeler.", "Dis à %s de m'appeler.", 0),
+    ("Hello {name}!", "Bonjour { name } !", "Bonjour {name} !", 0),
+    ("Tell %s to call me.", "Dis à ⁇ s de m'appeler.", "Dis à %s de m'appeler.", 0),
+    ("Click <b>Save</b>", "Cliquez ⁇ b ⁇ Enregistrer < / b >", "Cliquez <b> Enregistrer </b>",
+     0),
+    # an invented span of a lost one's kind takes its place
+    ("%d files", "%i fichiers", "%d fichiers", 0),
+    # unknown marks take the lost spans in order
+    ("Run %s with --force now", "Lancez ⁇ avec ⁇ maintenant",
+     "Lancez %s avec --force maintenant", 0),
+    # by position: the end, before the closing punctuation the source has after it
+    ("Cannot open %s.", "Impossible d'ouvrir.", "Impossible d'ouvrir %s.", 1),
+    ("<b>Save</b>", "<b>Enregistrer", "<b>Enregistrer</b>", 1),
+    ("%s not found", "introuvable", "%s introuvable", 1),
+    ("%s", "", "%s", 1),
+    # an invented span is removed, with the quotes it leaves empty
+    ("File not found.", "Datei »%s« gefunden.", "Datei gefunden.", 0),
+    ("Done.", "Fait %d.", "Fait.", 0),
+    # nothing to do
+    ("Cannot open %s: %s", "Impossible d'ouvrir %s : %s", "Impossible d'ouvrir %s : %s", 0),
+    ("%2$s of %1$s", "%1$s de %2$s", "%1$s de %2$s", 0),  # reordered is kept
+    ("No spans here.", "Pas de ⁇ ici.", "Pas de ⁇ ici.", 0),
+])
+def test_repair_golden(source: str, output: str, expected: str, guessed: int) -> None:
+    repair = repair_line(source, output, RULES)
+    assert repair.text == expected
+    assert repair.guessed == guessed
+    assert spans_of(repair.text) == spans_of(source)
+
+
+SPAN_TEXTS = [t for kind, k in KINDS.items() if kind != "terms" for t in k.examples]
+WORDS = st.text("abcdefghij", min_size=1, max_size=6)
+PIECE = st.one_of(WORDS, st.sampled_from(SPAN_TEXTS))
+GARBLE = st.sampled_from(["⁇", "% s", "{ name }", "< b >", "<unk>", "--", "%"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECE, max_size=8), st.lists(st.one_of(PIECE, GARBLE), max_size=8))
+def test_repair_gives_exactly_the_sources_spans(source: list[str], output: list[str]) -> None:
+    """Whatever the engine wrote, the repaired output holds the source's spans, each as often,
+    and no other; without guesses, it does or it names the spans it could not place."""
+    src, out = " ".join(source), " ".join(output)
+    repair = repair_line(src, out, RULES)
+    assert spans_of(repair.text) == spans_of(src)
+    assert repair.removed >= 0 and repair.guessed <= repair.restored
+    strict = repair_line(src, out, RULES, guess=False)
+    if strict.unplaced:
+        assert strict.guessed == 0
+    else:
+        assert spans_of(strict.text) == spans_of(src)
+    if spans_of(src) == spans_of(out) and not any(g in out for g in ("⁇", "<unk>")):
+        assert repair.text == out  # nothing lost, nothing invented: the output as it is
+
+
+def test_a_guess_that_would_make_another_span_is_spaced_apart() -> None:
+    """The result is checked: ``$A`` joined to the next word as in the source would read
+    ``$Ax``, another variable; it is put apart from it instead."""
+    repair = repair_line("$A-b", "x", RULES)
+    assert repair.text == "$A x" and repair.guessed == 1
+    assert repair_line("%s-b", "x", RULES).text == "%sx"  # joined, as in the source, when safe
+
+
+def fake_engine(outputs: dict[str, str]) -> Callable[[list[str]], list[str]]:
+    """An engine that writes ``outputs[source]`` (``"x y"`` for any other source)."""
+    def translate(sources: list[str]) -> list[str]:
+        return [outputs.get(s, "x y") for s in sources]
+    return translate
+
+
+def test_guarded_modes_with_a_fake_engine() -> None:
+    engine = fake_engine({"a %s b": "x ⁇ y", "c {n} d": "z w", "e": "f %d"})
+    sources = ["e", "a %s b", "c {n} d", ""]
+    guard = SpanGuard(RULES)
+    assert guarded(engine, sources, guard) == ["f", "x %s y", "z {n} w", "x y"]
+    counts = guard.counts
+    assert (counts.lines, counts.with_spans, counts.repaired, counts.restored, counts.guessed,
+            counts.removed) == (4, 2, 3, 2, 1, 1)
+    assert "spans repaired in 3 of 4 lines" in counts.summary()
+    assert guarded(engine, sources, SpanGuard(RULES, "off")) == ["f %d", "x ⁇ y", "z w", "x y"]
+    assert guarded(engine, sources, None) == ["f %d", "x ⁇ y", "z w", "x y"]
+    with pytest.raises(UnplacedSpan) as e:
+        guarded(engine, sources, SpanGuard(RULES, "strict"))
+    assert e.value.index == 2 and e.value.spans == ["{n}"]
+    assert str(e.value).startswith("line 3: the translation lost '{n}'")
+    assert guarded(engine, sources[:2], SpanGuard(RULES, "strict")) == ["f", "x %s y"]
+    with pytest.raises(ValueError, match="mode: expected one of repair, strict, off"):
+        SpanGuard(RULES, "fix")
+
+
+class FakeTranslator(StreamTranslator):
+    """An engine that writes fixed outputs: what the guard does is then known exactly."""
+
+    def __init__(self, outputs: dict[str, str], mode: str) -> None:
+        self.outputs = outputs
+        self.cfg = DecodeConfig()
+        self.lowercase, self.normalization = False, "natural"
+        self.source_lang = self.target_lang = None
+        self.spans = SpanGuard(RULES, mode)
+
+    def translate_as_written(self, texts: Sequence[str],
+                             on_truncate: TruncateHook | None = None) -> list[str]:
+        return [self.outputs.get(t, "x y") for t in texts]
+
+
+def test_translate_lines_warns_once_and_strict_names_the_line(tmp_path: Path) -> None:
+    outputs = {"a %s b": "x y", "c <b>d</b>": "⁇ b ⁇ z ⁇ / b ⁇"}
+    warnings: list[str] = []
+    lines = ["plain", "a %s b", "c <b>d</b>"] * 3
+    got = translate_lines(FakeTranslator(outputs, "repair"), lines, warn=warnings.append)
+    assert got is not None and all(spans_of(o) == spans_of(s) for s, o in zip(lines, got,
+                                                                              strict=True))
+    assert warnings == ["warning: argument: spans repaired in 6 of 9 lines: 9 restored, 3 of "
+                        "them placed by position, 0 invented removed (spans strict refuses a "
+                        "line that needs a guess; spans off keeps the model's text)"]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    with pytest.raises(DataError) as e:
+        translate_lines(FakeTranslator(outputs, "strict"), input=source, output=out)
+    assert str(e.value) == (f"input {source}: line 2: the translation lost '%s' and no place "
+                            "for it is known (spans strict; spans repair guesses one from "
+                            "its position in the source)")
+    assert not out.exists()  # never a file with a broken line
+
+
+def test_a_strict_line_in_a_later_chunk_is_named_by_its_line_number() -> None:
+    translator = FakeTranslator({"a %s b": "x y"}, "strict")
+    with pytest.raises(UnplacedSpan) as e:
+        translator.translate_stream(["ok"] * 5 + ["a %s b"], print, chunk_lines=2)
+    assert e.value.index == 5
+
+
+# --- end to end ----------------------------------------------------------------------------------
+
+SOURCES = ["a b %s c", "d <b>e</b> f.", "g {name} h --force", "a b c", "%d e $HOME",
+           "see https://example.org/x and bugs@example.org"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("runs") / "toy")
+
+
+def test_nmt_translate_gives_every_line_its_sources_spans(run_dir: Path) -> None:
+    """A tiny word-level model turns every span into <unk> or drops it; the output has them."""
+    code, out, err = invoke("translate", "--run", str(run_dir), "--device", "cpu", *SOURCES)
+    assert code == 0
+    outputs = out.split("\n")[:-1]
+    assert len(outputs) == len(SOURCES)
+    for source, output in zip(SOURCES, outputs, strict=True):
+        assert spans_of(output) == spans_of(source), (source, output)
+    assert err.count("warning: argument: spans repaired in ") == 1
+    raw = open_translator(run_dir, device="cpu", spans="off").translate(SOURCES)
+    assert any(spans_of(o) != spans_of(s) for s, o in zip(SOURCES, raw, strict=True))
+    code, out, err = invoke("translate", "--run", str(run_dir), "--spans", "off", *SOURCES)
+    assert code == 0 and out.split("\n")[:-1] == raw and "spans" not in err
+
+
+def test_nmt_translate_strict_is_one_error_line_naming_the_line(
+        run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nmt.translation.translator import Translator
+
+    monkeypatch.setattr(Translator, "translate_as_written",
+                        lambda self, texts, on_truncate=None: ["x y" for _ in texts])
+    code, out, err = invoke("translate", "--run", str(run_dir), "--spans", "strict",
+                            "a b c", "a b %s c")
+    assert code != 0
+    assert err.strip().count("\n") == 0 and "Traceback" not in err
+    assert err.startswith("error: argument: line 2: the translation lost '%s'")
+    code, _, err = invoke("translate", "--run", str(run_dir), "--spans", "fix", "a")
+    assert code != 0 and "spans: expected one of repair, strict, off" in err
+    assert err.strip().count("\n") == 0
+
+
+def test_a_glossary_the_run_names_is_read_when_it_translates(tmp_path: Path) -> None:
+    from nmt.config import load_config
+    from nmt.files import atomic_write_text
+
+    run = make_run(tmp_path / "toy")
+    terms = tmp_path / "terms.txt"
+    terms.write_text("Firefox\n", encoding="utf-8")
+    cfg = (run / "config.toml").read_text(encoding="utf-8").replace(
+        'glossary = ""', f"glossary = {json.dumps(str(terms))}", 1)
+    atomic_write_text(run / "config.toml", cfg)
+    assert load_config(run / "config.toml").data.glossary == str(terms)
+    code, out, _ = invoke("translate", "--run", str(run), "a Firefox b")
+    assert code == 0 and "Firefox" in out
+    terms.write_bytes(b"\0\1")
+    code, _, err = invoke("translate", "--run", str(run), "a Firefox b")
+    assert code != 0 and err.strip().count("\n") == 0
+    assert f"config.toml: data.glossary {terms}: binary" in err
+
+
+def test_bleu_prints_and_records_span_integrity(run_dir: Path, tmp_path: Path) -> None:
+    src, ref = tmp_path / "t.en", tmp_path / "r.fr"
+    src.write_text("a b %s c\nd e\nf {name}\n", encoding="utf-8")
+    ref.write_text("c %s b a\ne d\n{name} f\n", encoding="utf-8")
+    code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref))
+    assert code == 0
+    assert ("spans           2/2 kept (100.0%), 2/2 lines exact, 0 with an invented span "
+            "(--spans repair)") in out
+    code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref),
+                          "--spans", "off", "--json")
+    report = json.loads(out)
+    spans = report["spans"]
+    assert spans["mode"] == "off" and spans["lines"] == 2 and spans["spans"] == 2
+    hyps = Path(report["hypotheses"]).read_text(encoding="utf-8").split("\n")[:-1]
+    sources = ["a b %s c", "d e", "f {name}"]
+    kept = sum(sum((spans_of(h) & spans_of(s)).values())
+               for h, s in zip(hyps, sources, strict=True))
+    assert spans["kept"] == kept
+    assert json.loads(Path(report["scores"]).read_text(encoding="utf-8"))["spans"] == spans
+    src.write_text("a b c\nd e\n", encoding="utf-8")
+    ref.write_text("c b a\ne d\n", encoding="utf-8")
+    code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref))
+    assert code == 0 and "spans           no spans in this test set" in out
+
+
+# --- CTranslate2 ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("ctranslate2")
+    from test_export import sentencepiece_run
+
+    from nmt.export.ct2_convert import export_run
+    from nmt.runs.loading import load_run
+
+    root = tmp_path_factory.mktemp("sp")
+    return export_run(load_run(sentencepiece_run(root / "run"), "best"), root / "export")
+
+
+CT2_SOURCES = ["He likes %s.", "The <b>big</b> dog eats.", "Tell {name} to run --fast.",
+               "We want the small cake.", "Send it to bugs@example.org or ~/inbox/x."]
+
+
+def test_ctranslate2_gives_the_same_guarantee(export: Path) -> None:
+    """The SentencePiece model has never seen %, { or <: it writes ⁇ or drops them; the
+    CTranslate2 engine's outputs still hold exactly their sources' spans."""
+    from nmt.export.ct2_translate import CT2Translator
+
+    meta = json.loads((export / "nmt-export.json").read_text(encoding="utf-8"))
+    assert meta["data"]["spans"] == ",".join(parse("default")) and meta["data"]["terms"] == []
+    translator = CT2Translator.from_export(export)
+    outputs = translator.translate(CT2_SOURCES)
+    for source, output in zip(CT2_SOURCES, outputs, strict=True):
+        assert spans_of(output) == spans_of(source), (source, output)
+    raw = CT2Translator.from_export(export, spans="off").translate(CT2_SOURCES)
+    assert raw != outputs
+    code, out, err = invoke("translate", "--model", str(export), *CT2_SOURCES)
+    assert code == 0 and out.split("\n")[:-1] == outputs
+    assert err.count("spans repaired") == 1
