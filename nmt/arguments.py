@@ -84,13 +84,15 @@ def _sentence(item: Any, name: str) -> str:
 
 def count(value: Any, name: str, key: str, *, optional: bool = True) -> int | None:
     """A count of at least 1 and at most what the config allows for ``key`` (``decode.beam``):
-    ``None`` (the run's own) when ``optional``."""
+    ``None`` (the run's own) when ``optional``. A value out of range is named as its caller
+    gave it (:func:`option`), as every check here that a command line can reach."""
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name}: expected an integer, got {_shown(value)}")
     if not 1 <= value <= int_limit(key):
-        raise ConfigError(f"{name}: expected 1 <= {name} <= {int_limit(key)}, got {value}")
+        raise ConfigError(f"{option(name)}: expected 1 <= {name} <= {int_limit(key)}, "
+                          f"got {value}")
     return value
 
 
@@ -100,7 +102,7 @@ def seed(value: Any, name: str = "seed") -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name}: expected an integer, got {_shown(value)}")
     if not 0 <= value <= int_limit("train.seed"):
-        raise ConfigError(f"{name}: expected 0 <= {name} <= {int_limit('train.seed')}, "
+        raise ConfigError(f"{option(name)}: expected 0 <= {name} <= {int_limit('train.seed')}, "
                           f"got {value}")
     return value
 
@@ -129,7 +131,8 @@ def choice(value: Any, name: str, choices: Iterable[str]) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name}: expected one of {', '.join(allowed)}, got {_shown(value)}")
     if value not in allowed:
-        raise ConfigError(f"{name}: expected one of {', '.join(allowed)}, got {_shown(value)}")
+        raise ConfigError(f"{option(name)}: expected one of {', '.join(allowed)}, "
+                          f"got {_shown(value)}")
     return value
 
 

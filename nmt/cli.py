@@ -5,12 +5,9 @@ Long for a reason: one function per command, each its options beside it and one 
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import signal
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -19,10 +16,28 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from nmt import arguments, environment, fast_exit
+from nmt import arguments, environment, fast_exit, process
 from nmt.config import INT_MAX, int_limit
 from nmt.errors import DataError, NmtError, os_reason
 from nmt.export import targets_help
+from nmt.options import (
+    BeamOpt,
+    CheckpointOpt,
+    ComputeTypeOpt,
+    ConfigOpt,
+    DataDirOpt,
+    DecodeBatchOpt,
+    DeviceOpt,
+    EngineOpt,
+    ImageOpt,
+    MaxTokensOpt,
+    ModelDirOpt,
+    NoEmaOpt,
+    RunOpt,
+    SetOpt,
+    SourceOpt,
+    SpansOpt,
+)
 
 app = typer.Typer(
     help="Neural machine translation of any language pair (English to French by default): "
@@ -49,14 +64,6 @@ def _console(stderr: bool = False) -> Console:
 
 
 console = _console(stderr=True)
-
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", help="TOML config (see configs/).")
-]
-SetOpt = Annotated[
-    list[str] | None,
-    typer.Option("--set", "-s", help="Override a config value: section.key=value (repeatable)."),
-]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,18 +105,6 @@ def friendly(fn: F) -> F:
 
 
 # --- nmt data ---------------------------------------------------------------------------------
-
-DataDirOpt = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Corpus and cache directory (default $NMT_DATA_DIR or data/)."),
-]
-SourceOpt = Annotated[
-    str | None,
-    typer.Option("--source", help="The archive of a downloaded corpus (fra-eng.zip, deu-eng.zip): "
-                 "a file, a directory holding it, or a URL (default $NMT_DATA_MIRROR, then the "
-                 "original address)."),
-]
-
 
 def _data_log(message: str) -> None:
     console.print(message, markup=False, highlight=False)
@@ -233,58 +228,6 @@ def train(
 
 
 # --- nmt translate / bleu ---------------------------------------------------------------------
-
-RunOpt = Annotated[
-    Path | None, typer.Option("--run", help="Run directory runs/NAME (default: the latest).")
-]
-CheckpointOpt = Annotated[
-    str, typer.Option("--checkpoint", help="best, last, or a checkpoint file.")
-]
-BeamOpt = Annotated[
-    int | None, typer.Option("--beam", min=1, max=int_limit("decode.beam"),
-                             help="Beam size (default: the run's [decode]).")
-]
-DecodeBatchOpt = Annotated[
-    int | None,
-    typer.Option("--batch-size", min=1, max=int_limit("decode.batch_size"),
-                 help="Sentences per batch (default: the run's [decode])."),
-]
-MaxTokensOpt = Annotated[
-    int | None,
-    typer.Option("--max-tokens", min=1, max=int_limit("decode.max_tokens"),
-                 help="At most this many source tokens per batch, padding included, times the "
-                      "beam: a long line or a big beam gets a smaller batch (default: the run's "
-                      "[decode], 8192)."),
-]
-DeviceOpt = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
-NoEmaOpt = Annotated[
-    bool,
-    typer.Option("--no-ema", help="Use the trained weights, not their moving average (runs "
-                 "trained with train.ema_decay translate with the average by default)."),
-]
-EngineOpt = Annotated[
-    str | None,
-    typer.Option("--engine", help="nmt (the PyTorch model; the default) or ctranslate2 (an "
-                 "export of the run, made on the fly under RUN/ctranslate2/, or --model DIR)."),
-]
-ModelDirOpt = Annotated[
-    Path | None,
-    typer.Option("--model", help="A directory made by `nmt export --to ctranslate2` (implies "
-                 "--engine ctranslate2)."),
-]
-SpansOpt = Annotated[
-    str,
-    typer.Option("--spans", help="Protected spans (placeholders, tags, options, addresses, "
-                 "paths, terms: docs/DATA.md): repair (each output gets its source's back, "
-                 "guessing a place by position where needed; one warning with a count), strict "
-                 "(a line that needs a guess is an error naming it) or off (as the model wrote)."),
-]
-ComputeTypeOpt = Annotated[
-    str,
-    typer.Option("--compute-type", help="CTranslate2 only: default (the export's weights), "
-                 "int8, int8_float32, float16, float32, ... (converted when loading)."),
-]
-
 
 @app.command()
 @friendly
@@ -436,19 +379,13 @@ def bleu(
     import json
 
     from nmt.api import score, score_examples
-    from nmt.arguments import SPLITS, choice
 
     settings: dict[str, Any] = dict(
         engine=engine, model=model, device=device, averaged=not no_ema,
         compute_type=compute_type, beam=beam, batch_size=batch_size, max_tokens=max_tokens)
     if examples:
-        rows = score_examples(run, checkpoint, **settings)
-        if json_:
-            typer.echo(json.dumps(rows, ensure_ascii=False))
-        for r in [] if json_ else rows:
-            typer.echo(f"{r['src']} => {r['hyp']}, bleu {r['bleu']:.3f} (reference: {r['ref']})")
+        _print_examples(score_examples(run, checkpoint, **settings), json_)
         return
-    choice(split, "--split", SPLITS)  # the API's own check names its parameter
     report = score(run, checkpoint, split=split, src=src, refs=list(ref or []), limit=limit,
                    data_dir=data_dir, textbook_input=textbook_input, log=_warn, spans=spans,
                    **settings)
@@ -474,6 +411,15 @@ def bleu(
     if report.spans is not None:
         typer.echo(f"spans           {report.spans.summary()}")
     typer.echo(f"hypotheses: {report.hypotheses}; scores: {report.scores}")
+
+
+def _print_examples(rows: list[dict[str, Any]], json_: bool) -> None:
+    import json
+
+    if json_:
+        typer.echo(json.dumps(rows, ensure_ascii=False))
+    for r in [] if json_ else rows:
+        typer.echo(f"{r['src']} => {r['hyp']}, bleu {r['bleu']:.3f} (reference: {r['ref']})")
 
 
 # --- nmt export -------------------------------------------------------------------------------
@@ -559,12 +505,6 @@ def backtranslate(
 
 
 # --- nmt plot / runs / attention --------------------------------------------------------------
-
-ImageOpt = Annotated[
-    Path | None,
-    typer.Option("--output", "-o", help="Picture file: .png, .svg or .pdf (by the extension)."),
-]
-
 
 @app.command()
 @friendly
@@ -662,69 +602,10 @@ def _check_translate_attention(sentences: list[str] | None, path: Path) -> None:
         raise NmtError("--attention: expected exactly one sentence argument to draw")
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised where the command is (as Ctrl-C raises ``KeyboardInterrupt``), so that a
-    write in progress removes its temporary file and leaves the old file as it was, instead of
-    the process vanishing with the temporary file left behind. ``nmt train`` takes SIGTERM
-    over with its own handler while it trains (stop after the step, save ``last.pt``)."""
-
-
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated
-
-
 def main() -> None:
-    """Console-script entry: run the app, turning :class:`NmtError` into a one-line message."""
-    _hold_closed_standard_streams()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        _main()
-    except SystemExit as e:
-        if e.code is None or isinstance(e.code, int):
-            fast_exit.end(e.code or 0)
-        raise
-    else:
-        fast_exit.end(0)
-    finally:
-        _drop_unwritable_stdout()
-        _quiet_interrupt_at_exit()
-
-
-def _quiet_interrupt_at_exit() -> None:
-    """From here on only the interpreter's clean-up runs (the atexit callbacks of torch, tqdm,
-    matplotlib, logging, ...): a Ctrl-C now ends the process at once with status 130, as one
-    during the command does, instead of Python's ``Exception ignored in atexit callback``
-    traceback and the command's own status."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, lambda signum, frame: os._exit(128 + signum))
-
-
-def _hold_closed_standard_streams() -> None:
-    """Open the null device on whichever of descriptors 0-2 nmt was started without (``<&-``,
-    ``>&-``), so that no file nmt opens later takes that number and receives what is meant for
-    the terminal. Python has already set ``sys.stdin``/``sys.stdout``/``sys.stderr`` to None
-    for them: commands that need the stream say so in one line."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            with contextlib.suppress(OSError):
-                opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: fd
-                if opened != fd:
-                    os.close(opened)
-
-
-def _drop_unwritable_stdout() -> None:
-    """When stdout cannot take what is left in its buffer (a full disk, /dev/full), point it at
-    the null device, so the interpreter's own flush at exit adds no second report."""
-    if sys.stdout is None:  # closed when nmt started
-        return
-    try:
-        sys.stdout.flush()
-    except OSError:
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    """Console-script entry: run the app (:func:`nmt.process.run`), turning :class:`NmtError`
+    into a one-line message."""
+    process.run(_main)
 
 
 def _main() -> None:
@@ -739,7 +620,7 @@ def _main() -> None:
     except KeyboardInterrupt:
         console.print("interrupted")
         sys.exit(130)
-    except Terminated:
+    except process.Terminated:
         console.print("terminated")
         sys.exit(128 + signal.SIGTERM)
     except typer.Exit as e:

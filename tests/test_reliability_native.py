@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SPIN = textwrap.dedent("""
     import hashlib, signal, sys
     from nmt import stoppable
-    from nmt.cli import Terminated, _raise_terminated
+    from nmt.process import Terminated, raise_terminated
 
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGTERM, raise_terminated)
     print("started", flush=True)
     try:  # many minutes in C, which checks no signal
         stoppable.call(hashlib.pbkdf2_hmac, "sha256", b"x", b"y", 10**9, what="spinning")
