@@ -383,8 +383,8 @@ def backtranslate(
     direction opposite to the model the data is for) into ``OUTPUT.<source>`` (the text as
     read) and ``OUTPUT.<target>`` (its translation); :mod:`nmt.translation.backtranslate`.
     ``beam``: the width of ``search="beam"`` (None: the run's ``decode.beam``)."""
-    from nmt.config import INT_MAX
     from nmt.runs.loading import load_run
+    from nmt.setting_ranges import INT_MAX
     from nmt.translation.backtranslate import SEARCHES
     from nmt.translation.backtranslate import backtranslate as run_backtranslate
 

@@ -16,8 +16,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from nmt.config import int_limit
 from nmt.errors import ConfigError
+from nmt.setting_ranges import int_limit
 
 SPLITS = ("train", "valid", "test")  # what nmt bleu scores a run on
 

@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from nmt import arguments, environment, fast_exit, process
-from nmt.config import INT_MAX, int_limit
 from nmt.errors import DataError, NmtError, os_reason
 from nmt.export import targets_help
 from nmt.options import (
@@ -38,6 +37,7 @@ from nmt.options import (
     SourceOpt,
     SpansOpt,
 )
+from nmt.setting_ranges import INT_MAX, int_limit
 
 app = typer.Typer(
     help="Neural machine translation of any language pair (English to French by default): "

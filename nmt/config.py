@@ -31,7 +31,8 @@ from nmt.data.tokenizers import (
     SPECIALS,
 )
 from nmt.errors import ConfigError
-from nmt.files import path_problem, read_stored_bytes
+from nmt.setting_ranges import int_limit, range_of
+from nmt.toml_files import dump_toml, read_toml
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -62,7 +63,6 @@ class SourceConfig:
         return self.name or self.corpus
 
 
-MAX_WEIGHT = 1000.0  # data.sources weights: above this a source would fill the disk, not a mix
 
 
 @dataclass(frozen=True)
@@ -370,94 +370,11 @@ SECTIONS: dict[str, type] = {
 }
 
 
-# The largest value of each integer setting; the rest go up to INT_MAX. Checked when a config
-# is parsed, so a huge number is one line naming the key rather than an overflow in torch,
-# numpy or the allocator later (the smallest values: see _check_value and _check_consistency).
-INT_MAX = 2**31 - 1
-INT_LIMITS: dict[str, int] = {
-    "data.split_seed": 2**32 - 1,  # numpy's seeds are 32-bit
-    "train.seed": 2**32 - 1,
-    "decode.beam": 1000,
-    # SentencePiece's trainer spins without end near 2**31; the largest vocabularies in use are
-    # a few hundred thousand pieces
-    "data.vocab_size": 2**20,
-}
-
-
-@dataclass(frozen=True)
-class Range:
-    """The values a numeric setting may take: from ``low`` to ``high``, each bound included or
-    not; ``said``: the range in words, where the bounds alone do not say it."""
-
-    low: float = 0.0
-    high: float = math.inf
-    low_included: bool = True
-    high_included: bool = True
-    said: str = ""
-
-    def admits(self, value: float) -> bool:
-        above = value >= self.low if self.low_included else value > self.low
-        below = value <= self.high if self.high_included else value < self.high
-        return above and below
-
-    def expected(self) -> str:
-        """The range as a message says it: ``a value >= 1``, ``0 < value <= 1000``."""
-        if self.said:
-            return self.said
-        low = f"{self.low:g} {'<=' if self.low_included else '<'} value"
-        if self.high == math.inf:
-            return f"a value {'>=' if self.low_included else '>'} {self.low:g}"
-        return f"{low} {'<=' if self.high_included else '<'} {self.high:g}"
-
-
-BELOW_ONE = Range(0.0, 1.0, high_included=False)  # a share or a rate that 1 would make void
-# The range of each numeric setting that is not "a value >= 0" (the default; integers also go
-# up to int_limit). Checked when a value is read, so a message states the real range; the
-# rules between settings (valid_frac + test_frac, SentencePiece's smallest vocabulary) are
-# checked once the config is whole. A [[data.sources]] setting is "data.sources.NAME".
-RANGES: dict[str, Range] = {
-    "data.sources.weight": Range(0.0, MAX_WEIGHT, low_included=False),
-    "data.case_augment": Range(0.0, 1.0),
-    "data.valid_frac": Range(0.0, 0.5, high_included=False),
-    "data.test_frac": Range(0.0, 0.5, high_included=False),
-    "data.vocab_size": Range(1),
-    "data.min_freq": Range(1),  # a word seen once is seen: 0 would mean the same as 1
-    "data.character_coverage": Range(0.98, 1.0),  # SentencePiece's own bounds
-    "model.d_model": Range(1),
-    "model.n_layers": Range(1),
-    "model.dropout": BELOW_ONE,
-    "train.batch_size": Range(1),
-    "train.beta1": BELOW_ONE,
-    "train.beta2": BELOW_ONE,
-    "train.label_smoothing": BELOW_ONE,
-    "train.accum_steps": Range(1),
-    "train.eval_sentences": Range(-1, said="-1 (no BLEU), 0 (all) or a count"),
-    "train.ema_decay": Range(0.0, 1.0, high_included=False,
-                             said="0 (off) or 0 < value < 1"),
-    "train.log_every": Range(1),
-    "decode.beam": Range(1),
-    "decode.batch_size": Range(1),
-    "decode.max_tokens": Range(1),
-    "decode.max_len_cap": Range(1),  # 0 would translate every sentence as nothing
-}
-
-
-def range_of(key: str) -> Range:
-    """The values the numeric setting ``key`` (``section.name``, or ``data.sources[N].name``)
-    may take."""
-    return RANGES.get(re.sub(r"\[\d+\]", "", key), Range())
-
-
 CASE_FORM_NAMES = ("textbook", "upper", "title")  # data.case_forms: nmt.data.prepare.CASE_FORMS
 # string settings also written as a TOML list of strings
 LIST_KEYS = {"data.columns", "data.case_forms", "data.filters", "data.spans", "data.terms",
              "train.keep_from"}
 KEEP_FROM = ("optimizer", "schedule", "step")  # train.keep_from
-
-
-def int_limit(key: str) -> int:
-    """The largest value the integer setting ``key`` (``section.name``) may take."""
-    return INT_LIMITS.get(key, INT_MAX)
 
 
 def _q(name: object) -> str:
@@ -701,49 +618,3 @@ def _with_overrides(raw: dict[str, Any], overrides: list[str] | tuple[str, ...])
             raise ConfigError(f"--set {text}: [{section}] is not a table")
         table[name] = value
     return raw
-
-
-def read_toml(path: str | Path | None, folder: Path | None = None) -> dict[str, Any]:
-    """The tables of the TOML file ``path`` ({} for None); a one-line error naming it.
-    ``folder``: the run it is a file of (a link out of it is refused)."""
-    raw: dict[str, Any] = {}
-    where = "defaults"
-    if path is not None:
-        p = Path(path)
-        where = str(p)
-        problem = path_problem(p, called="config file")
-        if problem:
-            raise ConfigError(f"{where}: {problem}; expected a TOML config file")
-        try:
-            # utf-8-sig: a byte-order mark (Windows editors write one) is not TOML's business
-            raw = tomllib.loads(read_stored_bytes(p, folder, ConfigError).decode("utf-8-sig"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{where}: not valid TOML: {e}") from None
-        except RecursionError:
-            raise ConfigError(f"{where}: not valid TOML: nested too deeply") from None
-        except OSError as e:
-            raise ConfigError(f"{where}: cannot read ({e.strerror or e})") from None
-    return raw
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    s = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{s}"'
-
-
-def dump_toml(data: dict[str, dict[str, Any]]) -> str:
-    """Write sections of scalar values as TOML (all a config holds)."""
-    out = []
-    for section, table in data.items():
-        out.append(f"[{section}]")
-        out.extend(f"{k} = {_toml_value(v)}" for k, v in table.items())
-        out.append("")
-    return "\n".join(out)

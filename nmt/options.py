@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from nmt.config import int_limit
+from nmt.setting_ranges import int_limit
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="TOML config (see configs/).")

@@ -179,7 +179,7 @@ def _plain(s: SourceConfig) -> dict[str, object]:
 
 
 def _toml(sources: list[dict[str, object]]) -> str:
-    from nmt.config import _toml_value
+    from nmt.toml_files import toml_value as _toml_value
 
     return _toml_value(sources)
 

@@ -169,7 +169,7 @@ def test_valid_values_survive_config_toml(device: str, lr: float, beam: int, voc
 @given(text=st.text(max_size=20).filter(str.isprintable))
 def test_free_text_survives_toml(text: str) -> None:
     """Quotes, backslashes and any script written as a config value read back unchanged."""
-    from nmt.config import dump_toml
+    from nmt.toml_files import dump_toml
 
     assert tomllib.loads(dump_toml({"train": {"device": text}})) == {"train": {"device": text}}
 
