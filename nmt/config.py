@@ -340,7 +340,7 @@ class DecodeConfig:
     max_tokens: int = 8192  # and at most this many source tokens per batch, padding included,
     # times the beam: a long line or a big beam gets a smaller batch, so memory stays bounded
     precision: str = field(default="auto", metadata=_choice("auto", "fp32", "bf16"))
-    # auto: bf16 weights on CPUs with bf16 units (1.7x greedy on the demo, BLEU within noise),
+    # auto: bf16 weights on CPUs with bf16 units (docs/BENCHMARKS.md, "bf16 on the CPU"),
     # fp32 elsewhere, CUDA included (nmt.device.decode_dtype); NMT_CPU_BF16=0 keeps fp32
     # everywhere
 

@@ -89,8 +89,8 @@ def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
     """The autocast dtype for ``precision`` on ``device``, or None for plain fp32.
 
     ``auto`` (the default): bf16 on CUDA, and on a CPU with bf16 units (:func:`cpu_bf16_units`),
-    where the demo's training steps ran 1.2x faster with the same loss (docs/BENCHMARKS.md,
-    "bf16 on the CPU"); fp32 elsewhere (on a CPU without them bf16 is emulated, and slower).
+    where training is faster with the same loss (docs/BENCHMARKS.md, "bf16 on the CPU"); fp32
+    elsewhere (on a CPU without them bf16 is emulated, and slower).
     ``fp32`` and ``bf16`` force either; ``fp16`` (CUDA only) loads but does not train.
     """
     import torch
@@ -110,10 +110,10 @@ def decode_dtype(device: torch.device, precision: str) -> torch.dtype | None:
     """The dtype searches run in for ``decode.precision``, or None for fp32: the dtype of the
     model's weights they use (:func:`nmt.translation.search.in_precision`).
 
-    ``auto`` (the default): bf16 on a CPU with bf16 units (:func:`cpu_bf16_units`), where the
-    demo's greedy search ran 1.27x faster with BLEU within 0.03 and 94% of its lines unchanged
-    (docs/BENCHMARKS.md, "bf16 on the CPU"); fp32 elsewhere, on CUDA too, where decoding in bf16
-    has not been measured. ``bf16`` and ``fp32`` force either.
+    ``auto`` (the default): bf16 on a CPU with bf16 units (:func:`cpu_bf16_units`), where greedy
+    search is faster with BLEU within noise (docs/BENCHMARKS.md, "bf16 on the CPU"); fp32
+    elsewhere, on CUDA too, where decoding in bf16 has not been measured. ``bf16`` and ``fp32``
+    force either.
     """
     if precision == "auto" and device.type == "cuda":
         return None

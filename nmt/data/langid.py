@@ -116,8 +116,8 @@ class LanguageCheck:
                    ) -> list[tuple[tuple[str | None, str | None], int | None]]:
         """For each (source, target) pair: the language found on each side long enough to judge
         (None: not judged), and 0 or 1, the first side confidently in another language (None:
-        neither). The sides are classified all at once (5x faster than one by one:
-        :mod:`nmt.data.langid_batch`)."""
+        neither). The sides are classified all at once (:mod:`nmt.data.langid_batch`), which
+        gives what classifying them one by one gives."""
         where = [(i, side) for i, pair in enumerate(pairs) for side in (0, 1)
                  if self.checked[side] and len(pair[side]) >= MIN_CHARS]
         found: list[list[str | None]] = [[None, None] for _ in pairs]

@@ -8,10 +8,9 @@ attention itself (a quarter of a bf16 greedy search's time in a profile). The sa
 query times each key summed over the head's dimensions, then the weights times the values
 summed over the keys, is a few element-wise passes over the cached keys and values.
 
-Measured on the ``make demo`` model (docs/BENCHMARKS.md, "Decoding the test split"): bf16
-greedy search 1.11x at one thread and 1.13x at two, beam 5 1.10x and 1.12x, test BLEU unchanged
-within noise; in fp32 the fused kernel is as fast or faster (0.97x), so this is used for bf16
-only. As matrix products instead, the same attention was slower (0.92x end to end).
+Used for bf16 only: in fp32 the fused kernel was as fast or faster, and written as matrix
+products the same attention was slower (the figures, on the ``make demo`` model:
+docs/BENCHMARKS.md, "Decoding the test split").
 ``tests/test_one_query_attention.py`` compares it with the fused kernel and with the formula in
 float64.
 """

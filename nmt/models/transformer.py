@@ -233,7 +233,7 @@ class Transformer(EncoderDecoder):
     def init_state(self, memory: Memory) -> State:
         """Empty self-attention caches ``(B, h, 0, d_head)`` and the cross keys/values, stored
         contiguous: every decoding step reads them whole, and a head-split view would be copied
-        each time (measured: 4-5% of greedy decoding on the demo model)."""
+        each time, at every step."""
         state = {name: kv.contiguous() for name, kv in self._cross_keys_values(memory).items()}
         cross_keys = state["cross_k0"]
         empty = cross_keys.new_zeros(cross_keys.shape[0], cross_keys.shape[1], 0,

@@ -16,8 +16,8 @@ the benchmark compares them). Scores are sums of log-probabilities under the mod
 included when it was produced.
 
 The searches run under ``torch.inference_mode()`` (not merely ``no_grad``): no tensor they make
-is ever differentiated, and dropping autograd's bookkeeping decoded the demo's test split 6%
-faster (docs/BENCHMARKS.md, "Decoding the test split").
+is ever differentiated, and autograd's bookkeeping is dropped (what it saves:
+docs/BENCHMARKS.md, "Decoding the test split").
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
 def _best_unscored(logits: Tensor) -> tuple[Tensor, Tensor]:
     """What :func:`_best` picks, without its log-probability (NaN in its place): the best logit
     is the best log-probability, so no log-softmax over the vocabulary is taken. What greedy
-    search uses where nothing reads its scores (``nmt translate``, ``nmt bleu``, validation):
-    the demo's greedy decoding 1.08x faster (docs/BENCHMARKS.md, "Decoding the test split")."""
+    search uses where nothing reads its scores (``nmt translate``, ``nmt bleu``, validation;
+    measured in docs/BENCHMARKS.md, "Decoding the test split")."""
     token = _never_special(logits[:, -1].to(torch.float32, copy=True)).argmax(dim=1)
     return torch.full(token.shape, math.nan, device=token.device), token
 
@@ -373,8 +373,8 @@ def in_precision(model: EncoderDecoder, dtype: torch.dtype | None) -> EncoderDec
 
     A search in bf16 runs on bf16 weights, as CTranslate2's compute types do, rather than under
     autocast, which casts the input of every matrix product and keeps the residual stream and
-    the layer norms in fp32: the demo's greedy search 1.08x faster, test BLEU within noise
-    (docs/BENCHMARKS.md, "Decoding the test split"). A copy, so the caller's model (a training
+    the layer norms in fp32 (speed and BLEU against autocast: docs/BENCHMARKS.md, "Decoding the
+    test split"). A copy, so the caller's model (a training
     model under validation, an fp32 translator beside) is never changed;
     :class:`~nmt.translation.translator.Translator` makes it once, not at every call.
     """
