@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -529,7 +530,11 @@ def read_lines(stream: BinaryIO, name: str, on_long: LongLineHook | None = None,
                     f"{name}: line {number}: not valid UTF-8 (byte {e.start + 1} of the line); "
                     "convert the file to UTF-8"
                 ) from None
-        yield text.rstrip("\r\n").replace("\x00", " ")
+        # a NUL is no text: a run of them separates words, as one space, and ends nothing
+        yield _NULS.sub(" ", text.rstrip("\r\n").strip("\x00"))
+
+
+_NULS = re.compile("\x00+")
 
 
 def _read(stream: BinaryIO, name: str, number: int, size: int) -> bytes:

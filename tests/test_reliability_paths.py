@@ -350,13 +350,13 @@ def test_on_the_fly_export_messages_name_the_run_s_export(tmp_path: Path, ct2: o
     name = f"{export} (the run's export for --engine ctranslate2)"
     args = ["translate", "--run", str(run), "--engine", "ctranslate2"]
 
-    import nmt.export.ct2_convert as ct2_module
+    import nmt.files
 
     def no_permission(*a: object, **kw: object) -> str:
         raise PermissionError(13, "Permission denied")
 
     with monkeypatch.context() as m:  # a read-only run directory
-        m.setattr(ct2_module.tempfile, "mkdtemp", no_permission)
+        m.setattr(nmt.files.tempfile, "mkdtemp", no_permission)  # the export's folder
         code, _, err = invoke(*args, "a")
     assert one_line(code, err) == f"error: {name}: cannot write (Permission denied)"
 

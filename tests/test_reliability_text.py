@@ -50,7 +50,7 @@ def one_line_error(code: int, err: str) -> str:
 
 @pytest.mark.parametrize(("data", "expected"), [
     (b"", []),  # nothing in, nothing out, success
-    (b"\n\n   \n\t\n", ["", "", "", ""]),
+    (b"\n\n   \n\t\n", ["", "", "   ", "\t"]),  # spacing comes back as written
     (b"\x00\n\xe2\x80\x8b\xc2\xad\n\x1b\x07\n\xef\xbb\xbf\n", ["", "", "", ""]),  # invisible
 ], ids=["empty", "blank", "invisible"])
 def test_translate_empty_and_blank_input(run_dir: Path, data: bytes, expected: list[str]) -> None:

@@ -21,6 +21,11 @@ in one place (:func:`lay_out`):
 4. **Nothing to translate**: a segment or sentence without a letter of any script (``42``,
    ``--``, ``*``, ``...``) is kept as written, not given to the model.
 
+What is kept as written is written clean, as the model's input is: invisible characters
+(controls, format characters such as U+200B) are left out, and whitespace other than spaces and
+tabs (a form feed, U+2028, a lone carriage return) is one space, so an output line is always one
+printable line (:func:`_clean`).
+
 All the pieces of all the lines go to the engine as one batch (:func:`translate_laid_out`), so
 a paragraph's sentences are decoded together, as sentences of separate lines are.
 """
@@ -43,6 +48,17 @@ def _separates(run: str) -> bool:
     """Whether a run of whitespace and escapes inside a line cuts it into segments: all but one
     space character (category Zs: U+0020, U+00A0, U+202F, ...)."""
     return len(run) > 1 or unicodedata.category(run) != "Zs"
+
+
+def _clean(text: str) -> str:
+    """``text`` kept as written, without what a line of output must not hold: spaces (category
+    Zs) and tabs as they are, other whitespace as one space, invisible characters (categories
+    Cc, Cf, Cs) left out (the normalisation's rule, :mod:`nmt.data.normalize`)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch == "\t" or unicodedata.category(ch) == "Zs" else
+                   " " if ch.isspace() else
+                   "" if unicodedata.category(ch) in ("Cc", "Cf", "Cs") else ch for ch in text)
 
 
 def has_letter(text: str) -> bool:
@@ -80,6 +96,7 @@ def lay_out(lines: Sequence[str], split: Splitter | None = None) -> Layout:
         parts: list[str | int] = []
 
         def keep(text: str, parts: list[str | int] = parts) -> None:
+            text = _clean(text)
             if text:
                 parts.append(text)
 
