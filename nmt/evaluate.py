@@ -365,8 +365,9 @@ def evaluate_run(
     textbook_input: bool = False,
     tag: str = "",
 ) -> BleuReport:
-    """Score a run on a split of its own data (``prepare(cfg.data, data_dir)``: all references
-    of each distinct source) or on ``--src``/``--ref`` files; ``limit`` > 0 keeps the first N;
+    """Score a run on a split of its own data (the cache its training built, or one built with
+    its tokenizer: :func:`nmt.data.prepare.prepare_trained`; all references of each distinct
+    source) or on ``--src``/``--ref`` files; ``limit`` > 0 keeps the first N;
     ``tag`` names the engine in the saved files (see :func:`evaluate`).
 
     ``textbook_input``: the sources are given lower-cased with their punctuation split off
@@ -385,11 +386,15 @@ def evaluate_run(
     else:
         if refs:
             raise DataError("--ref: expected --src with it (the source sentences to translate)")
-        from nmt.data.corpora.record import check_same_data
+        from nmt.data.corpora.record import check_same_data, read_excluded
         from nmt.data.download import default_data_dir
-        from nmt.data.prepare import prepare
+        from nmt.data.prepare import prepare_trained
+        from nmt.data.tokenizers import load_tokenizer
 
-        prepared = prepare(run.config.data, data_dir or default_data_dir(), log=log)
+        # the cache the run's training built, or one built with its tokenizer: never a new one
+        prepared = prepare_trained(run.config.data, data_dir or default_data_dir(),
+                                   load_tokenizer(run.run_dir / "tokenizer"),
+                                   read_excluded(run.run_dir), log=log)
         if split not in prepared.splits:
             raise DataError(f"--split {split}: expected one of {', '.join(prepared.splits)}")
         check_same_data(run.run_dir, prepared.identity, split)

@@ -64,8 +64,8 @@ def test_the_child_starts_from_the_parents_model_on_its_tokenizer(
                       "sha256": hashlib.sha256(best.read_bytes()).hexdigest(),
                       "data": load_run(parent).config.to_dict()["data"]}
     # validated on the new data and on the parent's (logged, not what chooses best.pt)
-    scored = [json.loads(line) for line in (child / "metrics.jsonl").read_text().splitlines()
-              if "valid_loss" in line]
+    records = [json.loads(line) for line in (child / "metrics.jsonl").read_text().splitlines()]
+    scored = [r for r in records if "valid_loss" in r]
     assert scored and all(r["parent_valid_loss"] > 0 and r["valid_loss"] > 0 for r in scored)
     assert all("parent_valid_bleu" in r for r in scored)
     # it learns the new data from there, and resumes on the parent's tokenizer

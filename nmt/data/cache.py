@@ -110,10 +110,10 @@ class Prepared:
 
 
 def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = None,
-              tokenizer: str | None = None) -> str:
+              tokenizer: str | None = None, excluded: str | None = None) -> str:
     """16 hex digits naming the cache of ``cfg`` on the corpus with SHA-256 ``digest`` (and the
-    ``valid`` / ``test`` files with the digests ``held_out``, and the given tokenizer's digest,
-    when given)."""
+    ``valid`` / ``test`` files with the digests ``held_out``, the given tokenizer's digest, and
+    the digest of the sources its training split leaves out, when given)."""
     skip = _NOT_IN_KEY | _PATHS | _TOKENIZER_ONLY.get(cfg.tokenizer, set())
     skip |= {f"{k}_size" for k in ("valid", "test") if not getattr(cfg, f"{k}_frac")}  # moot
     if cfg.normalization == "recipe":  # the recipe's rules keep ’ and ‘ on both sides anyway
@@ -130,6 +130,8 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
         content["held_out"] = held_out
     if tokenizer:
         content["tokenizer"] = tokenizer
+    if excluded:
+        content["excluded"] = excluded
     blob = json.dumps(content, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -67,7 +67,7 @@ from nmt.data.langid import LanguageCheck
 from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form, upper
 from nmt.data.parallel_pairs import judged_pairs
-from nmt.data.split import split_spool
+from nmt.data.split import HeldOutSources, hold_out_of_training, split_spool
 from nmt.data.spool import SPLIT, SPLIT_CODES, SPLIT_SHIFT, PairSpool, in_split
 from nmt.data.tokenizers import (
     BT_TAG,
@@ -88,26 +88,65 @@ def prepare(
     log: Callable[[str], None] = print,
     rebuild: bool = False,
     tokenizer: Tokenizer | None = None,
+    excluded: HeldOutSources | None = None,
 ) -> Prepared:
     """Open the declared data (downloading the corpus when missing), then load the cache or
     build it. ``tokenizer``: encode with it instead of training one (a model continued on new
-    data keeps its parent's; its digest is part of the cache's key)."""
+    data keeps its parent's; its digest is part of the cache's key). ``excluded``: sources the
+    training split leaves out (a continued model's parent's valid and test sources; their
+    digest is part of the key too)."""
     data_dir = Path(data_dir)
     data = open_data(cfg, data_dir, source=source, log=log)
-    digest = data.corpus.identity.sha256
-    cache_dir = data_dir / "cache" / cache_key(cfg, digest, data.held_out_digests(),
-                                               None if tokenizer is None else tokenizer.digest())
+    cache_dir = cache_path(cfg, data, data_dir, tokenizer, excluded)
     existed = cache_dir.is_dir()  # else a fresh build, which keeps one put in place meanwhile
-    if existed and not rebuild:
-        try:
-            prepared = load_cache(cache_dir)
-            log(f"loaded cache {cache_dir}")
-            prepared.identity = record(data, prepared.meta)
-            return prepared
-        except (DataError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
-            log(f"cache {cache_dir} unreadable ({e}); rebuilding")
-    return build_cache(cfg, data, cache_dir, log=log, tokenizer=tokenizer,
+    if existed and not rebuild and (prepared := load_prepared(cache_dir, data, log)):
+        return prepared
+    return build_cache(cfg, data, cache_dir, log=log, tokenizer=tokenizer, excluded=excluded,
                        replace=existed)
+
+
+def prepare_trained(
+    cfg: DataConfig, data_dir: Path, tokenizer: Tokenizer, excluded: HeldOutSources | None,
+    *, log: Callable[[str], None] = print,
+) -> Prepared:
+    """The data of a trained run, to score it: the cache its training built (keyed by the
+    sources it left out of training when it left any, else the one its tokenizer was trained
+    in, or one built with it), or, where that is gone, the cache built anew with the run's
+    ``tokenizer``, said in one line. Never a tokenizer trained: the held-out splits are the same
+    whichever tokenizer and training split the cache holds (the split depends on neither)."""
+    data_dir = Path(data_dir)
+    data = open_data(cfg, data_dir, log=log)
+    given = cache_path(cfg, data, data_dir, tokenizer, excluded)
+    candidates = [given] if excluded is not None else [
+        cache_path(cfg, data, data_dir, None, None), given]
+    for cache_dir in candidates:
+        if cache_dir.is_dir() and (prepared := load_prepared(cache_dir, data, log)):
+            return prepared
+    log(f"no cache of this run's data in {data_dir / 'cache'}; building it with the run's "
+        f"tokenizer ({tokenizer.kind}, digest {tokenizer.digest()[:12]}...)")
+    return build_cache(cfg, data, given, log=log, tokenizer=tokenizer, excluded=excluded,
+                       replace=given.is_dir())
+
+
+def cache_path(cfg: DataConfig, data: Data, data_dir: Path, tokenizer: Tokenizer | None,
+               excluded: HeldOutSources | None) -> Path:
+    """Where the cache of ``data`` prepared as ``cfg`` says lives (:func:`cache_key`)."""
+    return data_dir / "cache" / cache_key(
+        cfg, data.corpus.identity.sha256, data.held_out_digests(),
+        None if tokenizer is None else tokenizer.digest(),
+        None if excluded is None else excluded.digest())
+
+
+def load_prepared(cache_dir: Path, data: Data, log: Callable[[str], None]) -> Prepared | None:
+    """The cache in ``cache_dir``, loaded; None, said, where it cannot be read (to rebuild)."""
+    try:
+        prepared = load_cache(cache_dir)
+    except (DataError, OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        log(f"cache {cache_dir} unreadable ({e}); rebuilding")
+        return None
+    log(f"loaded cache {cache_dir}")
+    prepared.identity = record(data, prepared.meta)
+    return prepared
 
 
 # --- reading and cleaning --------------------------------------------------------------------
@@ -451,9 +490,51 @@ def read_sources(
     return merged, parts
 
 
+def split_pairs(
+    cfg: DataConfig, data: Data, spool: PairSpool, synthetic: Sequence[tuple[int, int]],
+    excluded: HeldOutSources | None, log: Callable[[str], None],
+) -> tuple[dict[str, PairSpool], int]:
+    """The split of the pairs of ``spool``, written into their fates: the grouped split (or the
+    given ``data.valid`` / ``data.test`` files, read into spools of their own, which it returns),
+    the back-translated pairs (the spool's ``synthetic`` ranges) moved to train, then the
+    training pairs whose source ``excluded`` holds left out of every split (how many, returned
+    second). A held-out file's sources also in the training data are warned of."""
+    given: dict[str, PairSpool] = {}
+    for name, corpus in (("valid", data.valid), ("test", data.test)):
+        if corpus is not None:
+            given[name] = PairSpool(spool.path.with_name(f"{name}.txt"))
+            read_pairs(corpus, cfg, given[name], held_out=True, log=log)
+    split_spool(spool, 0.0 if "valid" in given else cfg.valid_frac,
+                0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
+                cfg.valid_size, cfg.test_size)
+    if synthetic:
+        n_synthetic = hold_back_translated_out(spool, synthetic)
+        if n_synthetic:
+            log(f"back-translated: {n_synthetic:,} pairs, their synthetic sources "
+                f"tagged {BT_TAG}, all in the train split")
+    left_out = 0
+    if excluded is not None:
+        left_out = hold_out_of_training(spool, excluded)
+        log(f"{left_out:,} training pairs whose source is in {excluded.what} dropped from "
+            f"training ({len(excluded):,} such sources)")
+
+    def real_training(start: int, stop: int) -> np.ndarray:
+        return (in_split(spool.fate()[start:stop], "train")
+                & ~within(np.arange(start, stop), synthetic))
+
+    for name, held in given.items():
+        distinct, overlap = sources_in_common(held, spool, real_training)
+        if overlap:
+            log(f"warning: {overlap:,} of the {distinct:,} source sentences of "
+                f"data.{name} ({getattr(cfg, name)}) are also in the training data "
+                "(data.corpus)")
+    return given, left_out
+
+
 def build_cache(
     cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
-    tokenizer: Tokenizer | None = None, replace: bool = True,
+    tokenizer: Tokenizer | None = None, excluded: HeldOutSources | None = None,
+    replace: bool = True,
 ) -> Prepared:
     """Read, clean, split, tokenize and write the cache of ``data``, a pair at a time: the
     cleaned pairs and their hashes wait on disk (:mod:`nmt.data.spool`), duplicates and the
@@ -468,32 +549,9 @@ def build_cache(
         rejected = RejectedWriter(tmp)
         cleaned, parts = read_sources(cfg, data, spool, rejected, log)
         rejected.close()
-        given: dict[str, PairSpool] = {}
-        for name, corpus in (("valid", data.valid), ("test", data.test)):
-            if corpus is not None:
-                given[name] = PairSpool(work / f"{name}.txt")
-                read_pairs(corpus, cfg, given[name], held_out=True, log=log)
-        split_spool(spool, 0.0 if "valid" in given else cfg.valid_frac,
-                    0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
-                    cfg.valid_size, cfg.test_size)
         sourced = list(zip(data.parts, parts, strict=True)) if data.parts else []
         synthetic = [(c.first, c.end) for p, c in sourced if p.source.back_translated]
-        if synthetic:
-            n_synthetic = hold_back_translated_out(spool, synthetic)
-            if n_synthetic:
-                log(f"back-translated: {n_synthetic:,} pairs, their synthetic sources "
-                    f"tagged {BT_TAG}, all in the train split")
-
-        def real_training(start: int, stop: int) -> np.ndarray:
-            return (in_split(spool.fate()[start:stop], "train")
-                    & ~within(np.arange(start, stop), synthetic))
-
-        for name, held in given.items():
-            distinct, overlap = sources_in_common(held, spool, real_training)
-            if overlap:
-                log(f"warning: {overlap:,} of the {distinct:,} source sentences of "
-                    f"data.{name} ({getattr(cfg, name)}) are also in the training data "
-                    "(data.corpus)")
+        given, left_out = split_pairs(cfg, data, spool, synthetic, excluded, log)
 
         def pairs(chunks: Iterable[np.ndarray]) -> Iterator[tuple[str, str, str]]:
             """The pairs of the spool at the indices of ``chunks``, a back-translated source
@@ -503,17 +561,7 @@ def build_cache(
                 for tag, (s, t, r) in zip(tagged, spool.read(chunk.tolist()), strict=True):
                     yield (f"{BT_TAG} {s}" if tag else s), t, r
 
-        if tokenizer is None:  # on the train split as written, not its copies
-            text = {side: work / f"tokenizer.{side}.txt" for side in ("src", "tgt")}
-            with text["src"].open("w", encoding="utf-8") as fs, \
-                    text["tgt"].open("w", encoding="utf-8") as ft:
-                for s, t, _ in pairs(spool.indices("train")):
-                    fs.write(s + "\n")
-                    ft.write(t + "\n")
-            tok = train_tokenizer(cfg, LineFiles((text["src"],)), LineFiles((text["tgt"],)))
-        else:
-            tok = tokenizer
-            log(f"tokenizer: the given one ({tok.kind}, digest {tok.digest()[:12]}...)")
+        tok = tokenizer_of(cfg, tokenizer, pairs(spool.indices("train")), work, log)
         ranges = [(c.first, c.end) for c in parts]
         before = [sum(len(chunk) for chunk in spool.indices("train", first, end))
                   for first, end in ranges]
@@ -550,21 +598,15 @@ def build_cache(
         writers = {k: SplitWriter(tmp, k, tok) for k in SPLITS}
         for triple in pairs(mix()):
             writers["train"].add(*triple)
-        augmented = 0
         real = (chunk[~within(chunk, synthetic)] for chunk in mix())
-        for nth, (s, t, r) in enumerate(pairs(at_positions(real, picked))):
-            noisy = in_case_form(s, nth, forms, cfg.source)
-            if noisy is not None:
-                writers["train"].add(noisy, t, r)
-                augmented += 1
+        augmented = add_case_forms(writers["train"], pairs(at_positions(real, picked)), forms,
+                                   cfg.source)
         if augmented:
             log(f"case augmentation: {augmented:,} training pairs added with the source "
                 f"written {', '.join(dict.fromkeys(forms))}")
-        for name in ("valid", "test"):
-            spooled = given.get(name)
-            triples = (spooled.read(range(len(spooled))) if spooled else
-                       pairs(spool.indices(name)))
-            for triple in triples:
+        for name in ("valid", "test"):  # a given file's pairs, or the split's
+            held = given.get(name)
+            for triple in held.read(range(len(held))) if held else pairs(spool.indices(name)):
                 writers[name].add(*triple)
         for name, w in writers.items():
             w.close()
@@ -573,16 +615,16 @@ def build_cache(
                  f"vocabularies src {tok.src_vocab_size:,}, tgt {tok.tgt_vocab_size:,}")
         log(f"tokenizer: {tok.kind}, {vocab}")
         tok.save(tmp)
-        spool.close()
-        for held in given.values():
-            held.close()
+        for spooled in (spool, *given.values()):
+            spooled.close()
         counts = {**cleaned.counts, "case_augmented": augmented}
-        digest = data.corpus.identity.sha256
-        meta = {"version": CACHE_VERSION, "corpus_sha256": digest, "data": cfg.to_dict(),
-                "corpus": data.identity(), "counts": counts, "filtered": cleaned.filtered,
-                "sources": sources,
+        meta = {"version": CACHE_VERSION, "corpus_sha256": data.corpus.identity.sha256,
+                "data": cfg.to_dict(), "corpus": data.identity(), "counts": counts,
+                "filtered": cleaned.filtered, "sources": sources,
                 "longest": {str(words): n for words, n in cleaned.longest.items()},
                 "pairs": {name: w.pairs for name, w in writers.items()},
+                **({} if excluded is None else {"excluded": excluded_record(excluded,
+                                                                             left_out)}),
                 "files": file_digests(tmp), "seconds": round(time.perf_counter() - t0, 2)}
         meta["digest"] = meta_digest(meta)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
@@ -590,6 +632,44 @@ def build_cache(
     prepared = load_cache(cache_dir)
     prepared.identity = record(data, meta)
     return prepared
+
+
+def add_case_forms(writer: SplitWriter, picked: Iterable[tuple[str, str, str]],
+                   forms: Sequence[str], lang: str) -> int:
+    """The ``picked`` training pairs added to ``writer`` again, the source in the case forms
+    ``forms`` in turn (:func:`in_case_form`; one already in its form is not); how many."""
+    added = 0
+    for nth, (s, t, r) in enumerate(picked):
+        noisy = in_case_form(s, nth, forms, lang)
+        if noisy is not None:
+            writer.add(noisy, t, r)
+            added += 1
+    return added
+
+
+def excluded_record(excluded: HeldOutSources, left_out: int) -> dict[str, Any]:
+    """What a cache's ``meta.json`` (and a run's ``corpus.json``) says of the sources its
+    training split left out: where they come from, how many, their digest (the one in the
+    cache's key) and the training pairs that left."""
+    return {"what": excluded.what, "sources": len(excluded), "sha256": excluded.digest(),
+            "training_pairs": left_out}
+
+
+def tokenizer_of(cfg: DataConfig, given: Tokenizer | None,
+                 train: Iterable[tuple[str, str, str]], work: Path,
+                 log: Callable[[str], None]) -> Tokenizer:
+    """The ``given`` tokenizer, said, or one trained on the ``train`` pairs (the training split
+    as written, not its weighted copies), their sides written into ``work`` first."""
+    if given is not None:
+        log(f"tokenizer: the given one ({given.kind}, digest {given.digest()[:12]}...)")
+        return given
+    text = {side: work / f"tokenizer.{side}.txt" for side in ("src", "tgt")}
+    with text["src"].open("w", encoding="utf-8") as fs, \
+            text["tgt"].open("w", encoding="utf-8") as ft:
+        for s, t, _ in train:
+            fs.write(s + "\n")
+            ft.write(t + "\n")
+    return train_tokenizer(cfg, LineFiles((text["src"],)), LineFiles((text["tgt"],)))
 
 
 def check_weights(data: Data, before: Sequence[int], after: Sequence[int]) -> None:
@@ -658,6 +738,8 @@ def record(data: Data, meta: dict[str, Any]) -> dict[str, Any]:
         identity["cleaning"] = {"read": counts.get("read"), "kept": counts.get("kept"),
                                 "duplicates": counts.get("duplicates"),
                                 "too_long": counts.get("too_long"), "filtered": filtered}
+    if isinstance(meta.get("excluded"), dict):  # what its training split left out
+        identity["excluded"] = meta["excluded"]
     counted = meta.get("sources")
     if identity.get("sources") and isinstance(counted, list) and len(counted) == len(
             identity["sources"]):

@@ -9,15 +9,25 @@ valid. :func:`split_spool` applies it to the pairs of a :class:`nmt.data.spool.P
 disk, a bucket of hashes at a time, in memory of a byte a pair and five a distinct source (the
 tests check it against the same rule applied to a list of sources in memory,
 tests/reference_split.py).
+
+A training split can also leave out given sources (:class:`HeldOutSources`, a continued model's
+parent's valid and test sources): :func:`hold_out_of_training` takes the training pairs whose
+source is one of them out of every split, after the split is drawn, so the held-out splits stay
+those of the same data without them.
 """
 
 from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
 from nmt.data import hash_buckets
 from nmt.data.hash_buckets import HashBuckets, first_of_each
-from nmt.data.spool import FIRST_OF_GROUP, SPLIT, SPLIT_SHIFT, PairSpool, in_split
+from nmt.data.spool import FIRST_OF_GROUP, SPLIT, SPLIT_SHIFT, PairSpool, in_split, text_hash
 
 SPLITS = ("train", "valid", "test")  # what group_splits' codes 0, 1, 2 stand for
 
@@ -88,3 +98,55 @@ def split_spool(spool: PairSpool, valid_frac: float, test_frac: float, seed: int
         for hashes, indices in buckets.buckets():
             first, inverse = first_of_each(hashes)
             fate[indices] = (fate[indices] & ~SPLIT) | (fate[indices[first]] & SPLIT)[inverse]
+
+
+@dataclass(frozen=True)
+class HeldOutSources:
+    """Normalised source sentences a training split leaves out, as the hashes the grouped split
+    matches sources by (:func:`nmt.data.spool.text_hash`), sorted and distinct; ``what`` says
+    where they come from ("the parent's valid or test split"), for messages only."""
+
+    hashes: np.ndarray  # int64, sorted, distinct
+    what: str
+
+    @classmethod
+    def of(cls, sources: Iterable[str], what: str) -> HeldOutSources:
+        hashes = np.fromiter((text_hash(s) for s in sources), np.int64)
+        return cls(np.unique(hashes), what)
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def digest(self) -> str:
+        """SHA-256 of the hashes: what a cache's key holds of them."""
+        return hashlib.sha256(self.hashes.astype("<i8").tobytes()).hexdigest()
+
+    def to_text(self) -> str:
+        """``# what``, then one hash a line, 16 hex digits (unsigned): as a run records them."""
+        hashes = self.hashes.astype(np.int64).view(np.uint64)
+        return f"# {self.what}\n" + "".join(f"{h:016x}\n" for h in hashes)
+
+    @classmethod
+    def from_text(cls, text: str) -> HeldOutSources:
+        """What :meth:`to_text` wrote (a ``ValueError`` for anything else)."""
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if not lines or not lines[0].startswith("# ") or not all(
+                re.fullmatch("[0-9a-f]{16}", line) for line in lines[1:]):
+            raise ValueError("expected a line '# WHERE FROM', then one hash of 16 hex digits "
+                             "a line")
+        values = np.array([int(line, 16) for line in lines[1:]], np.uint64)
+        return cls(np.unique(values.view(np.int64)), lines[0][2:])
+
+
+def hold_out_of_training(spool: PairSpool, held: HeldOutSources) -> int:
+    """The training pairs of ``spool`` whose source is one of ``held``, taken out of every split
+    (their fate's split set to none), a chunk of source hashes at a time; returns how many."""
+    fate, moved = spool.fate(), 0
+    for at, hashes in spool.source_hashes.chunks():
+        part = fate[at:at + len(hashes)]  # a view: written through
+        out = in_split(part, "train") & np.isin(hashes, held.hashes)
+        part[out] &= ~SPLIT
+        moved += int(out.sum())
+    return moved

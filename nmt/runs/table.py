@@ -3,10 +3,12 @@
 Each row comes from files training and ``nmt bleu`` leave in ``runs/NAME/``: the checkpoint
 ``checkpoints/last.pt`` (model config, parameters, ``progress``: step, stop reason), falling
 back to ``config.toml``; ``metrics.jsonl`` (best valid BLEU); ``scores.test*.json`` (test BLEU,
-the newest when several searches were scored). Checkpoints are read through the one safe
-loader with their tensors memory-mapped, so a listing reads their headers, not gigabytes of
-optimizer state. A directory that is broken or partial (no checkpoint yet, a corrupt file, a
-config that no longer loads) gets a row with a note, never an exception.
+the newest when several searches were scored); for a continued model, ``parent.json`` (the run it
+continues) and, from ``metrics.jsonl``, its BLEU on the parent's valid split before training
+(the parent's own) and at its latest validation, listed under the table. Checkpoints are read
+through the one safe loader with their tensors memory-mapped, so a listing reads their headers,
+not gigabytes of optimizer state. A directory that is broken or partial (no checkpoint yet, a
+corrupt file, a config that no longer loads) gets a row with a note, never an exception.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class RunInfo:
     # process holds it before writing anything), broken, not a run
     status: str = ""  # the checkpoint's stop reason, or "unfinished"
     note: str = ""  # what is missing or broken; empty for a healthy run
+    parent: str = ""  # the run a continued model continues (parent.json)
+    parent_bleu_start: float | None = None  # BLEU on the parent's valid split before training
+    parent_bleu: float | None = None  # and at the latest validation that scored it
+    parent_bleu_step: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -107,6 +113,37 @@ def _best_valid_bleu(run_dir: Path) -> tuple[float | None, int | None]:
         if is_number(v) and (best[0] is None or v > best[0]):
             best = (float(v), rec["step"])
     return best
+
+
+PARENT_FILE = "parent.json"  # what a continued run records of its parent (nmt train --from)
+PARENT_BLEU = "parent_valid_bleu"  # its BLEU on the parent's valid split (finetune.PARENT_SET)
+AT_START = "at_start"  # the metrics.jsonl record of the scores of the weights it started from
+
+
+def _parent(run_dir: Path, info: RunInfo) -> str:
+    """Fill in what ``info`` shows of the parent of a continued run (its name, its BLEU on the
+    parent's valid split before training and at the latest validation); a note when
+    ``parent.json`` is unreadable, else ""."""
+    from nmt.files import read_json
+    from nmt.runs.directory import read_metrics
+
+    path = run_dir / PARENT_FILE
+    record = read_json(path, CheckpointError, "the parent an nmt run records")
+    if record is None:
+        return ""
+    name = record.get("run") if isinstance(record, dict) else None
+    if not isinstance(name, str) or not name or not name.isprintable():
+        return f"{PARENT_FILE} unreadable"
+    info.parent = name[:80]
+    if not (run_dir / "metrics.jsonl").is_file():
+        return ""
+    for rec in read_metrics(run_dir):
+        start = rec.get(AT_START)
+        if isinstance(start, dict) and is_number(start.get(PARENT_BLEU)):
+            info.parent_bleu_start = float(start[PARENT_BLEU])
+        if is_number(rec.get(PARENT_BLEU)):
+            info.parent_bleu, info.parent_bleu_step = float(rec[PARENT_BLEU]), rec["step"]
+    return ""
 
 
 def _test_bleu(run_dir: Path) -> tuple[float | None, int, str]:
@@ -192,6 +229,12 @@ def run_info(run_dir: Path) -> RunInfo:
         info.test_bleu, info.test_beam, note = _test_bleu(run_dir)
         if note:
             notes.append(note)
+        try:
+            note = _parent(run_dir, info)
+        except NmtError:
+            note = f"{PARENT_FILE} unreadable"
+        if note:
+            notes.append(note)
     except Exception as e:  # noqa: BLE001 - a listing shows every run, however damaged
         info.state = "broken"
         notes.append(f"unreadable ({type(e).__name__}: {first_line(e, 80)})")
@@ -230,7 +273,9 @@ def _fmt_time(t: float | None, now: float | None = None) -> str:
 def runs_table(infos: list[RunInfo], title: str = "runs") -> Table:
     """A rich table of ``infos``: run, language pair, model, params, steps, best valid BLEU,
     test BLEU (with ``bN`` for beam size N), last update and state; what is missing or broken
-    is starred and listed under the table (so the table reads in 80 columns)."""
+    is starred and listed under the table (so the table reads in 80 columns), and so is the run
+    each continued model continues, with its BLEU on that run's valid split before training
+    (the parent's) and at its latest validation."""
     from rich import box
 
     # One space between columns (the box's), no padding: every character counts in 80 columns.
@@ -245,8 +290,11 @@ def runs_table(infos: list[RunInfo], title: str = "runs") -> Table:
     table.add_column("test\nBLEU", justify="right", no_wrap=True)
     table.add_column("updated", no_wrap=True)
     table.add_column("state", no_wrap=True)
-    notes = []
+    notes, lineage = [], []
     for i in infos:
+        if i.parent:
+            lineage.append(f"{_escape(i.name)} continues {_escape(i.parent)}"
+                           + parent_bleu_said(i))
         valid = "—" if i.best_valid_bleu is None else f"{i.best_valid_bleu:.2f}"
         test = "—" if i.test_bleu is None else f"{i.test_bleu:.2f}" + (
             f" b{i.test_beam}" if i.test_beam > 1 else "")
@@ -258,9 +306,19 @@ def runs_table(infos: list[RunInfo], title: str = "runs") -> Table:
                       _fmt_params(i.parameters),
                       "—" if i.steps is None else f"{i.steps:,}", valid, test,
                       _fmt_time(i.updated), state)
-    if notes:
-        table.caption = "\n".join(notes)
+    if notes or lineage:
+        table.caption = "\n".join([*lineage, *notes])
     return table
+
+
+def parent_bleu_said(info: RunInfo) -> str:
+    """": BLEU on its valid split 12.30 before training, 10.20 at step 40" (what is known)."""
+    said = []
+    if info.parent_bleu_start is not None:
+        said.append(f"{info.parent_bleu_start:.2f} before training")
+    if info.parent_bleu is not None:
+        said.append(f"{info.parent_bleu:.2f} at step {info.parent_bleu_step:,}")
+    return f": BLEU on its valid split {', '.join(said)}" if said else ""
 
 
 def _escape(text: str) -> str:

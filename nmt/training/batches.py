@@ -14,25 +14,35 @@ from nmt.config import Config, DataConfig, TrainConfig
 from nmt.data.batching import Batch, collate, make_batches
 from nmt.data.cache import Split
 from nmt.data.prepare import Prepared, prepare
+from nmt.data.split import HeldOutSources
 from nmt.data.tokenizers import Tokenizer
 from nmt.errors import NmtError, first_line
 from nmt.training.distributed import Dist, barrier
 
+# the sources a run's training split leaves out, found with the data directory (None: none)
+Excluded = Callable[[Path, Callable[[str], None]], HeldOutSources | None]
+
 
 def prepare_data(cfg: Config, data_dir: Path, dist: Dist, log: Callable[[str], None],
-                 tokenizer: Tokenizer | None = None) -> Prepared:
+                 tokenizer: Tokenizer | None = None,
+                 excluded: Excluded | None = None) -> tuple[Prepared, HeldOutSources | None]:
     """The cached, encoded splits: rank 0 builds the cache, the others load it afterwards.
-    ``tokenizer``: encode with it (a continued model's) instead of training one."""
+    ``tokenizer``: encode with it (a continued model's) instead of training one; ``excluded``
+    finds the sources the training split leaves out (returned second)."""
     if dist.main:
-        prepared = prepare(cfg.data, data_dir, log=log, tokenizer=tokenizer)
+        held = excluded(data_dir, log) if excluded is not None else None
+        prepared = prepare(cfg.data, data_dir, log=log, tokenizer=tokenizer, excluded=held)
     barrier(dist)
     if not dist.main:
-        prepared = prepare(cfg.data, data_dir, log=lambda s: None, tokenizer=tokenizer)
+        held = excluded(data_dir, quiet) if excluded is not None else None
+        prepared = prepare(cfg.data, data_dir, log=quiet, tokenizer=tokenizer, excluded=held)
     if len(prepared.splits["train"]) == 0:
         raise NmtError("data: the training split is empty (check data.max_pairs and the fractions)")
-    return prepared
+    return prepared, held
 
 
+def quiet(line: str) -> None:
+    """What the other ranks than the first say while they load the data: nothing."""
 def epoch_batches(prepared: Prepared, t: TrainConfig, dist: Dist,
                   epoch: int) -> list[np.ndarray]:
     """This rank's batches (arrays of sentence indices) of ``epoch``, in training order. The

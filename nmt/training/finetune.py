@@ -10,8 +10,13 @@ learning-rate schedule and the step counter start afresh, as OpenNMT-py's ``trai
 ``reset_optim`` and JoeyNMT's ``load_model`` with its resets do; ``train.keep_from`` keeps any of
 them (:func:`keep_from_parent`). The child records its parent in ``parent.json``: its name,
 checkpoint, step, the checkpoint's SHA-256 and its data, whose valid split the child is
-validated on too (``parent_valid``: what it forgets). :func:`run_start` decides all of this once,
-before the loop, as a :class:`Start`; the loop knows nothing of parents.
+validated on too (``parent_valid``: what it forgets), from the parent's weights before its first
+step on. No source sentence of the parent's valid or test split is in the child's training split
+(:func:`parent_held_out`): its training pairs with such a source are dropped, so the child is
+never trained on what measures it; the child keeps the hashes of those sources
+(``excluded_sources.txt``), so a resume or ``nmt bleu`` finds the same cache. :func:`run_start`
+decides all of this once, before the loop, as a :class:`Start`; the loop knows nothing of
+parents.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, DataConfig, load_config
-from nmt.errors import CheckpointError, ConfigError, first_line
+from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.files import read_json, stored_digest, user_path
 from nmt.runs.portable import UnpackedCopy, open_run_copy
 
 if TYPE_CHECKING:
+    from nmt.data.split import HeldOutSources
     from nmt.data.tokenizers import Tokenizer
+    from nmt.training.batches import Excluded
     from nmt.training.state import TrainingState
 
 PARENT_FILE = "parent.json"
@@ -41,6 +48,8 @@ TOKENIZER_KEYS = ("source", "target", "tokenizer", "sp_model_type", "vocab_size"
 # the parent's valid split, which a child is validated on too (what it forgets): recorded as
 # parent_valid_loss and parent_valid_bleu
 PARENT_SET = "parent_valid"
+# where the sources a child's training split leaves out come from, as the prepare report says
+PARENT_HELD_OUT = "the parent's valid or test split"
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,8 @@ class Start:
     keep: Callable[[TrainingState], None] | None = None  # puts kept training into a new state
     # other data whose valid split validation scores too, by the name it is recorded under
     valid_data: dict[str, DataConfig] = field(default_factory=dict)
+    excluded: Excluded | None = None  # sources the training split leaves out
+    baseline: bool = False  # score the first weights before the first step (a new child's)
     files: dict[str, str] = field(default_factory=dict)  # written into a new run's directory
     said: tuple[str, ...] = ()  # what the run says of its start
 
@@ -217,18 +228,45 @@ def run_start(cfg: Config, parent: Parent | None, run_dir: Path, resume: bool) -
                 f"tokenizer; {rest}"]
         if kept:
             said.append(f"kept of its training: {', '.join(kept)} (train.keep_from)")
-        return Start(tokenizer=parent.tokenizer(), weights=parent.weights,
+        tokenizer = parent.tokenizer()
+        return Start(tokenizer=tokenizer, weights=parent.weights,
                      keep=(lambda state: keep_from_parent(parent, state, kept)) if kept else None,
                      valid_data={PARENT_SET: parent.config.data},
+                     excluded=lambda data_dir, log: parent_held_out(
+                         parent.config.data, tokenizer, data_dir, log),
+                     baseline=True,
                      files={PARENT_FILE: json.dumps(parent.record(), indent=1) + "\n"},
                      said=tuple(said))
     if resume and read_parent(run_dir) is not None:
+        from nmt.data.corpora.record import read_excluded
         from nmt.runs.loading import run_tokenizer
 
         data = recorded_parent_data(run_dir)
         return Start(tokenizer=run_tokenizer(run_dir),
-                     valid_data={} if data is None else {PARENT_SET: data})
+                     valid_data={} if data is None else {PARENT_SET: data},
+                     excluded=lambda data_dir, log: read_excluded(run_dir))
     return Start()
+
+
+def parent_held_out(data: DataConfig, tokenizer: Tokenizer, data_dir: Path,
+                    log: Callable[[str], None]) -> HeldOutSources | None:
+    """The sources of the valid and test splits of the parent's ``data`` (prepared with its
+    ``tokenizer``, as its ``parent_valid`` set is; a split depends neither on the tokenizer nor
+    on what a training split left out, so they are the parent's own), which the child's
+    training split leaves out. None where there are none, or, said once, where its data cannot
+    be prepared here (an export from another machine)."""
+    from nmt.data.prepare import prepare
+    from nmt.data.split import HeldOutSources
+
+    try:
+        prepared = prepare(data, data_dir, log=lambda s: None, tokenizer=tokenizer)
+    except NmtError as e:
+        log(f"warning: the parent's data cannot be prepared here ({first_line(e, 160)}); the "
+            "training split is not kept apart from its valid and test sentences")
+        return None
+    held = HeldOutSources.of((s for name in ("valid", "test") if name in prepared.splits
+                              for s in prepared.splits[name].src_text), PARENT_HELD_OUT)
+    return held if len(held) else None
 
 
 def _model_table(config_path: Path | None, overrides: list[str]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from torch import nn
 
 from nmt.config import Config, TrainConfig
 from nmt.data.batching import Collator
-from nmt.data.corpora.record import write_record
+from nmt.data.corpora.record import write_excluded, write_record
 from nmt.data.prepare import Prepared
 from nmt.device import hardware, precision_said, resolve_device, set_threads
 from nmt.errors import ConfigError
@@ -76,7 +76,13 @@ from nmt.training.step import (
     train_step,
     training_loss,
 )
-from nmt.training.validation import finish, validate, validation_due, validation_owed
+from nmt.training.validation import (
+    finish,
+    score_start,
+    validate,
+    validation_due,
+    validation_owed,
+)
 
 
 @dataclass
@@ -178,6 +184,8 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     prog = state.progress
     if validation_owed(run, prog):
         validate(run, state)
+    elif start is not None and start.baseline and not resume:
+        score_start(run, state)
     collator = Collator(prepared.splits["train"], truncate=cfg.data.truncate)
     groups = batch_groups(prepared, t, dist, prog.epoch, prog.batch_in_epoch)
     invocation_loss, invocation_tokens = 0.0, 0  # this invocation, this rank
@@ -260,7 +268,7 @@ def set_up(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     device = training_device(t, dist, log)
     saved = open_run_dir(run_dir, cfg, dist, resume, overwrite)
     start = start if start is not None else run_start(cfg, None, run_dir, resume)
-    prepared = prepare_data(cfg, data_dir, dist, log, start.tokenizer)
+    prepared, excluded = prepare_data(cfg, data_dir, dist, log, start.tokenizer, start.excluded)
     model = build_model(cfg.model, prepared.tokenizer.src_vocab_size,
                         prepared.tokenizer.tgt_vocab_size, joint_vocab=prepared.tokenizer.joint)
     if start.weights is not None:
@@ -286,6 +294,8 @@ def set_up(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
             prepared.tokenizer.save(run_dir / "tokenizer")
             if prepared.identity:  # nmt bleu scores the run on this data only
                 write_record(run_dir, prepared.identity)
+            if excluded is not None:  # what its cache's key holds, for a resume and nmt bleu
+                write_excluded(run_dir, excluded)
             for name, text in start.files.items():
                 atomic_write_text(run_dir / name, text)
     run.mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, "

@@ -16,6 +16,7 @@ from nmt.data.cache import Split
 from nmt.data.tokenizers import Tokenizer
 from nmt.device import autocast
 from nmt.models.base import EncoderDecoder
+from nmt.runs.table import AT_START
 from nmt.training.batches import RUN_SET, ValidSet
 from nmt.training.distributed import any_rank, from_main
 from nmt.training.state import Progress, Run, TrainingState, save
@@ -109,14 +110,35 @@ def validate(run: Run, state: TrainingState) -> None:
         prog.evals_since_best = 0
     else:
         prog.evals_since_best += 1
-    line = f"step {prog.step}: " + "; ".join(
-        f"{name} loss {_fmt(set_loss)}, {name} BLEU {_fmt(set_bleu, 2)}"
-        for name, (set_loss, set_bleu) in scores.items())
+    line = f"step {prog.step}: {scores_said(scores)}"
     run.mlog.text(line + (" (best)" if improved else ""))
     run.display.validation(line)
     # best first: a kill between the two writes leaves best.pt one save ahead, which a resume
     # adopts as last.pt (run_dir.adopt_newer_best); the other order would lose it
     save(run, state, *(("best", "last") if improved else ("last",)))
+
+
+def score_start(run: Run, state: TrainingState) -> None:
+    """Score the weights a run starts from (a continued model's: its parent's) on every
+    held-out set before its first step, so that the parent's scores on the child's sets stand
+    beside the child's: recorded as ``{"step": S, "at_start": {"N_loss": ..., "N_bleu": ...}}``
+    and logged ("before training"). It chooses nothing and saves nothing."""
+    scores = {name: set_scores(state.scored, valid, run) for name, valid in run.valid_sets.items()}
+    state.model.train()
+    if all(v is None for pair in scores.values() for v in pair):
+        return
+    record = {f"{name}_{kind}": value for name, pair in scores.items()
+              for kind, value in zip(("loss", "bleu"), pair, strict=True)}
+    run.mlog.metric({"step": state.progress.step, AT_START: record})
+    line = f"step {state.progress.step}, before training: {scores_said(scores)}"
+    run.mlog.text(line)
+    run.display.validation(line)
+
+
+def scores_said(scores: dict[str, tuple[float | None, float | None]]) -> str:
+    """"valid loss 2.314, valid BLEU 12.30; parent_valid loss ...": each set's scores."""
+    return "; ".join(f"{name} loss {_fmt(set_loss)}, {name} BLEU {_fmt(set_bleu, 2)}"
+                     for name, (set_loss, set_bleu) in scores.items())
 
 
 def finish(run: Run, state: TrainingState, log: Callable[[str], None]) -> None:

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nmt.errors import DataError
+from nmt.errors import DataError, first_line
+
+if TYPE_CHECKING:
+    from nmt.data.split import HeldOutSources
 
 RUN_FILE = "corpus.json"
+# the sources a run's training split left out (a continued model's parent's valid and test
+# sources), as nmt.data.split.HeldOutSources writes them: what its cache's key holds of them
+EXCLUDED_FILE = "excluded_sources.txt"
 
 
 def write_record(run_dir: Path, identity: dict[str, Any]) -> None:
@@ -29,6 +35,26 @@ def read_record(run_dir: Path) -> dict[str, Any] | None:
                                    and isinstance(record.get("corpus"), dict)):
         raise DataError(f"{path}: expected {expected}")
     return record
+
+
+def write_excluded(run_dir: Path, excluded: HeldOutSources) -> None:
+    from nmt.files import atomic_write_text
+
+    atomic_write_text(Path(run_dir) / EXCLUDED_FILE, excluded.to_text())
+
+
+def read_excluded(run_dir: Path) -> HeldOutSources | None:
+    """The sources a run's training split left out (None: it left none out)."""
+    from nmt.data.split import HeldOutSources
+
+    path = Path(run_dir) / EXCLUDED_FILE
+    try:
+        return HeldOutSources.from_text(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise DataError(f"{path}: unreadable ({first_line(e, 120)}); expected the sources "
+                        "the run's training split left out, as nmt train writes them") from None
 
 
 def _what(identity: dict[str, Any]) -> str:
