@@ -270,6 +270,7 @@ def evaluate(
     import time
 
     from nmt.files import atomic_write_text
+    from nmt.runs.layout import hypotheses_file, scores_file
 
     if not sources:
         raise DataError(f"{data}: no sentences to translate")
@@ -281,7 +282,7 @@ def evaluate(
     hyps = translator.translate(sources)
     seconds = time.perf_counter() - start
     scores = score_multi_and_single(hyps, refs, tokenized=not translator.natural_text, lang=lang)
-    hyp_path, scores_path = run_dir / f"hyp.{tag}.txt", run_dir / f"scores.{tag}.json"
+    hyp_path, scores_path = hypotheses_file(run_dir, tag), scores_file(run_dir, tag)
     atomic_write_text(hyp_path, "".join(h + "\n" for h in hyps))
     report = BleuReport(
         run_dir=str(run_dir), checkpoint=checkpoint, step=step, data=data, beam=beam,
@@ -337,9 +338,9 @@ def evaluate_run(
     else:
         if refs:
             raise DataError("--ref: expected --src with it (the source sentences to translate)")
-        from nmt.data.corpora.record import check_same_data
         from nmt.data.download import default_data_dir
         from nmt.data.prepare import prepare
+        from nmt.runs.records import check_same_data
 
         prepared = prepare(run.config.data, data_dir or default_data_dir(), log=log)
         if split not in prepared.splits:

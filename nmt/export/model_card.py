@@ -12,8 +12,6 @@ named by their names only, the run by its name.
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,38 +24,13 @@ NOT_STATED = "not stated: state it before sharing this model"
 ARGOS_COMPUTE_TYPE = "int8"  # what Argos Translate and LibreTranslate load CTranslate2 models with
 
 
-def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-
-
 def scores(run_dir: Path, checkpoint: str) -> dict[str, dict[str, Any]]:
     """The newest test-split scores of ``checkpoint`` by how they were made (``nmt``, or the
-    tag of their file: ``ct2-int8``, ...):
-    BLEU and chrF with their sacrebleu signatures, the beam and the sentences scored (a score
-    that is not a finite number is no score)."""
-    from nmt.runs.table import is_number
+    tag of their file: ``ct2-int8``, ...): BLEU and chrF with their sacrebleu signatures, the
+    beam and the sentences scored (:func:`nmt.runs.records.test_scores`)."""
+    from nmt.runs.records import test_scores
 
-    found: dict[str, dict[str, Any]] = {}
-    files = sorted(run_dir.glob("scores.test*.json"), key=lambda p: p.stat().st_mtime)
-    for path in files:
-        report = _json(path)
-        if not (isinstance(report, dict) and report.get("checkpoint") == checkpoint
-                and isinstance(report.get("multi"), dict)):
-            continue
-        multi = report["multi"]
-        if not (is_number(multi.get("bleu")) and is_number(multi.get("chrf"))):
-            continue
-        engine = path.name[len("scores.test"):-len(".json")].strip(".") or "nmt"
-        found[engine] = {
-            "bleu": round(float(multi["bleu"]), 2), "chrf": round(float(multi["chrf"]), 2),
-            "bleu_signature": str(multi.get("bleu_signature", "")),
-            "chrf_signature": str(multi.get("chrf_signature", "")),
-            "beam": report.get("beam", 1), "sentences": report.get("sentences"),
-            "references": multi.get("references"), "file": path.name}
-    return found
+    return {engine: s.to_dict() for engine, s in test_scores(run_dir, checkpoint).items()}
 
 
 def _source(identity: dict[str, Any], counts: dict[str, Any] | None) -> dict[str, Any]:
@@ -74,29 +47,16 @@ def _source(identity: dict[str, Any], counts: dict[str, Any] | None) -> dict[str
     return out
 
 
-def _hardware(run_dir: Path) -> str:
-    """The device of the run's last start or resume, as ``train.log`` has it."""
-    try:
-        lines = (run_dir / "train.log").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "not recorded"
-    found = re.findall(r"(?:start|resume): .*?, device (\S+?)(?: \((.+?)\))?, \d+ process",
-                       lines)
-    if not found:
-        return "not recorded"
-    device, what = found[-1]
-    return f"{device} ({what})" if what else device
-
-
 def _parent(run_dir: Path) -> dict[str, Any] | None:
     """The run this one continued (``nmt train --from``), as its ``parent.json`` says."""
     from nmt.errors import NmtError
-    from nmt.training.finetune import read_parent
+    from nmt.runs.layout import PARENT_FILE
+    from nmt.runs.records import read_parent
 
     try:
         return read_parent(run_dir)
     except NmtError:
-        return {"run": "unreadable parent.json"}
+        return {"run": f"unreadable {PARENT_FILE}"}
 
 
 def model_card(run: LoadedRun) -> dict[str, Any]:
@@ -106,8 +66,9 @@ def model_card(run: LoadedRun) -> dict[str, Any]:
     from nmt.runs.table import count_state_parameters, describe_model
 
     cfg = run.config
-    record = _json(run.run_dir / "corpus.json")
-    record = record if isinstance(record, dict) and isinstance(record.get("corpus"), dict) else {}
+    from nmt.runs.records import checkpoint_hardware, read_corpus_record
+
+    record = read_corpus_record(run.run_dir) or {}
     if record.get("sources"):
         data = [_source(s, None) for s in record["sources"] if isinstance(s, dict)]
     elif record:
@@ -134,7 +95,8 @@ def model_card(run: LoadedRun) -> dict[str, Any]:
                      "checkpoint": run.checkpoint_path.name, "steps": run.step,
                      "target_tokens": progress.get("tokens"),
                      "training_minutes": round(float(progress.get("elapsed", 0.0)) / 60, 1),
-                     "hardware": _hardware(run.run_dir), "weights": run.weights},
+                     "hardware": checkpoint_hardware(payload, run.checkpoint_path),
+                     "weights": run.weights},
         "parent": _parent(run.run_dir),
         "scores": scores(run.run_dir, run.checkpoint_path.name),
         "argos_compute_type": ARGOS_COMPUTE_TYPE,

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING
 
 from nmt.errors import CheckpointError
 from nmt.files import Temporary
+from nmt.runs.layout import CONFIG_FILE, CORPUS_FILE, PARENT_FILE
 
 if TYPE_CHECKING:
     from nmt.runs.loading import LoadedRun
 
 RUN_COPY = "nmt-run"
 META_FILE = "nmt-export.json"  # an export's metadata (nmt.export.ct2_directory reads it whole)
-RECORDS = ("config.toml", "corpus.json", "parent.json")  # copied when the run has them
+RECORDS = (CONFIG_FILE, CORPUS_FILE, PARENT_FILE)  # copied when the run has them
 MAX_COPY_BYTES = 8 * 2**30  # what an .argosmodel's run copy may unpack to
 
 

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, DataConfig, load_config
 from nmt.errors import CheckpointError, ConfigError, first_line
-from nmt.files import read_json, user_path
+from nmt.files import user_path
+from nmt.runs.layout import PARENT_FILE
+from nmt.runs.records import read_parent
 
 if TYPE_CHECKING:
     from nmt.data.tokenizers import Tokenizer
     from nmt.training.state import TrainingState
 
-PARENT_FILE = "parent.json"
 PARENT_CHECKPOINT = "best"
 # [data] settings that decide what the ids mean: they are the parent's
 TOKENIZER_KEYS = ("source", "target", "tokenizer", "sp_model_type", "vocab_size", "joint_vocab",
@@ -247,13 +248,3 @@ def recorded_parent_data(run_dir: Path) -> DataConfig | None:
     except ConfigError as e:
         raise CheckpointError(str(e)) from None
 
-
-def read_parent(run_dir: Path) -> dict[str, Any] | None:
-    """A run's ``parent.json`` (None: it was not continued from another)."""
-    path = Path(run_dir) / PARENT_FILE
-    expected = "the parent an nmt run records"
-    record = read_json(path, CheckpointError, expected)
-    if record is not None and not (isinstance(record, dict)
-                                   and isinstance(record.get("run"), str)):
-        raise CheckpointError(f"{path}: expected {expected}")
-    return record
