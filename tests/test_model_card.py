@@ -74,7 +74,7 @@ def test_both_exports_carry_the_card_without_an_absolute_path(run: Path,
         assert "Licence: CC-BY 2.0 (France), tatoeba.org" in text
         assert "| nmt | 1 | 12.35 | 40.50 | 77 |" in text
         assert SIGNATURE.replace("|", "\\|") in text  # signed, and the table stays a table
-        assert "on cpu (Some CPU, 2 threads)" in text and "run `mine`, `best.pt`" in text
+        assert "on cpu (Some CPU, 2 threads)" in text and "run mine, best.pt at step" in text
     card = metadata["nmt"]["card"]
     assert card["scores"]["nmt"]["bleu_signature"] == SIGNATURE
     assert [s["files"] for s in card["data"]] == [["train.en", "train.fr"], ["fra.txt"]]

@@ -4,9 +4,12 @@ receives the export or its Argos package can continue the model (``nmt train --f
 An ``.argosmodel`` holds only the CTranslate2 conversion, which cannot be trained further
 (argos-train #12). With ``--with-checkpoint`` the export's folder :data:`RUN_COPY` is a small
 run directory: the exported checkpoint as ``checkpoints/best.pt``, the tokenizer, the config,
-and the run's ``corpus.json`` and ``parent.json`` when it has them (so a continued model's card
-can name its data and lineage). ``nmt train --from`` takes an export directory, an unpacked
-Argos package or the ``.argosmodel`` file itself (:func:`open_run_copy`).
+the run's ``corpus.json`` and ``parent.json`` when it has them and the checkpoint's test scores
+(so a continued model's card can name its data, lineage and scores). None of them holds a local
+path: what names the user's folders (the config's and the checkpoint's data paths, the records'
+files) is cut to file names (:func:`nmt.runs.records.without_paths`). ``nmt train --from``
+takes an export directory, an unpacked Argos package or the ``.argosmodel`` file itself
+(:func:`open_run_copy`).
 """
 
 from __future__ import annotations
@@ -20,27 +23,32 @@ from typing import TYPE_CHECKING
 
 from nmt.errors import CheckpointError
 from nmt.files import Temporary
-from nmt.runs.layout import CONFIG_FILE, CORPUS_FILE, PARENT_FILE
+from nmt.runs.layout import CHECKPOINTS_DIR, CONFIG_FILE, TOKENIZER_DIR
 
 if TYPE_CHECKING:
     from nmt.runs.loading import LoadedRun
 
 RUN_COPY = "nmt-run"
 META_FILE = "nmt-export.json"  # an export's metadata (nmt.export.ct2_directory reads it whole)
-RECORDS = (CONFIG_FILE, CORPUS_FILE, PARENT_FILE)  # copied when the run has them
 MAX_COPY_BYTES = 8 * 2**30  # what an .argosmodel's run copy may unpack to
 
 
 def write_run_copy(run: LoadedRun, export_dir: Path) -> Path:
     """``export_dir/nmt-run``: the run's exported checkpoint as ``checkpoints/best.pt``, its
     tokenizer and its records. Returns the folder."""
+    from nmt.config import from_dict
+    from nmt.runs.checkpoint import load_checkpoint, save_checkpoint
+    from nmt.runs.records import without_paths, write_portable_records
+
     dest = export_dir / RUN_COPY
-    (dest / "checkpoints").mkdir(parents=True)
-    shutil.copyfile(run.checkpoint_path, dest / "checkpoints" / "best.pt")
-    shutil.copytree(run.run_dir / "tokenizer", dest / "tokenizer")
-    for name in RECORDS:
-        if (run.run_dir / name).is_file():
-            shutil.copyfile(run.run_dir / name, dest / name)
+    (dest / CHECKPOINTS_DIR).mkdir(parents=True)
+    payload = load_checkpoint(run.checkpoint_path)
+    payload["config"] = without_paths(payload["config"])
+    save_checkpoint(dest / CHECKPOINTS_DIR / "best.pt", payload)
+    shutil.copytree(run.run_dir / TOKENIZER_DIR, dest / TOKENIZER_DIR)
+    config = from_dict(without_paths(run.config.to_dict()), where=str(run.run_dir), saved=True)
+    (dest / CONFIG_FILE).write_text(config.to_toml(), encoding="utf-8")
+    write_portable_records(run.run_dir, run.checkpoint_path.name, dest)
     return dest
 
 

@@ -317,3 +317,36 @@ def ancestry_record(parent: Ancestor, parent_dir: Path) -> list[dict[str, Any]]:
     """What a child's ``parent.json`` lists as ``ancestors``: ``parent``, then the runs it
     descends from."""
     return [parent.to_dict(), *(a.to_dict() for a in run_ancestors(parent_dir))][:MAX_ANCESTORS]
+
+
+# --- what an export may hold of a run ----------------------------------------------------------
+
+
+def without_paths(value: Any) -> Any:
+    """``value`` (JSON data, a config's tables) with every text that holds a path cut to its
+    last part: what a run records of the user's folders stays on the user's machine."""
+    if isinstance(value, dict):
+        return {k: without_paths(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_paths(v) for v in value]
+    if isinstance(value, str) and ("/" in value or "\\" in value):
+        return file_name(value)
+    return value
+
+
+def write_portable_records(run_dir: Path, checkpoint: str, dest: Path) -> None:
+    """Into the run copy ``dest`` (its checkpoint ``best.pt``): ``run_dir``'s data and parent
+    records and the test scores of ``checkpoint``, without a local path."""
+    from nmt.runs.layout import scores_file
+
+    for name, read in ((CORPUS_FILE, read_corpus_record), (PARENT_FILE, read_parent)):
+        record = read(run_dir)
+        if record is not None:
+            atomic_write_text(dest / name, json.dumps(without_paths(record), indent=1) + "\n")
+    for engine, score in test_scores(run_dir, checkpoint).items():
+        fields = score.to_dict()
+        multi = {k: fields.pop(k) for k in ("bleu", "chrf", "bleu_signature", "chrf_signature",
+                                            "references") if k in fields}
+        tag = "test" if engine == "nmt" else f"test.{engine}"
+        atomic_write_text(scores_file(dest, tag), json.dumps(
+            {"checkpoint": "best.pt", **fields, "multi": multi}, indent=1) + "\n")

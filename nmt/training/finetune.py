@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, DataConfig, load_config
-from nmt.errors import CheckpointError, ConfigError, first_line
+from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.files import user_path
 from nmt.runs.layout import PARENT_FILE
 from nmt.runs.records import read_parent
@@ -91,10 +91,18 @@ class Parent:
         with self.checkpoint.open("rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
-        return {"run": self.name or self.run_dir.resolve().name,
-                "checkpoint": self.checkpoint.name,
+        from nmt.runs.records import ancestor, ancestry_record
+
+        name = self.name or self.run_dir.resolve().name
+        data = self.config.data
+        me = ancestor(self.run_dir, name, self.checkpoint.name, step, digest.hexdigest(),
+                      data.test, data.corpus)
+        return {"run": name, "checkpoint": self.checkpoint.name,
                 "data": self.config.to_dict()["data"],  # its valid split scores the child
-                "step": step, "sha256": digest.hexdigest()}
+                "step": step, "sha256": digest.hexdigest(),
+                # what its card inherits: this run's data, test set and scores, and its own
+                # ancestors' (none holds a local path)
+                "ancestors": ancestry_record(me, self.run_dir)}
 
 
 def open_parent(path: Path) -> Parent:
@@ -106,6 +114,7 @@ def open_parent(path: Path) -> Parent:
     from nmt.runs.directory import checkpoint_config
     from nmt.runs.paths import resolve_checkpoint
     from nmt.runs.portable import (
+        META_FILE,
         RUN_COPY,
         exported_run_name,
         find_run_copy,
@@ -132,6 +141,14 @@ def open_parent(path: Path) -> Parent:
         raise CheckpointError(f"{where}: expected a run directory or an export made with "
                               "--with-checkpoint (its folder or its .argosmodel), got "
                               + ("a file" if path.exists() else "nothing there"))
+    if name:  # a received package's word: checked as --run-name is
+        from nmt.runs.directory import check_run_name
+
+        try:
+            check_run_name(name)
+        except NmtError:
+            raise CheckpointError(f"{where}: {META_FILE}: run: expected a run's name (a "
+                                  f"directory name on one line), got {name!r:.60}") from None
     checkpoint = resolve_checkpoint(run_dir, PARENT_CHECKPOINT)
     return Parent(run_dir, checkpoint, checkpoint_config(checkpoint), name, holder)
 
