@@ -317,10 +317,11 @@ def _run_record(run: Path | None, checkpoint: str, export_dir: Path) -> ScoredRu
     checkpoint and step from the export (without loading a checkpoint, so without torch)."""
     from nmt.config import load_config
     from nmt.export.ct2_directory import read_export
+    from nmt.runs.layout import CONFIG_FILE
     from nmt.runs.paths import latest_run
 
     run_dir = latest_run() if run is None else run
-    path = run_dir / "config.toml"
+    path = run_dir / CONFIG_FILE
     if not path.is_file():  # an older or hand-made run: the checkpoint holds its config
         from nmt.runs.loading import load_run
 
@@ -489,15 +490,16 @@ def export(
     check = getattr(target, "check", None)
     if check is not None:  # refuse what the target cannot take before loading the weights
         from nmt.config import load_config
+        from nmt.runs.layout import CONFIG_FILE
 
-        path = run_dir / "config.toml"
+        path = run_dir / CONFIG_FILE
         check(load_config(path) if path.is_file() else None, quantization,
               f"{option('run')} {run_dir}")
-    from nmt.export.model_card import scores
     from nmt.runs.loading import load_run
+    from nmt.runs.records import test_scores
 
     loaded = load_run(run_dir, checkpoint, "cpu")
-    if score_first and not scores(run_dir, loaded.checkpoint_path.name):
+    if score_first and not test_scores(run_dir, loaded.checkpoint_path.name):
         from nmt.evaluate import evaluate_run
         from nmt.translation.translator import Translator
 

@@ -172,8 +172,8 @@ def train(
     ] = False,
     from_: Annotated[
         Path | None,
-        typer.Option("--from", help="Continue a trained run's model (its best.pt, model and "
-                     "tokenizer) on the data --config and --set give; a new optimizer, "
+        typer.Option("--from", help="Continue a trained run's model (its best checkpoint, model "
+                     "and tokenizer) on the data --config and --set give; a new optimizer, "
                      "schedule and step count."),
     ] = None,
     run_name: Annotated[
@@ -565,8 +565,9 @@ def attention(
     One colour bar, colormap Reds.
     """
     fast_exit.allow()
-    from nmt.pictures.attention import ATTENTION_FILE, plot_attention
+    from nmt.pictures.attention import plot_attention
     from nmt.pictures.curves import image_format
+    from nmt.runs.layout import ATTENTION_FILE
     from nmt.runs.loading import load_run
     from nmt.translation.translator import Translator
 

@@ -314,6 +314,7 @@ def evaluate(
     import time
 
     from nmt.files import atomic_write_text
+    from nmt.runs.layout import hypotheses_file, scores_file
 
     if not sources:
         raise DataError(f"{data}: no sentences to translate")
@@ -329,7 +330,7 @@ def evaluate(
     integrity = span_integrity(sources, hyps, refs,
                                guard.rules if guard else SpanRules(parse_spans("default")),
                                guard.mode if guard else "off")
-    hyp_path, scores_path = run_dir / f"hyp.{tag}.txt", run_dir / f"scores.{tag}.json"
+    hyp_path, scores_path = hypotheses_file(run_dir, tag), scores_file(run_dir, tag)
     atomic_write_text(hyp_path, "".join(h + "\n" for h in hyps))
     report = BleuReport(
         run_dir=str(run_dir), checkpoint=checkpoint, step=step, data=data, beam=beam,
@@ -386,14 +387,14 @@ def evaluate_run(
     else:
         if refs:
             raise DataError("--ref: expected --src with it (the source sentences to translate)")
-        from nmt.data.corpora.record import check_same_data, read_excluded
         from nmt.data.download import default_data_dir
         from nmt.data.prepare import prepare_trained
-        from nmt.data.tokenizers import load_tokenizer
+        from nmt.runs.loading import run_tokenizer
+        from nmt.runs.records import check_same_data, read_excluded
 
         # the cache the run's training built, or one built with its tokenizer: never a new one
         prepared = prepare_trained(run.config.data, data_dir or default_data_dir(),
-                                   load_tokenizer(run.run_dir / "tokenizer"),
+                                   run_tokenizer(run.run_dir),
                                    read_excluded(run.run_dir), log=log)
         if split not in prepared.splits:
             raise DataError(f"--split {split}: expected one of {', '.join(prepared.splits)}")

@@ -198,3 +198,76 @@ def test_bench_modules_import_each_other_without_circles() -> None:
     nmt_sources = module_sources(REPO, "nmt")
     assert not any("bench" in imports(n, s, [*nmt_sources, "bench"])
                    for n, s in nmt_sources.items())
+
+
+# --- one owner for a run directory's files ------------------------------------------------------
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the string nodes that are docstrings (documentation may name the files)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def _strings(tree: ast.AST) -> Iterable[tuple[int, str]]:
+    """Every string the code spells (line, text), an f-string with ``*`` for its values."""
+    skip = _docstrings(tree)
+    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            yield node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "*"
+                                       for v in node.values)
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and id(node) not in skip | parts):
+            yield node.lineno, node.value
+
+
+def run_file_spellers(sources: dict[str, str]) -> list[str]:
+    """``module:line: "text"`` for each string outside ``nmt.runs`` that spells a run
+    directory's file (a name of :data:`nmt.runs.layout.FILE_NAMES`, ``*`` there standing for
+    any text) or joins one of its folders (:data:`nmt.runs.layout.FOLDER_NAMES`) to a path."""
+    from nmt.runs.layout import FILE_NAMES, FOLDER_NAMES
+
+    names = [re.compile(r"(?<![\w.])" + re.escape(n).replace(r"\*", r"[^\s/'\"]*") + r"(?!\w)")
+             for n in FILE_NAMES]
+    found = []
+    for module, source in sources.items():
+        if module == "nmt.runs" or module.startswith("nmt.runs."):
+            continue
+        tree = ast.parse(source)
+        for line, text in _strings(tree):
+            if any(n.search(text) for n in names):
+                found.append(f"{module}:{line}: {text!r}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+                    and isinstance(node.right, ast.Constant) and node.right.value in FOLDER_NAMES):
+                found.append(f"{module}:{node.lineno}: / {node.right.value!r}")
+    return found
+
+
+def test_only_the_runs_package_spells_a_run_directorys_files() -> None:
+    """``nmt/runs/`` owns the names of what a run directory holds (``nmt.runs.layout``): any
+    other module names them through it, so a renamed file is renamed once."""
+    found = run_file_spellers(module_sources(REPO, "nmt"))
+    assert not found, "spelled outside nmt/runs/ (use nmt.runs.layout):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(("code", "named"), [
+    ('p = run / "corpus.json"', "'corpus.json'"),
+    ('p = run / f"scores.{tag}.json"', "'scores.*.json'"),
+    ('p = run / "checkpoints" / "x"', "/ 'checkpoints'"),
+    ('files = glob("scores.test*.json")', "'scores.test*.json'"),
+    ('say(f"saved {run}/checkpoints/last.pt")', "'saved */checkpoints/last.pt'"),
+])
+def test_a_module_spelling_a_run_file_is_named(code: str, named: str) -> None:
+    assert run_file_spellers({"nmt.export.x": code}) == [f"nmt.export.x:1: {named}"]
+
+
+def test_names_like_a_run_files_are_not_taken_for_one() -> None:
+    code = 'k = "train.log_every"; t = tok / "tokenizer.json"; d = {"tokenizer": 1}'
+    assert run_file_spellers({"nmt.export.x": code}) == []

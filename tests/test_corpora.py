@@ -292,10 +292,10 @@ def test_pair_name_from_a_mirror_directory(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_bleu_refuses_a_split_of_other_data(tiny_data_dir: Path, tmp_path: Path) -> None:
-    from nmt.data.corpora.record import check_same_data, write_record
+    from nmt.runs.records import check_same_data, write_corpus_record
 
     p = prepare(CFG, tiny_data_dir, log=quiet)
-    write_record(tmp_path, p.identity)
+    write_corpus_record(tmp_path, p.identity)
     check_same_data(tmp_path, p.identity, "test")  # the same data: fine
     write_aligned(tmp_path / "other", pairs()[:300])
     other = prepare(dataclasses.replace(CFG, corpus=str(tmp_path / "other")), tiny_data_dir,

@@ -59,6 +59,8 @@ def test_the_child_starts_from_the_parents_model_on_its_tokenizer(
     assert load_checkpoint(child / "checkpoints" / "last.pt")["progress"]["step"] == 3
     record = json.loads((child / "parent.json").read_text())
     best = parent / "checkpoints" / "best.pt"
+    ancestors = record.pop("ancestors")  # what the child's card inherits: the parent alone
+    assert [a["run"] for a in ancestors] == ["parent"] and ancestors[0]["data"][0]["name"]
     assert record == {"run": "parent", "checkpoint": "best.pt",
                       "step": load_checkpoint(best)["progress"]["step"],
                       "sha256": hashlib.sha256(best.read_bytes()).hexdigest(),

@@ -13,9 +13,9 @@ from conftest import invoke
 from test_train import tiny_config
 
 import nmt.data.prepare
-from nmt.data.corpora.record import read_excluded
 from nmt.data.prepare import prepare
 from nmt.runs.loading import load_run, run_tokenizer
+from nmt.runs.records import read_excluded
 from nmt.training.loop import train
 
 

@@ -14,6 +14,8 @@ pytest.importorskip("ctranslate2")
 from test_export import sentencepiece_run  # noqa: E402
 
 from nmt.api import export  # noqa: E402
+from nmt.runs.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from nmt.runs.records import checkpoint_hardware, hardware_record  # noqa: E402
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 
@@ -43,8 +45,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (run / "scores.test.json").write_text(json.dumps({
         "run_dir": str(run), "checkpoint": "best.pt", "beam": 1, "sentences": 77,
         "multi": multi, "hypotheses": str(run / "hyp.test.txt")}))
-    (run / "train.log").write_text("2026-11-25 10:00:00 start: transformer, 9 parameters, "
-                                   "device cpu (Some CPU, 2 threads), 1 process(es)\n")
+    best = run / "checkpoints" / "best.pt"  # the hardware training records in a checkpoint
+    save_checkpoint(best, {**load_checkpoint(best), "hardware": hardware_record(
+        "cpu", "Some CPU, 2 threads", 1)})
     return run
 
 
@@ -71,7 +74,7 @@ def test_both_exports_carry_the_card_without_an_absolute_path(run: Path,
         assert "Licence: CC-BY 2.0 (France), tatoeba.org" in text
         assert "| nmt | 1 | 12.35 | 40.50 | 77 |" in text
         assert SIGNATURE.replace("|", "\\|") in text  # signed, and the table stays a table
-        assert "on cpu (Some CPU, 2 threads)" in text and "run `mine`, `best.pt`" in text
+        assert "on cpu (Some CPU, 2 threads)" in text and "run mine, best.pt at step" in text
     card = metadata["nmt"]["card"]
     assert card["scores"]["nmt"]["bleu_signature"] == SIGNATURE
     assert [s["files"] for s in card["data"]] == [["train.en", "train.fr"], ["fra.txt"]]
@@ -93,6 +96,12 @@ def test_an_unscored_checkpoint_is_scored_at_export_unless_told_not_to(
     quiet = export(run, to="ctranslate2", output=tmp_path / "a", score_first=False,
                    log=said.append)
     assert "Not measured" in (quiet / "README.md").read_text() and not said
+    # the hardware is data training records in its checkpoints (not a log line to parse)
+    best = run / "checkpoints" / "best.pt"
+    assert load_checkpoint(best)["hardware"]["device"] == "cpu"
+    assert " min on cpu (" in (quiet / "README.md").read_text()
+    old = {k: v for k, v in load_checkpoint(best).items() if k != "hardware"}
+    assert checkpoint_hardware(old, best) == "not recorded"  # a run made before it did
     assert not list(run.glob("scores.test*.json"))
     scored = export(run, to="ctranslate2", output=tmp_path / "b", data_dir=tiny_data_dir,
                     log=said.append)
@@ -106,20 +115,21 @@ def test_an_unscored_checkpoint_is_scored_at_export_unless_told_not_to(
     assert not said
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), True, "31.2", None])
-def test_a_score_that_is_not_a_finite_number_is_no_score(bad: object, tmp_path: Path) -> None:
-    """What a model card reports as a test score is a finite JSON number (one rule with
-    ``nmt runs``' table: ``nmt.runs.table.is_number``); a newer file holding anything else
-    (NaN, infinity, true, text, nothing) is passed over for the older real one."""
-    import os
-
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), True, "31.2", None, 1e308, -1])
+def test_a_score_that_is_not_a_bleu_is_refused_naming_its_file(bad: object,
+                                                                tmp_path: Path) -> None:
+    """What a model card reports as a test score is a finite number from 0 to 100 (NaN,
+    infinity, true, text, nothing, 1e308 are not): one line naming the file and the field."""
+    from nmt.errors import NmtError
     from nmt.export.model_card import scores
 
     good = {"bleu": 30.5, "chrf": 50.0, "bleu_signature": SIGNATURE, "chrf_signature": "c"}
-    for name, bleu, when in (("scores.test.json", 30.5, 1_000), ("scores.test.b.json", bad, 2_000)):
-        path = tmp_path / name
-        path.write_text(json.dumps({"checkpoint": "best.pt", "beam": 1, "sentences": 5,
-                                    "multi": {**good, "bleu": bleu}}))
-        os.utime(path, (when, when))
-    found = scores(tmp_path, "best.pt")
-    assert set(found) == {"nmt"} and found["nmt"]["bleu"] == 30.5
+    path = tmp_path / "scores.test.b.json"
+    path.write_text(json.dumps({"checkpoint": "best.pt", "beam": 1, "sentences": 5,
+                                "multi": {**good, "bleu": bad}}))
+    with pytest.raises(NmtError) as e:
+        scores(tmp_path, "best.pt")
+    assert str(e.value).startswith(f"{path}: multi.bleu: expected ") and "\n" not in str(e.value)
+    path.write_text(json.dumps({"checkpoint": "best.pt", "beam": 1, "sentences": 5,
+                                "multi": good}))
+    assert scores(tmp_path, "best.pt")["b"]["bleu"] == 30.5

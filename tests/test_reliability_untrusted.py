@@ -537,11 +537,10 @@ def test_a_runs_records_edited_are_one_line_errors_naming_them(tmp_path: Path, k
     """The JSON files a run records of its data and its parent, read through one reader
     (``nmt.files.read_json``): deleted is None, anything else not what nmt wrote is one line
     naming the file (nesting too deep too), never a traceback."""
-    from nmt.data.corpora.record import read_record
     from nmt.errors import NmtError
-    from nmt.training.finetune import read_parent
+    from nmt.runs.records import read_corpus_record, read_parent
 
-    read = read_record if kind == "corpus.json" else read_parent
+    read = read_corpus_record if kind == "corpus.json" else read_parent
     assert read(tmp_path) is None
     (tmp_path / kind).write_text(text, encoding="utf-8", errors="surrogateescape")
     with pytest.raises(NmtError) as e:

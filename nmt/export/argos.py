@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.errors import ConfigError, NmtError
-from nmt.export.model_card import card_markdown, model_card
+from nmt.export.model_card import card_markdown, md, model_card
 from nmt.files import Temporary
 
 if TYPE_CHECKING:
@@ -59,8 +59,9 @@ def package_name(run: LoadedRun) -> str:
     return f"nmt-{data.source}_{data.target}-{name}"
 
 
-def metadata(run: LoadedRun) -> dict[str, Any]:
-    """``metadata.json``: the fields Argos Translate reads, and where the model came from."""
+def metadata(run: LoadedRun, card: dict[str, Any]) -> dict[str, Any]:
+    """``metadata.json``: the fields Argos Translate reads, and where the model came from
+    (``card``: :func:`nmt.export.model_card.model_card`)."""
     from nmt.data.languages import language
 
     src, tgt = language(run.config.data.source), language(run.config.data.target)
@@ -69,7 +70,7 @@ def metadata(run: LoadedRun) -> dict[str, Any]:
         "from_code": src.code, "from_name": src.name, "to_code": tgt.code, "to_name": tgt.name,
         "links": [],
         "nmt": {"run": Path(run.run_dir).resolve().name, "checkpoint": run.checkpoint_path.name,
-                "step": run.step, "arch": run.config.model.arch, "card": model_card(run)},
+                "step": run.step, "arch": run.config.model.arch, "card": card},
     }
 
 
@@ -80,7 +81,7 @@ def _textbook_style(data: DataConfig) -> str:
     return f"{case} with a space before punctuation" if spaced else case
 
 
-def _readme(run: LoadedRun) -> str:
+def _readme(run: LoadedRun, card: dict[str, Any]) -> str:
     from nmt.data.languages import language
 
     m = run.config.model
@@ -89,12 +90,13 @@ def _readme(run: LoadedRun) -> str:
     return (
         f"# {pair} (nmt)\n\n"
         f"A {m.n_layers}-layer Transformer (d_model {m.d_model}, {m.n_heads} heads) trained with "
-        f"`nmt` (run `{Path(run.run_dir).name}`, {run.checkpoint_path.name}, step {run.step}), "
+        f"`nmt` (run {md(run.run_dir.resolve().name)}, {md(run.checkpoint_path.name)}, step "
+        f"{run.step}), "
         "decoded by CTranslate2.\n\n"
         + (f"It was trained on {_textbook_style(data)}; Argos Translate passes text as it "
            "comes, so write input that way for the best results.\n\n"
            if not data.natural_text else "")
-        + card_markdown(model_card(run))
+        + card_markdown(card)
     )
 
 
@@ -136,15 +138,16 @@ def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
     target = replaceable_output(output, where, overwrite, why_not_a_package,
                                 "a package nmt export wrote")
     name = package_name(run)
+    card = model_card(run, quantization or "float32")  # its records checked before writing
     with Temporary(Path(tempfile.gettempdir()), "nmt-argos-") as tmp:
         root = tmp / name
         export_run(run, root / "model", quantization, add_source_eos=True,  # Argos adds none
                    where=where, with_checkpoint=with_checkpoint)  # model/nmt-run: Argos
         # and CTranslate2 read only the files they know
         shutil.copyfile(root / "model" / "spm.model", root / "sentencepiece.model")
-        (root / "metadata.json").write_text(json.dumps(metadata(run), indent=1) + "\n",
+        (root / "metadata.json").write_text(json.dumps(metadata(run, card), indent=1) + "\n",
                                             encoding="utf-8")
-        (root / "README.md").write_text(_readme(run), encoding="utf-8")
+        (root / "README.md").write_text(_readme(run, card), encoding="utf-8")
 
         archive = Path(tmp) / f"{name}{EXTENSION}"
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:

@@ -63,7 +63,7 @@ from nmt.export.ct2_directory import (
     vocabulary,
     why_not_an_export,
 )
-from nmt.export.model_card import card_markdown, model_card
+from nmt.export.model_card import card_markdown, md, model_card
 from nmt.files import replaceable_output
 from nmt.runs.portable import write_run_copy
 from nmt.translation.structure import span_guard
@@ -255,8 +255,8 @@ def _readme(meta: dict[str, Any], card: str) -> str:
     )
     return (
         f"# {meta['source_language']}→{meta['target_language']} Transformer for CTranslate2\n\n"
-        f"Exported by `nmt export` from the run `{meta['run']}` ({meta['checkpoint']}, step "
-        f"{meta['step']}), weights {meta['quantization']}, CTranslate2 "
+        f"Exported by `nmt export` from the run {md(meta['run'])} ({md(meta['checkpoint'])}, "
+        f"step {meta['step']}), weights {meta['quantization']}, CTranslate2 "
         f"{meta['ctranslate2_version']}.\n\n"
         "- `model.bin`, `config.json`, `*_vocabulary.json`: the CTranslate2 model.\n"
         f"- {tokenizer_line}\n"
@@ -266,9 +266,14 @@ def _readme(meta: dict[str, Any], card: str) -> str:
         "Translate without `nmt` (`pip install ctranslate2 sentencepiece`), from this "
         "directory:\n\n"
         f"```python\n{code}```\n\n"
-        "These lines decode greedily, as `nmt translate` does by default, and give the same "
-        "output. `nmt translate --engine ctranslate2 --model DIR` also batches by length, "
-        "streams files and runs beam search.\n\n"
+        + ("These lines decode greedily, as `nmt translate` does by default for this model "
+           "(its `decode.beam` is 1), and give the same output. "
+           if dec.beam == 1 else
+           f"These lines decode greedily; `nmt translate` decodes this model with beam search "
+           f"of width {dec.beam} by default (its `decode.beam`), and so does `nmt translate "
+           "--engine ctranslate2 --model DIR` from this directory. ")
+        + "`nmt translate --engine ctranslate2 --model DIR` also batches by length and streams "
+        "files.\n\n"
         + card
     )
 
@@ -296,6 +301,7 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
     where = where or f"--output {output}"
     target = replaceable_output(output, where, overwrite, why_not_an_export,
                                 "an earlier export (or an empty directory)")
+    card = model_card(run, quantization or "float32")  # its records checked before writing
     from nmt.models.transformer import Transformer
 
     model = run.model
@@ -338,7 +344,7 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
         run.tokenizer.save(tmp)
         shutil.copyfile(Path(normalize_module.__file__), tmp / "normalize.py")
         (tmp / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(_readme(meta, card_markdown(model_card(run))),
+        (tmp / "README.md").write_text(_readme(meta, card_markdown(card)),
                                        encoding="utf-8")
         if with_checkpoint:
             write_run_copy(run, tmp)

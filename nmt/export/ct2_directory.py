@@ -16,11 +16,12 @@ from typing import Any, NamedTuple
 from nmt.data.tokenizers import SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, DataError, NmtError
 from nmt.files import Temporary, read_stored_text
+from nmt.runs.layout import EXPORTS_DIR
 from nmt.runs.portable import META_FILE as META_FILE  # the metadata's name, shared with --from
 from nmt.runs.portable import RUN_COPY  # the folder --with-checkpoint adds to an export
 
 FORMAT = "nmt-ctranslate2-1"
-RUN_EXPORTS = "ctranslate2"  # exports made on the fly live in RUN/ctranslate2/<checkpoint>/
+RUN_EXPORTS = EXPORTS_DIR  # exports made on the fly live in RUN/ctranslate2/<checkpoint>/
 
 
 def vocabulary(tokenizer: Tokenizer, side: str) -> list[str]:

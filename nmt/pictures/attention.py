@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from nmt.translation.translator import Translator
 
 CMAP = "Reds"
-ATTENTION_FILE = "attention.png"
 MAX_FIGURE = (30.0, 44.0)  # inches: a 6-layer, 8-head model still fits (4500 x 6600 pixels)
 # Source tokens (<eos> included) of the longest sentence drawn: at the smallest cell (0.04 in)
 # a 4.5-inch panel holds about 110 tokens; beyond that labels thin out and the file grows with

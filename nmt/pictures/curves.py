@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 from nmt.errors import CheckpointError, ConfigError, DataError, NmtError
 from nmt.pictures.text import display, warn_stderr
 from nmt.runs.directory import read_metrics
+from nmt.runs.layout import CURVES_FILE, METRICS_FILE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 IMAGE_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
-CURVES_FILE = "curves.png"
 DPI = 150  # PNG only; SVG and PDF are vector
 
 
@@ -161,7 +161,7 @@ def plot_training_curves(run_dir: Path, output: Path | None = None,
         fig = training_curves_figure(records, title=_run_title(run_dir, records))
     except ValueError:
         raise CheckpointError(
-            f"{run_dir / 'metrics.jsonl'}: no loss or BLEU values yet; nothing to plot"
+            f"{run_dir / METRICS_FILE}: no loss or BLEU values yet; nothing to plot"
         ) from None
     if output is None:  # the default picture: no option to name in a message
         return save_figure(fig, run_dir / CURVES_FILE, option="", warn=warn)

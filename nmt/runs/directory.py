@@ -1,10 +1,10 @@
 """Run directories: creation rules, the resumable config, and the metrics log.
 
-``runs/NAME/`` holds ``config.toml`` (resolved), ``tokenizer/``, ``metrics.jsonl`` (one JSON
-object a line: training lines with ``train_loss``, validation lines with ``valid_loss``; both
-are per-token cross-entropy without label smoothing, so they compare),
-``train.log``, ``checkpoints/{last,best}.pt`` and the plots. While ``nmt train`` writes it,
-it holds ``.NAME.lock`` beside it (:func:`run_lock`).
+What ``runs/NAME/`` holds is named in :mod:`nmt.runs.layout`; ``metrics.jsonl`` has one JSON
+object a line: training lines with ``train_loss``, validation lines with ``valid_loss`` (both
+per-token cross-entropy without label smoothing, so they compare) and the ``hardware`` of each
+start (:mod:`nmt.runs.records`). While ``nmt train`` writes it, it holds ``.NAME.lock`` beside
+it (:func:`run_lock`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from nmt.config import Config, from_dict, load_config
-from nmt.data.corpora.record import RUN_FILE
 from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
 from nmt.files import (
     TMP_SUFFIX,
@@ -33,6 +32,15 @@ from nmt.files import (
     read_stored_text,
     real_path,
 )
+from nmt.runs.layout import (
+    CHECKPOINTS_DIR,
+    CONFIG_FILE,
+    EXPORTS_DIR,
+    FILE_NAMES,
+    LOG_FILE,
+    METRICS_FILE,
+    TOKENIZER_DIR,
+)
 from nmt.runs.paths import checkpoint_path
 
 # Sections whose change would make a checkpoint meaningless; the rest may change on --resume.
@@ -42,20 +50,16 @@ FROZEN_ON_RESUME = ("data", "model")
 APPLIED_AT_TRANSLATION = {"data.spans", "data.glossary", "data.terms"}
 
 
-# What nmt writes directly in a run directory (glob patterns): `nmt train` (config, tokenizer,
-# checkpoints, logs, the data record corpus.json), `nmt plot` and `nmt attention`
-# (nmt.pictures.curves.CURVES_FILE, nmt.pictures.attention.ATTENTION_FILE),
-# `nmt bleu` (hypotheses and scores), --engine ctranslate2
-# (nmt.export.ct2_directory.RUN_EXPORTS), and
-# the temporary file of a write killed before its rename. `--overwrite` deletes nothing else.
-RUN_ENTRIES = ("config.toml", "tokenizer", "checkpoints", "metrics.jsonl", "train.log", RUN_FILE,
-               "curves.png", "attention.png", "hyp.*.txt", "scores.*.json", "ctranslate2",
-               f".*{TMP_SUFFIX}")
+# What nmt writes directly in a run directory (glob patterns): the files and folders of
+# nmt.runs.layout, and the temporary file of a write killed before its rename. `--overwrite`
+# deletes nothing else.
+RUN_ENTRIES = (*(n for n in FILE_NAMES if "/" not in n and not n.endswith(".pt")),
+               TOKENIZER_DIR, CHECKPOINTS_DIR, EXPORTS_DIR, f".*{TMP_SUFFIX}")
 
 
 # What a start writes first (metrics.jsonl, then config.toml, before any training step): a run
 # directory holds one of them, even one whose start failed before its first checkpoint.
-RUN_MARKERS = ("metrics.jsonl", "config.toml", "checkpoints")
+RUN_MARKERS = (METRICS_FILE, CONFIG_FILE, CHECKPOINTS_DIR)
 
 
 def is_run_dir(path: Path) -> bool:
@@ -99,7 +103,7 @@ def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
     if resume:
         if not ckpt.is_file():
             raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
-        for name in ("checkpoints", "tokenizer"):
+        for name in (CHECKPOINTS_DIR, TOKENIZER_DIR):
             check_run_path(run_dir, run_dir / name)
         return
     if run_dir.is_dir() and any(run_dir.iterdir()):
@@ -223,7 +227,7 @@ def config_for_resume(run_dir: Path, overrides: list[str],
     overrides. Only ``[train]`` and ``[decode]`` may differ from what the checkpoint was
     trained with (its own config, not ``config.toml``, which may have been edited).
     """
-    cfg = load_config(config_path or run_dir / "config.toml", overrides, saved=not config_path)
+    cfg = load_config(config_path or run_dir / CONFIG_FILE, overrides, saved=not config_path)
     trained = checkpoint_config(checkpoint_path(run_dir))
     change = frozen_change(cfg, trained)
     if change is not None:
@@ -233,7 +237,7 @@ def config_for_resume(run_dir: Path, overrides: list[str],
         elif config_path is not None:
             what = f"--config {config_path}"
         else:
-            what = str(run_dir / "config.toml")  # edited by hand
+            what = str(run_dir / CONFIG_FILE)  # edited by hand
         raise ConfigError(f"{what}: {message}")
     return cfg
 
@@ -243,7 +247,7 @@ def run_config(run_dir: Path, trained: Config) -> Config:
     ``trained``) works with: the run's ``config.toml``, so that a hand edit of its ``[train]``
     or ``[decode]`` takes effect (as on ``--resume``); its ``[data]`` and ``[model]`` must be
     those the checkpoint was trained with."""
-    path = run_dir / "config.toml"
+    path = run_dir / CONFIG_FILE
     cfg = load_config(path, saved=True)
     change = frozen_change(cfg, trained, when="after training")
     if change is not None:
@@ -283,7 +287,7 @@ def frozen_change(cfg: Config, trained: Config, when: str = "on --resume",
 
 def validation_records(run_dir: Path) -> list[dict[str, Any]]:
     """The validation lines of ``metrics.jsonl`` (none when it is missing)."""
-    if not (run_dir / "metrics.jsonl").is_file():
+    if not (run_dir / METRICS_FILE).is_file():
         return []
     return [r for r in read_metrics(run_dir) if "valid_loss" in r]
 
@@ -316,7 +320,7 @@ def check_run_name(name: str) -> str:
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     """The records of ``run_dir/metrics.jsonl``; lines that are not JSON objects (a write cut
     short by a crash) are skipped."""
-    path = Path(run_dir) / "metrics.jsonl"
+    path = Path(run_dir) / METRICS_FILE
     if not Path(run_dir).is_dir():
         raise CheckpointError(f"{run_dir}: run directory not found")
     if not os.path.lexists(path):
@@ -343,8 +347,8 @@ class MetricsLog:
 
     def __init__(self, run_dir: Path, enabled: bool) -> None:
         self.enabled = enabled
-        self.metrics_path = run_dir / "metrics.jsonl"
-        self.log_path = run_dir / "train.log"
+        self.metrics_path = run_dir / METRICS_FILE
+        self.log_path = run_dir / LOG_FILE
         self.records: list[dict[str, Any]] = []
         if enabled:  # present from the start, even before the first line is due
             append_text(self.metrics_path, "")

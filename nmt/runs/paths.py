@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from nmt.errors import CheckpointError
+from nmt.runs.layout import CHECKPOINTS_DIR
 
 RUNS_DIR = Path("runs")
 
@@ -15,12 +16,12 @@ RUNS_DIR = Path("runs")
 def checkpoint_path(run_dir: Path, name: str = "last") -> Path:
     """A run's checkpoint ``name``: ``last`` (the latest, what --resume continues) or ``best``
     (the best validation's)."""
-    return run_dir / "checkpoints" / f"{name}.pt"
+    return run_dir / CHECKPOINTS_DIR / f"{name}.pt"
 
 
 def latest_run(runs_dir: Path = RUNS_DIR) -> Path:
     """The run directory under ``runs_dir`` whose checkpoint was written last."""
-    candidates = [p.parent.parent for p in runs_dir.glob("*/checkpoints/last.pt")]
+    candidates = [p.parent.parent for p in runs_dir.glob(f"*/{CHECKPOINTS_DIR}/last.pt")]
     if not candidates:
         raise CheckpointError(
             f"{runs_dir}: no trained run found (train one with `nmt train --config ...`, "

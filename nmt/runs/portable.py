@@ -4,11 +4,14 @@ receives the export or its Argos package can continue the model (``nmt train --f
 An ``.argosmodel`` holds only the CTranslate2 conversion, which cannot be trained further
 (argos-train #12). With ``--with-checkpoint`` the export's folder :data:`RUN_COPY` is a small
 run directory: the exported checkpoint as ``checkpoints/best.pt``, the tokenizer, the config,
-and the run's ``corpus.json`` and ``parent.json`` when it has them (so a continued model's card
-can name its data and lineage). ``nmt train --from`` takes an export directory, an unpacked
-Argos package or the ``.argosmodel`` file itself (:func:`open_run_copy`), of which only these
-files are unpacked, each within a bound the others set (:func:`file_bound`,
-:func:`checkpoint_bound`); a copy on disk is held to the same bounds (:func:`check_sizes`).
+the run's ``corpus.json`` and ``parent.json`` when it has them and the checkpoint's test scores
+(so a continued model's card can name its data, lineage and scores). None of them holds a local
+path: what names the user's folders (the config's and the checkpoint's data paths, the records'
+files) is cut to file names (:func:`nmt.runs.records.without_paths`). ``nmt train --from``
+takes an export directory, an unpacked Argos package or the ``.argosmodel`` file itself
+(:func:`open_run_copy`), of which only these files are unpacked, each within a bound the others
+set (:func:`file_bound`, :func:`checkpoint_bound`); a copy on disk is held to the same bounds
+(:func:`check_sizes`).
 """
 
 from __future__ import annotations
@@ -27,14 +30,15 @@ from nmt.data.tokenizers import FILES as TOKENIZER_FILES
 from nmt.data.tokenizers import META_FILE as TOKENIZER_META
 from nmt.errors import CheckpointError, NmtError, os_reason
 from nmt.files import Temporary, read_stored_text
+from nmt.runs.layout import CHECKPOINTS_DIR, CONFIG_FILE, CORPUS_FILE, PARENT_FILE, TOKENIZER_DIR
 
 if TYPE_CHECKING:
     from nmt.runs.loading import LoadedRun
 
 RUN_COPY = "nmt-run"
 META_FILE = "nmt-export.json"  # an export's metadata (nmt.export.ct2_directory reads it whole)
-RECORDS = ("config.toml", "corpus.json", "parent.json")  # copied when the run has them
-CHECKPOINT = "checkpoints/best.pt"  # the checkpoint of a run copy
+RECORDS = (CONFIG_FILE, CORPUS_FILE, PARENT_FILE)  # unpacked when the run copy has them
+CHECKPOINT = f"{CHECKPOINTS_DIR}/best.pt"  # the checkpoint of a run copy
 
 # What each file of a run copy may hold: a package is unpacked (and a copy on disk read) only
 # within these, so a member of zeros that deflates a thousandfold fills no disk
@@ -48,13 +52,19 @@ MAX_COPY_BYTES = 8 * 2**30  # the checkpoint at most, whatever its config descri
 def write_run_copy(run: LoadedRun, export_dir: Path) -> Path:
     """``export_dir/nmt-run``: the run's exported checkpoint as ``checkpoints/best.pt``, its
     tokenizer and its records. Returns the folder."""
+    from nmt.config import from_dict
+    from nmt.runs.checkpoint import load_checkpoint, save_checkpoint
+    from nmt.runs.records import without_paths, write_portable_records
+
     dest = export_dir / RUN_COPY
-    (dest / "checkpoints").mkdir(parents=True)
-    shutil.copyfile(run.checkpoint_path, dest / "checkpoints" / "best.pt")
-    shutil.copytree(run.run_dir / "tokenizer", dest / "tokenizer")
-    for name in RECORDS:
-        if (run.run_dir / name).is_file():
-            shutil.copyfile(run.run_dir / name, dest / name)
+    (dest / CHECKPOINTS_DIR).mkdir(parents=True)
+    payload = load_checkpoint(run.checkpoint_path)
+    payload["config"] = without_paths(payload["config"])
+    save_checkpoint(dest / CHECKPOINTS_DIR / "best.pt", payload)
+    shutil.copytree(run.run_dir / TOKENIZER_DIR, dest / TOKENIZER_DIR)
+    config = from_dict(without_paths(run.config.to_dict()), where=str(run.run_dir), saved=True)
+    (dest / CONFIG_FILE).write_text(config.to_toml(), encoding="utf-8")
+    write_portable_records(run.run_dir, run.checkpoint_path.name, dest)
     return dest
 
 

@@ -148,9 +148,10 @@ def _parent(run_dir: Path, info: RunInfo) -> str:
 
 def _test_bleu(run_dir: Path) -> tuple[float | None, int, str]:
     """(BLEU, beam, note) of the newest ``scores.test*.json``; (None, 1, "") when none."""
-    files = sorted((p for p in run_dir.glob("scores.test*.json")
-                    if ".ct2" not in p.name),  # scores of an export (--engine ctranslate2)
-                   key=lambda p: p.stat().st_mtime)
+    from nmt.runs.layout import scores_engine, split_scores_files
+
+    files = [p for p in split_scores_files(run_dir)  # not an export's (--engine ctranslate2)
+             if not scores_engine(p).startswith("ct2")]
     if not files:
         return None, 1, ""
     try:

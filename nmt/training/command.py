@@ -11,6 +11,7 @@ from nmt import environment
 from nmt.config import load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.runs.directory import check_run_name, config_for_resume
+from nmt.runs.layout import CONFIG_FILE
 from nmt.training.finetune import child_config, open_parent, run_start
 from nmt.training.loop import INTERRUPTED, Display, TrainResult, train
 
@@ -116,8 +117,9 @@ def run_train_command(
         name = default_run_name(config_path) if run_name is None else check_run_name(run_name)
     run_dir = runs_dir / name
     if resume:
-        if not (run_dir / "config.toml").is_file():
-            raise CheckpointError(f"--resume: {run_dir}/config.toml not found; nothing to resume")
+        if not (run_dir / CONFIG_FILE).is_file():
+            raise CheckpointError(f"--resume: {run_dir / CONFIG_FILE} not found; nothing to "
+                                  "resume")
         cfg = config_for_resume(run_dir, overrides, config_path)
     elif opened is not None:
         cfg = child_config(opened, config_path, overrides)

@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, DataConfig, load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
-from nmt.files import read_json, stored_digest, user_path
+from nmt.files import stored_digest, user_path
+from nmt.runs.layout import CONFIG_FILE, PARENT_FILE
 from nmt.runs.portable import UnpackedCopy, open_run_copy
+from nmt.runs.records import read_parent
 
 if TYPE_CHECKING:
     from nmt.data.split import HeldOutSources
@@ -40,7 +42,6 @@ if TYPE_CHECKING:
     from nmt.training.batches import Excluded
     from nmt.training.state import TrainingState
 
-PARENT_FILE = "parent.json"
 PARENT_CHECKPOINT = "best"
 # [data] settings that decide what the ids mean: they are the parent's
 TOKENIZER_KEYS = ("source", "target", "tokenizer", "sp_model_type", "vocab_size", "joint_vocab",
@@ -109,10 +110,19 @@ class Parent:
 
         with self.speaking():
             step = load_checkpoint(self.checkpoint, mmap=True).get("progress", {}).get("step")
-        return {"run": self.name or self.run_dir.resolve().name,
-                "checkpoint": self.checkpoint.name,
+        digest = stored_digest(self.checkpoint, None, CheckpointError)
+        from nmt.runs.records import ancestor, ancestry_record
+
+        name = self.name or self.run_dir.resolve().name
+        data = self.config.data
+        me = ancestor(self.run_dir, name, self.checkpoint.name, step, digest, data.test,
+                      data.corpus)
+        return {"run": name, "checkpoint": self.checkpoint.name,
                 "data": self.config.to_dict()["data"],  # its valid split scores the child
-                "step": step, "sha256": stored_digest(self.checkpoint, None, CheckpointError)}
+                "step": step, "sha256": digest,
+                # what its card inherits: this run's data, test set and scores, and its own
+                # ancestors' (none holds a local path)
+                "ancestors": ancestry_record(me, self.run_dir)}
 
 
 FROM_KINDS = ("a run directory, an export directory made with nmt export --with-checkpoint, or "
@@ -152,6 +162,8 @@ def open_parent(path: Path) -> Parent:
                                                        "run directory, export or package"))
         raise CheckpointError(f"{where}: {problem}; expected {FROM_KINDS}")
     try:
+        if name:  # a received package's word: checked as --run-name is
+            _check_received_name(name, where)
         checkpoint, config = _checked(run_dir, copy, path)
     except BaseException:
         if copy is not None:
@@ -171,13 +183,13 @@ def _checked(run_dir: Path, copy: UnpackedCopy | None, given: Path) -> tuple[Pat
     from nmt.runs.portable import check_sizes
 
     again = ("export the run again with nmt export --with-checkpoint" if run_dir != given
-             else "restore the config.toml it was trained with")
+             else f"restore the {CONFIG_FILE} it was trained with")
     with copy.speaking() if copy is not None else nullcontext():
         checkpoint = resolve_checkpoint(run_dir, PARENT_CHECKPOINT)
         check_sizes(run_dir, checkpoint)
         saved = load_checkpoint(checkpoint, mmap=True)  # the weights are checked when loaded
         trained = checkpoint_config(checkpoint, saved)
-        own = run_dir / "config.toml"
+        own = run_dir / CONFIG_FILE
         change = frozen_change(load_config(own, saved=True), trained, when="after training",
                                advice=again)
         if change is not None:
@@ -185,6 +197,19 @@ def _checked(run_dir: Path, copy: UnpackedCopy | None, given: Path) -> tuple[Pat
         check_tokenizer(checkpoint, saved["vocab"], run_tokenizer(run_dir),
                         f"{run_dir}/tokenizer", advice=again)
     return checkpoint, trained
+
+
+def _check_received_name(name: str, where: str) -> None:
+    """The run name an export records (``nmt-export.json``), checked as ``--run-name`` is: it
+    names the continued run and reaches its card."""
+    from nmt.runs.directory import check_run_name
+    from nmt.runs.portable import META_FILE
+
+    try:
+        check_run_name(name)
+    except NmtError:
+        raise CheckpointError(f"{where}: {META_FILE}: run: expected a run's name (a directory "
+                              f"name on one line), got {name!r:.60}") from None
 
 
 def child_config(parent: Parent, config_path: Path | None, overrides: list[str]) -> Config:
@@ -238,8 +263,8 @@ def run_start(cfg: Config, parent: Parent | None, run_dir: Path, resume: bool) -
                      files={PARENT_FILE: json.dumps(parent.record(), indent=1) + "\n"},
                      said=tuple(said))
     if resume and read_parent(run_dir) is not None:
-        from nmt.data.corpora.record import read_excluded
         from nmt.runs.loading import run_tokenizer
+        from nmt.runs.records import read_excluded
 
         data = recorded_parent_data(run_dir)
         return Start(tokenizer=run_tokenizer(run_dir),
@@ -328,13 +353,3 @@ def recorded_parent_data(run_dir: Path) -> DataConfig | None:
     except ConfigError as e:
         raise CheckpointError(str(e)) from None
 
-
-def read_parent(run_dir: Path) -> dict[str, Any] | None:
-    """A run's ``parent.json`` (None: it was not continued from another)."""
-    path = Path(run_dir) / PARENT_FILE
-    expected = "the parent an nmt run records"
-    record = read_json(path, CheckpointError, expected)
-    if record is not None and not (isinstance(record, dict)
-                                   and isinstance(record.get("run"), str)):
-        raise CheckpointError(f"{path}: expected {expected}")
-    return record

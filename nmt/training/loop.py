@@ -40,13 +40,15 @@ from torch import nn
 
 from nmt.config import Config, TrainConfig
 from nmt.data.batching import Collator
-from nmt.data.corpora.record import write_excluded, write_record
 from nmt.data.prepare import Prepared
 from nmt.device import hardware, precision_said, resolve_device, set_threads
 from nmt.errors import ConfigError
 from nmt.files import atomic_write_text
 from nmt.models.build import build_model, count_parameters
 from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
+from nmt.runs.layout import TOKENIZER_DIR
+from nmt.runs.paths import checkpoint_path
+from nmt.runs.records import hardware_record, write_corpus_record, write_excluded
 from nmt.training.batches import batch_groups, prepare_data, valid_sets
 from nmt.training.cost import training_flops_per_target_token
 from nmt.training.distributed import (
@@ -230,9 +232,9 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     prog.stop_reason = reason
     if interrupted:
         save(run, state, "last")
-        run.mlog.text(f"interrupted at step {prog.step}; saved last.pt")
-        log(f"interrupted: saved {run_dir}/checkpoints/last.pt at step {prog.step}; "
-            "continue with --resume")
+        last = checkpoint_path(run_dir)
+        run.mlog.text(f"interrupted at step {prog.step}; saved {last.name}")
+        log(f"interrupted: saved {last} at step {prog.step}; continue with --resume")
     else:
         finish(run, state, log)
     tokens = all_reduce_sum(invocation_tokens, dist, device)
@@ -283,7 +285,8 @@ def set_up(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         log(line)
     run = Run(cfg, run_dir, dist, device, prepared, MetricsLog(run_dir, dist.main),
               valid_sets(cfg, prepared, start.valid_data, data_dir, dist, log), display,
-              elapsed0=0.0)
+              elapsed0=0.0,
+              hardware=hardware_record(str(device), hardware(device), dist.world_size))
     if saved is not None:
         restore(run, state, saved)
         log(f"resuming {run_dir} at step {state.progress.step} (epoch "
@@ -291,16 +294,16 @@ def set_up(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     else:  # a new run; a resume writes its config with its first save
         save_config(run)
         if dist.main:
-            prepared.tokenizer.save(run_dir / "tokenizer")
+            prepared.tokenizer.save(run_dir / TOKENIZER_DIR)
             if prepared.identity:  # nmt bleu scores the run on this data only
-                write_record(run_dir, prepared.identity)
+                write_corpus_record(run_dir, prepared.identity)
             if excluded is not None:  # what its cache's key holds, for a resume and nmt bleu
                 write_excluded(run_dir, excluded)
             for name, text in start.files.items():
                 atomic_write_text(run_dir / name, text)
     run.mlog.text(f"{'resume' if resume else 'start'}: {cfg.model.arch}, "
                   f"{count_parameters(model):,} parameters, device {device} "
-                  f"({hardware(device)}), "
+                  f"({run.hardware['name']}), "
                   f"{dist.world_size} process(es)")
     said = precision_said(device, t.precision)
     run.mlog.text(said)

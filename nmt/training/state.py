@@ -42,7 +42,9 @@ from nmt.runs.directory import (
     start_run_dir,
     valid_loss_at,
 )
+from nmt.runs.layout import CONFIG_FILE, TOKENIZER_DIR
 from nmt.runs.loading import check_weights, run_tokenizer
+from nmt.runs.paths import checkpoint_path
 from nmt.training.batches import ValidSet, epoch_batches
 from nmt.training.distributed import Dist, barrier
 from nmt.training.ema import ExponentialMovingAverage
@@ -124,6 +126,7 @@ class Run:
     started: float = field(default_factory=time.perf_counter)
     last_save: float = field(default_factory=time.perf_counter)
     config_saved: bool = False  # config.toml holds cfg
+    hardware: dict[str, Any] = field(default_factory=dict)  # what it trains on, as saved
 
     def clock(self) -> float:
         """Training seconds so far, across resumes."""
@@ -143,7 +146,7 @@ def open_run_dir(run_dir: Path, cfg: Config, dist: Dist, resume: bool,
     barrier(dist)
     if not resume:
         return None
-    path = run_dir / "checkpoints" / "last.pt"
+    path = checkpoint_path(run_dir)
     saved = load_checkpoint(path, map_location="cpu", folder=run_dir)
     trained = from_dict(saved["config"], where=f"{run_dir} checkpoint", saved=True)
     change = frozen_change(cfg, trained)
@@ -158,9 +161,9 @@ def restore(run: Run, state: TrainingState, saved: dict[str, Any]) -> None:
 
     Only with the tokenizer the weights were trained with: the data cache's (whose ids training
     goes on with) and the run's own (whose ids translation will decode) must both be it."""
-    t, where = run.cfg.train, f"{run.run_dir}/checkpoints/last.pt"
+    t, where = run.cfg.train, str(checkpoint_path(run.run_dir))
     check_tokenizer(Path(where), saved["vocab"], run_tokenizer(run.run_dir),
-                    f"{run.run_dir}/tokenizer")
+                    str(run.run_dir / TOKENIZER_DIR))
     check_tokenizer(Path(where), saved["vocab"], run.prepared.tokenizer,
                     f"the data cache {run.prepared.cache_dir}")
     try:
@@ -212,8 +215,10 @@ def save(run: Run, state: TrainingState, *names: str) -> None:
     }
     if state.ema is not None:
         payload["ema"] = state.ema.state_dict()
+    if run.hardware:
+        payload["hardware"] = run.hardware
     for name in names:
-        save_checkpoint(run.run_dir / "checkpoints" / f"{name}.pt", payload)
+        save_checkpoint(checkpoint_path(run.run_dir, name), payload)
     save_config(run)
 
 
@@ -222,7 +227,7 @@ def save_config(run: Run) -> None:
     right after its first checkpoint, so a resume that fails before it saves anything leaves
     the run's config as it was (and the config always describes ``last.pt``)."""
     if run.dist.main and not run.config_saved:
-        atomic_write_text(run.run_dir / "config.toml", run.cfg.to_toml())
+        atomic_write_text(run.run_dir / CONFIG_FILE, run.cfg.to_toml())
     run.config_saved = True
 
 

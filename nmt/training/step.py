@@ -17,6 +17,7 @@ from nmt.data.batching import Collator
 from nmt.data.tokenizers import PAD_ID
 from nmt.device import autocast
 from nmt.errors import NmtError
+from nmt.runs.paths import checkpoint_path
 from nmt.training import fused_cross_entropy
 from nmt.training.distributed import all_reduce_sum
 from nmt.training.state import Progress, Run, TrainingState
@@ -116,7 +117,7 @@ def epoch_label(prog: Progress) -> int:
 
 def non_finite_loss(run: Run, step: int) -> NmtError:
     kept = (f"the last good checkpoint is kept in {run.run_dir}/checkpoints"
-            if (run.run_dir / "checkpoints" / "last.pt").is_file() else
+            if checkpoint_path(run.run_dir).is_file() else
             "no checkpoint had been saved yet")
     return NmtError(f"non-finite loss at step {step}: training stopped; {kept} (try a lower "
                     "train.lr or train.precision=fp32)")

@@ -28,6 +28,7 @@ from nmt.config import DataConfig, DecodeConfig
 from nmt.data.normalize import is_natural_text, normalize, upper
 from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
+from nmt.runs.layout import CONFIG_FILE
 from nmt.translation.input_case import in_capitals, sentence_case
 from nmt.translation.limits import output_limit
 from nmt.translation.structure import SpanGuard, UnplacedSpan, guarded, span_guard
@@ -288,7 +289,7 @@ class Translator(StreamTranslator):
         translator = cls(run.model, run.tokenizer, cfg, data.lowercase, run.device,
                          max_src_tokens, data.normalization, data.truncate, data.source,
                          data.target)
-        translator.spans = span_guard(data, spans, f"{run.run_dir}/config.toml: data.glossary")
+        translator.spans = span_guard(data, spans, f"{run.run_dir / CONFIG_FILE}: data.glossary")
         return translator
 
     def translate_as_written(self, texts: Sequence[str],
