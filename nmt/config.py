@@ -124,6 +124,11 @@ class DataConfig:
     # many sentences (its input_sentence_size; 0: all): its time and memory stay bounded
     sp_characters: int = SENTENCEPIECE_CHARACTERS  # ... and of about this many characters at
     # most (0: no limit): its memory grows by about 20 bytes a character of the sample
+    byte_fallback: bool = True  # SentencePiece: a character the vocabulary lacks is written
+    # as the pieces of its bytes, which decoding turns back into it, never <unk> (256 pieces;
+    # vocabularies of 1,000 pieces or more, smaller ones are trained without)
+    span_pieces: bool = True  # SentencePiece: the most frequent placeholders and tags (%s, %d,
+    # %1$s, {0}, <b>, </b>, <br/>...) are pieces of their own, never cut apart (docs/DATA.md)
     min_freq: int = 2  # word-level tokenizer: minimum count to enter the vocabulary
     truncate: int = 0  # cut encoded sentences (with <eos>) to N tokens (0: never); d2l uses 10
 
@@ -434,8 +439,10 @@ def from_dict(raw: dict[str, Any], where: str = "config", *, saved: bool = False
             continue
         if name == "data" and saved:  # saved before these existed: none ran, nothing capped,
             # apostrophes straightened on both sides
+            # and SentencePiece without byte pieces or span pieces
             table = {"filters": "none", "langid": False, "valid_size": 0, "test_size": 0,
-                     "target_apostrophes": "straight", **table}
+                     "target_apostrophes": "straight", "byte_fallback": False,
+                     "span_pieces": False, **table}
         cls = SECTIONS[name]
         known = {f.name: f for f in fields(cls)}
         values = {}

@@ -20,15 +20,19 @@ from nmt.data.filters import (
     SHARE,
     SHARE_EXCEEDED,
     first_failed,
+    judged_spans,
+    masked,
     parse,
+    url,
 )
 from nmt.data.languages import language
 from nmt.data.normalize import normalize
 from nmt.data.prepare import prepare, suggested_max_words
 from nmt.errors import ConfigError
 
-EN, FR, RU, ZH, EL = (language(c) for c in ("en", "fr", "ru", "zh", "el"))
+EN, FR, RU, ZH, EL, DE = (language(c) for c in ("en", "fr", "ru", "zh", "el", "de"))
 DEFAULT = parse("default")
+SPANS = judged_spans("default")
 
 # clean pairs from several scripts: no filter may remove any of them
 CLEAN = [
@@ -94,6 +98,108 @@ def test_each_filter_removes_its_own_kind(name: str, src: str, tgt: str, sl: obj
 
 def test_every_filter_has_a_noisy_example() -> None:
     assert {n for n, *_ in NOISY} == set(FILTERS)
+
+
+# software strings of several formats, correctly translated: (source, target, languages, the
+# filter that removed the pair when it read the spans as text, None: none did)
+SOFTWARE = [
+    # gettext C: reordered, quoted, doubled, glued placeholders, date formats
+    ("--%s argument %s too large", "Argument %2$s für Option --%1$s zu groß", EN, DE, "digits"),
+    ("%1$s of %2$s", "%2$s : %1$s", EN, FR, "nonalnum"),
+    ("Cannot open `%s'", "Kann »%s« nicht öffnen", EN, DE, None),
+    ("%s/%s", "%s/%s", EN, FR, "identical"),  # nothing to translate: removed either way
+    ("%s%s%s%s%s", "%s%s%s%s%s", EN, DE, "identical"),
+    ("%s-%s-%s %s:%s", "%s.%s.%s %s:%s", EN, DE, "repeated_words"),
+    ("Date: %a %b %d %Y", "Date : %a %d %b %Y", EN, FR, None),
+    ("%a %b %d %Y", "%a, %d. %b %Y", EN, DE, "nonalnum"),
+    ("%s of %s (%d%%)", "%s de %s (%d %%)", EN, FR, "nonalnum"),
+    # Python and ICU
+    ("%(name)s is %(age)d years old", "%(name)s ist %(age)d Jahre alt", EN, DE, None),
+    ("{0}-{1} of {2}", "{0}–{1} von {2}", EN, DE, "nonalnum"),
+    ("{count, plural, one {# file} other {# files}} copied",
+     "{count, plural, one {# Datei} other {# Dateien}} kopiert", EN, DE, None),
+    ("Step {1} of {2}", "Étape {1} sur {2}", EN, FR, None),
+    ("Step {1} of {2}", "Schritt {1} von {2}", EN, DE, None),
+    # shell and templates
+    ("${HOME}/.config not found", "${HOME}/.config introuvable", EN, FR, None),
+    ("Hello {{ user.name }}!", "Hallo {{ user.name }}!", EN, DE, None),
+    # HTML
+    ("<b>%s</b>: %d new", "<b>%s</b> : %d nouveaux", EN, FR, "nonalnum"),
+    ("Click <a href=\"%s\">here</a>.", "Klicken Sie <a href=\"%s\">hier</a>.", EN, DE, None),
+    # --help lines, options and paths
+    ("-v, --verbose  explain what is being done", "-v, --verbose  explique ce qui est fait",
+     EN, FR, None),
+    ("Try '%s --help' for more information.", "»%s --help« gibt weitere Informationen aus.",
+     EN, DE, None),
+    ("See https://example.org/documentation/installation",
+     "См. https://example.org/documentation/installation", EN, RU, "script"),
+    # words joined by a slash are no path (the url filter removed them before it asked spans)
+    ("Install/Remove", "Installieren/Entfernen", EN, DE, None),
+    ("n/a", "k.A.", EN, DE, None),
+    ("input/output error", "Ein-/Ausgabefehler", EN, DE, None),
+    ("Map/Scenario Editor", "Karten-/Szenarioeditor", EN, DE, None),
+    ("Read/Write", "Lecture/Écriture", EN, FR, None),
+]
+
+
+@pytest.mark.parametrize(("src", "tgt", "sl", "tl", "before"), SOFTWARE,
+                         ids=[f"{n[0]}>{n[1]}" for n in SOFTWARE])
+def test_no_filter_removes_a_pair_only_because_of_its_spans(
+        src: str, tgt: str, sl: object, tl: object, before: str | None) -> None:
+    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    expected = "identical" if before == "identical" else None
+    assert first_failed(s, t, sl, tl, DEFAULT, SPANS) == expected  # type: ignore[arg-type]
+    # what the filters did when they read the spans as text: the pairs above would fail
+    assert first_failed(s, t, sl, tl, DEFAULT) == before  # type: ignore[arg-type]
+
+
+# pairs with spans that are genuinely bad: still removed
+SOFTWARE_NOISY = [
+    ("url", "See https://example.org/help", "Siehe die Hilfe.", EN, DE),
+    ("url", "Write to bugs@example.org.", "Écrivez-nous.", EN, FR),
+    ("url", "https://example.org/help", "https://example.org/hilfe", EN, DE),
+    ("url", "Open ~/.config/nmt/config.toml", "~/.config/nmt/config.toml", EN, FR),
+    ("digits", "Copied %d files in 3 seconds.", "%d Dateien in 5 Sekunden kopiert.", EN, DE),
+    ("digits", "%1$s of %2$s (page 2)", "%2$s : %1$s (page 3)", EN, FR),
+    ("brackets", "Open the file (%s", "Datei öffnen (%s)", EN, DE),
+    ("identical", "%s", "%s", EN, FR),
+    ("identical", "--force", "--force", EN, DE),
+    ("repeated_words", "yes yes yes yes yes %s", "oui %s", EN, FR),
+    ("script", "Open %s now", "Open %s now, please", EN, RU),
+]
+
+
+@pytest.mark.parametrize(("name", "src", "tgt", "sl", "tl"), SOFTWARE_NOISY,
+                         ids=[f"{n[0]}-{i}" for i, n in enumerate(SOFTWARE_NOISY)])
+def test_pairs_with_spans_that_are_bad_are_still_removed(name: str, src: str, tgt: str,
+                                                         sl: object, tl: object) -> None:
+    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    assert first_failed(s, t, sl, tl, DEFAULT, SPANS) == name  # type: ignore[arg-type]
+
+
+def test_words_joined_by_a_slash_are_no_address() -> None:
+    for words in ("Install/Remove", "n/a", "input/output error", "and/or", "km/h",
+                  "Map/Scenario Editor", "TCP/IP"):
+        assert not url(words, words.upper(), EN, DE, 1), words
+    for address in ("/usr/share/doc", "docs/DATA.md", "C:\\Users\\x.txt", "www.example.org",
+                    "bugs@example.org", "https://example.org/a?b=1"):
+        assert url(address, "Adresse", EN, FR, 1), address
+
+
+def test_the_filters_read_each_span_as_a_plain_word_of_its_own() -> None:
+    """Letters (no symbol, no digit), a different word for each span, none of a script."""
+    text = masked("%1$s %2$s <b>%d</b> --force {0}", SPANS)
+    words = text.split()
+    assert len(words) == 5 and len(set(words)) == 5 and "".join(words).isalpha()
+    assert masked("Tom has 3 cats.", SPANS) == "Tom has 3 cats."
+    assert masked("%s", judged_spans("none")) == "%s"  # data.spans = "none": nothing is a span
+    assert [masked(f"{'%s ' * n}x", SPANS).count(" ") for n in (30, 800)] == [30, 800]
+    many = masked("%s " * 800, SPANS).split()
+    assert len(set(many)) == 800
+
+
+def test_terms_are_words_to_the_filters() -> None:
+    assert judged_spans("default,terms") == judged_spans("default")
 
 
 @settings(max_examples=300, deadline=None)
@@ -261,7 +367,9 @@ def test_pairs_judged_in_worker_processes_are_those_judged_here(
     pairs, _ = noisy_corpus(n_clean=1500)
     stray = [("I don't know where he lives now, my friend.",
               "Ich weiß nicht, wo er jetzt wohnt, mein Freund.")] * 40
-    write_aligned(tmp_path / "c" / "train", pairs + stray + pairs[:300], "en", "fr")
+    spanned = [(f"--%s argument %s too large ({i})", f"argument %2$s de --%1$s trop grand ({i})")
+               for i in range(200)]  # kept only because the filters mask the spans
+    write_aligned(tmp_path / "c" / "train", pairs + stray + spanned + pairs[:300], "en", "fr")
     cfg = DataConfig(corpus=str(tmp_path / "c" / "train"), vocab_size=60)
     corpus = open_data(cfg, tmp_path / "data", log=lambda m: None).corpus
     monkeypatch.setattr(parallel, "SERIAL_PAIRS", 100)
@@ -283,6 +391,7 @@ def test_pairs_judged_in_worker_processes_are_those_judged_here(
     assert (tmp_path / "rejected1" / REJECTED_FILE).read_text() == (
         tmp_path / "rejected2" / REJECTED_FILE).read_text()
     assert here.filtered["langid_target"] == 40 and here.counts["duplicates"] > 300
+    assert sum(s.startswith("--%s argument") for s, _, _ in one) == 200
 
 
 def test_files_swapped_in_a_pair_of_two_scripts_are_an_error_that_says_so(

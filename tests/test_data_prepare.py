@@ -108,7 +108,7 @@ def test_cache_key_depends_on_what_changes_the_arrays() -> None:
 
 
 @pytest.mark.parametrize(("config", "key"), [
-    ("configs/demo.toml", "15a146d8bbc14ff7"),
+    ("configs/demo.toml", "53ff93df3d94dfc8"),
     ("configs/d2l-gru.toml", "1cf114d3b030ed53"),
 ])
 def test_shipped_configs_keep_their_keys(config: str, key: str) -> None:
@@ -118,6 +118,18 @@ def test_shipped_configs_keep_their_keys(config: str, key: str) -> None:
 
     root = Path(__file__).resolve().parents[1]
     assert cache_key(load_config(root / config).data, "a" * 64) == key
+
+
+def test_cache_key_has_the_spans_where_the_filters_judge_around_them() -> None:
+    cfg = DataConfig()
+    assert cache_key(cfg, "a") != cache_key(dataclasses.replace(cfg, spans="none"), "a")
+    unfiltered = dataclasses.replace(cfg, filters="none")
+    assert cache_key(unfiltered, "a") == cache_key(
+        dataclasses.replace(unfiltered, spans="none"), "a")
+    word = dataclasses.replace(unfiltered, tokenizer="word")  # SentencePiece settings are moot
+    assert cache_key(word, "a") == cache_key(
+        dataclasses.replace(word, byte_fallback=False, span_pieces=False), "a")
+    assert cache_key(cfg, "a") != cache_key(dataclasses.replace(cfg, byte_fallback=False), "a")
 
 
 def test_cache_key_has_the_direction_and_the_held_out_files() -> None:

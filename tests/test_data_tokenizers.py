@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from nmt.data.tokenizers import (
     BOS_ID,
     EOS_ID,
+    MIN_FALLBACK_VOCAB,
     PAD_ID,
+    SPAN_PIECES,
     UNK_ID,
     LineFiles,
     SentencePieceTokenizer,
@@ -157,3 +159,77 @@ def test_sentencepiece_trains_within_a_character_limit() -> None:
     within = SentencePieceTokenizer.train(SRC, TGT, characters=10**6, **kw)  # type: ignore[arg-type]
     assert small.src_vocab_size == 60
     assert small.pieces("src") != whole.pieces("src") == within.pieces("src")
+
+
+def prose(n: int = 3000, seed: int = 5) -> list[str]:
+    """Sentences of made-up words, lower-case letters only: enough text for a vocabulary of
+    :data:`MIN_FALLBACK_VOCAB` pieces, and none of the characters of spans."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["".join(rng.choice("abcdefghijklmnoprstuvwy") for _ in range(rng.randint(2, 9)))
+             for _ in range(2000)]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))).capitalize() + "."
+            for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def carried() -> SentencePieceTokenizer:
+    text = prose()
+    return SentencePieceTokenizer.train(text, text, vocab_size=MIN_FALLBACK_VOCAB,
+                                        model_type="unigram", joint=True, byte_fallback=True,
+                                        span_pieces=True)
+
+
+UNSEEN = ["Tell %s to call me.", "Open {0} in <b>%1$s</b>: ${HOME}/x.txt --force",
+          "Ça coûte 5 € 🙂", "Ωμέγα 東京 #tag @user a=b|c~d^e`f\\g"]
+
+
+@pytest.mark.parametrize("text", UNSEEN)
+def test_characters_never_seen_round_trip_as_bytes_never_unk(
+        carried: SentencePieceTokenizer, text: str) -> None:
+    ids = carried.encode_src(text)
+    assert UNK_ID not in ids
+    assert carried.decode_tgt(ids) == text
+    # the pieces CTranslate2 and Argos get back decode the same through the model file
+    assert carried.tgt_sp.decode_pieces(carried.tgt_tokens(ids)) == text
+
+
+def test_without_byte_fallback_an_unseen_character_is_unk() -> None:
+    text = prose()
+    plain = SentencePieceTokenizer.train(text, text, vocab_size=MIN_FALLBACK_VOCAB,
+                                         model_type="unigram", joint=True)
+    ids = plain.encode_src("Tell %s to call me.")
+    assert UNK_ID in ids and plain.decode_tgt(ids) != "Tell %s to call me."
+
+
+def test_frequent_placeholders_and_tags_are_pieces_of_their_own(
+        carried: SentencePieceTokenizer) -> None:
+    for span in SPAN_PIECES:
+        pieces = [p for p in carried.src_tokens(f"Open {span} now") if p != "▁"]
+        assert span in pieces, (span, pieces)
+    assert carried.src_tokens("Open %s") != ["▁", "<unk>"]
+    pieces = carried.pieces("src")
+    assert sum(p.startswith("<0x") for p in pieces) == 256  # a piece per byte
+    assert len(pieces) == MIN_FALLBACK_VOCAB
+
+
+def test_a_toy_vocabulary_is_trained_without_byte_or_span_pieces() -> None:
+    """Under MIN_FALLBACK_VOCAB pieces there is no room for 256 byte pieces: the settings are
+    moot there, not an error (every test corpus of a few hundred sentences is such a toy)."""
+    tok = SentencePieceTokenizer.train(SRC, TGT, vocab_size=80, model_type="unigram", joint=True,
+                                       byte_fallback=True, span_pieces=True)
+    pieces = tok.pieces("src")
+    assert len(pieces) == 80 and not any(p.startswith("<0x") for p in pieces)
+    assert "%1$s" not in pieces
+
+
+def test_new_runs_carry_spans_and_saved_runs_keep_their_tokenizer() -> None:
+    from nmt.config import DataConfig, from_dict, load_config
+
+    root = Path(__file__).resolve().parents[1]
+    assert DataConfig().byte_fallback and DataConfig().span_pieces
+    saved = from_dict({"data": {}}, saved=True).data  # a run saved before the settings
+    assert not saved.byte_fallback and not saved.span_pieces
+    demo = load_config(root / "configs" / "demo.toml").data
+    assert demo.byte_fallback and demo.span_pieces

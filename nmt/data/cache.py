@@ -29,6 +29,7 @@ from typing import Any, overload
 import numpy as np
 
 from nmt.config import DataConfig
+from nmt.data.filters import parse as parse_filters
 from nmt.data.hash_buckets import Column, HashBuckets
 from nmt.data.normalize import special_casing
 from nmt.data.spool import text_hash
@@ -49,11 +50,12 @@ KEY_VERSION = 3  # in the key: bump when the prepared pairs or the key change me
 SPLITS = ("train", "valid", "test")
 REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source, target
 # DataConfig fields that do not change the cached arrays (truncation happens when batching;
-# the protected spans are kept at translation)
+# the protected spans are kept at translation, and change the arrays only where filters judge
+# the text around them: then data.spans is in the key, cache_key)
 _NOT_IN_KEY = {"truncate", "spans", "glossary", "terms"}
 _TOKENIZER_ONLY = {"sentencepiece": {"min_freq"},
                    "word": {"sp_model_type", "vocab_size", "character_coverage", "sp_sentences",
-                            "sp_characters"}}
+                            "sp_characters", "byte_fallback", "span_pieces"}}
 # Where the data is: the key holds the digests of the content instead, so a moved file keeps
 # its cache and an edited one builds a new cache
 _PATHS = {"corpus", "valid", "test"}
@@ -118,6 +120,8 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
     skip |= {f"{k}_size" for k in ("valid", "test") if not getattr(cfg, f"{k}_frac")}  # moot
     if cfg.normalization == "recipe":  # the recipe's rules keep ’ and ‘ on both sides anyway
         skip.add("target_apostrophes")
+    if filtering(cfg):  # the filters judge the text around the spans of data.spans
+        skip.discard("spans")
     fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in skip}
     if cfg.sources:  # where each is and what it is called are not in the key; its content is
         fields["sources"] = [{"weight": s.weight, "filters": s.filters,
@@ -134,6 +138,12 @@ def cache_key(cfg: DataConfig, digest: str, held_out: dict[str, str] | None = No
         content["excluded"] = excluded
     blob = json.dumps(content, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def filtering(cfg: DataConfig) -> bool:
+    """Whether any filter runs on the corpus' pairs (``data.filters``, a source's own)."""
+    specs = [s.filters or cfg.filters for s in cfg.sources] if cfg.sources else [cfg.filters]
+    return any(parse_filters(spec) for spec in specs)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,11 @@ of the corpus before the split, never to the user's own ``data.valid`` / ``data.
 every pair removed is written to ``rejected.tsv`` in the cache (the filter, the source, the
 target) and counted per filter.
 
+Filters judge the text around the protected spans of ``data.spans`` (:mod:`nmt.data.spans`):
+each reads the pair with its spans masked by plain words (:func:`masked`), so that a pair is
+never removed only because of its placeholders, options, paths or tags. ``identical`` (the text
+as written is the same) and ``url`` (which is about addresses) read it as written.
+
 Adding a filter is one function and one line in :data:`FILTERS`. Plain Python, no config: the
 config checks ``data.filters`` with :func:`parse`.
 """
@@ -27,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nmt.data.languages import Language
+from nmt.data.spans import Finder, SpanRules, emails, paths, urls
+from nmt.data.spans import parse as parse_spans
 
 
 def _units(text: str, lang: Language) -> int:
@@ -119,16 +126,25 @@ def brackets(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
     return False
 
 
-_ADDRESS = re.compile(
-    r"(?:https?://|ftp://|www\.)\S+"  # a web address
-    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # an e-mail address
-    r"|(?:[A-Za-z]:)?[\\/]?(?:[\w.-]+[\\/])+[\w.-]*"  # a file path
-)
+_ADDRESSES: tuple[Finder, ...] = (urls.find, emails.find)  # what the spans call addresses
+_STRIP = " .,;:!?()[]<>\"'"
+
+
+def _addresses(text: str) -> list[str]:
+    return [text[a:b] for find in _ADDRESSES for a, b in find(text)]
 
 
 def url(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
-    """A side that is only a web or e-mail address or a file path (punctuation around it aside)."""
-    return any(_ADDRESS.fullmatch(side.strip(" .,;:!?()[]<>\"'")) for side in (src, tgt))
+    """A side that is only a web or e-mail address or a file path (punctuation around it
+    aside), or a web or e-mail address on one side that the other lacks. What an address or a
+    path is, the protected spans say (:mod:`nmt.data.spans`): ``Install/Remove``, ``n/a`` and
+    ``input/output`` are words, not paths. It reads the pair as written, spans unmasked."""
+    for side in (src, tgt):
+        bare = side.strip(_STRIP)
+        if bare and any((a, b) == (0, len(bare)) for find in (*_ADDRESSES, paths.find)
+                        for a, b in find(bare)):
+            return True
+    return len(_addresses(src)) != len(_addresses(tgt))
 
 
 # Unicode character names start with their script's name; these scripts answer to other names
@@ -202,11 +218,12 @@ class Filter:
     default: float  # the parameter when none is given (1 for filters without one)
     what: str  # what it removes, for docs and --help
     kind: Kind = NO_VALUE  # what its parameter is
+    as_written: bool = False  # reads the pair with its spans, not with them masked
 
 
 # name -> filter, in the order they are tried (a pair is counted under the first that removes it)
 FILTERS: dict[str, Filter] = {
-    "identical": Filter(identical, 1, "the same text on both sides"),
+    "identical": Filter(identical, 1, "the same text on both sides", as_written=True),
     "chars": Filter(chars, 1000, "a side over N characters", COUNT),
     "ratio": Filter(ratio, 3.0, "a side over N times as long as the other (pairs over "
                                 f"{RATIO_FLOOR} words)", RATIO),
@@ -216,7 +233,8 @@ FILTERS: dict[str, Filter] = {
     "nonalnum": Filter(nonalnum, 0.5, "over a share N of a side neither letters nor digits",
                        SHARE_EXCEEDED),
     "brackets": Filter(brackets, 1, "brackets or quotes that do not pair up on a side"),
-    "url": Filter(url, 1, "a side that is only a web or e-mail address or a file path"),
+    "url": Filter(url, 1, "a side that is only a web or e-mail address or a file path, or an "
+                          "address on one side only", as_written=True),
     "script": Filter(script, 0.5, "under a share N of a side's letters in its script", SHARE),
 }
 
@@ -256,10 +274,50 @@ def parse(spec: str) -> dict[str, float]:
     return {name: chosen[name] for name in FILTERS if name in chosen}
 
 
+def judged_spans(spec: str) -> SpanRules:
+    """The spans the filters judge the text around: those of ``data.spans`` (``spec``), but
+    terms, which are words like the others."""
+    return SpanRules(tuple(k for k in parse_spans(spec, have_terms=True) if k != "terms"))
+
+
+# a word of letters that stands for the n-th span of a side while the filters read it: letters,
+# so no filter counts it as a symbol or a number; a different word for each span, so that
+# "%s %s %s %s %s" is not a word repeated; fullwidth, so it belongs to no script
+_MASK_LETTERS = "ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＸＹＺ"
+
+
+def _mask_word(n: int) -> str:
+    word = ""
+    while True:
+        n, r = divmod(n, len(_MASK_LETTERS))
+        word = _MASK_LETTERS[r] + word
+        if not n:
+            return "Ｘ" + word
+        n -= 1
+
+
+def masked(text: str, spans: SpanRules) -> str:
+    """``text`` with each of its spans replaced by a word that no filter objects to: what the
+    filters read, so that a pair is never removed only because of its placeholders, options,
+    paths or tags (``%1$s`` reordered, a quoted ``%s``, ``%s%s%s%s``)."""
+    out, last = [], 0
+    for n, span in enumerate(spans.find(text)):
+        out += [text[last:span.start], _mask_word(n)]
+        last = span.end
+    out.append(text[last:])
+    return "".join(out)
+
+
 def first_failed(src: str, tgt: str, sl: Language, tl: Language,
-                 chosen: dict[str, float]) -> str | None:
-    """The name of the first chosen filter that removes the pair, or None to keep it."""
+                 chosen: dict[str, float], spans: SpanRules | None = None) -> str | None:
+    """The name of the first chosen filter that removes the pair, or None to keep it. With
+    ``spans`` (:func:`judged_spans`), each filter reads the pair with them masked
+    (:func:`masked`), but those that read it as written."""
+    around = (src, tgt) if spans is None or not spans.kinds else (
+        masked(src, spans), masked(tgt, spans))
     for name, parameter in chosen.items():
-        if FILTERS[name].check(src, tgt, sl, tl, parameter):
+        f = FILTERS[name]
+        s, t = (src, tgt) if f.as_written else around
+        if f.check(s, t, sl, tl, parameter):
             return name
     return None

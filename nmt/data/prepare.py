@@ -60,13 +60,14 @@ from nmt.data.cache import (
     meta_digest,
 )
 from nmt.data.corpora import Corpus, Data, open_data
-from nmt.data.filters import first_failed
+from nmt.data.filters import first_failed, judged_spans
 from nmt.data.filters import parse as parse_filters
 from nmt.data.hash_buckets import HashBuckets
 from nmt.data.langid import LanguageCheck
 from nmt.data.languages import Language, language
 from nmt.data.normalize import normalize, textbook_form, upper
 from nmt.data.parallel_pairs import judged_pairs
+from nmt.data.spans import SpanRules
 from nmt.data.split import HeldOutSources, hold_out_of_training, split_spool
 from nmt.data.spool import SPLIT, SPLIT_CODES, SPLIT_SHIFT, PairSpool, in_split
 from nmt.data.tokenizers import (
@@ -219,6 +220,7 @@ class PairRules:
     held_out: bool
     chosen: dict[str, float]  # the filters and their parameters
     check: LanguageCheck | None
+    spans: SpanRules = SpanRules()  # what the filters judge the text around
 
     def verdicts(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
         """The verdict of each raw pair: normalised and filtered one by one, then the sides of
@@ -248,7 +250,8 @@ class PairRules:
         words = max(length_in_words(s, src_lang), length_in_words(t, tgt_lang))
         if cfg.max_words and words > cfg.max_words:
             return s, t, ref, words, "too_long", (None, None)  # more than max_words on a side
-        failed = first_failed(s, t, src_lang, tgt_lang, self.chosen) if self.chosen else None
+        failed = first_failed(s, t, src_lang, tgt_lang, self.chosen,
+                              self.spans) if self.chosen else None
         return s, t, ref, words, failed, (None, None)
 
 
@@ -274,7 +277,7 @@ def read_pairs(corpus: Corpus, cfg: DataConfig, spool: PairSpool, *, held_out: b
     check = None
     if cfg.langid and not held_out:
         check = LanguageCheck(cfg.source, cfg.target, side_names(corpus, cfg), log)
-    rules = PairRules(cfg, held_out, chosen, check)
+    rules = PairRules(cfg, held_out, chosen, check, judged_spans(cfg.spans))
     longest: Counter[int] = Counter()  # pairs by their longer side in words (for a max_words)
     filtered = dict.fromkeys([*chosen, *(LANGID_SIDES if check else ())], 0)
     first = len(spool)
@@ -382,7 +385,8 @@ def train_tokenizer(cfg: DataConfig, src: Sentences, tgt: Sentences) -> Tokenize
         src, tgt, vocab_size=cfg.vocab_size, model_type=cfg.sp_model_type,
         joint=cfg.joint_vocab, seed=cfg.split_seed, character_coverage=cfg.character_coverage,
         user_symbols=(BT_TAG,) if tagged else (), sample=cfg.sp_sentences,
-        characters=cfg.sp_characters)
+        characters=cfg.sp_characters, byte_fallback=cfg.byte_fallback,
+        span_pieces=cfg.span_pieces)
 
 
 def hold_back_translated_out(spool: PairSpool, ranges: Sequence[tuple[int, int]]) -> int:

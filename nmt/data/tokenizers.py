@@ -37,6 +37,15 @@ SENTENCEPIECE_SAMPLE = 1_000_000
 # character of its sample (its suffix array), so long sentences would otherwise raise it without
 # bound (a million sentences of 400 characters: 8 GB); this is about 1 GB (docs/BENCHMARKS.md)
 SENTENCEPIECE_CHARACTERS = 40_000_000
+# The placeholders and tags most frequent in software strings, each a piece of its own
+# (data.span_pieces): never cut into pieces a model must put back together. Rarer spans are
+# cut into the pieces of their characters, which byte fallback keeps (docs/DATA.md)
+SPAN_PIECES = ("%s", "%d", "%i", "%u", "%f", "%x", "%c", "%ld", "%lu", "%zu", "%%",
+               "%1$s", "%2$s", "%3$s", "%1$d", "%2$d", "{}", "{0}", "{1}", "{2}",
+               "<b>", "</b>", "<i>", "</i>", "<br/>", "<br>", "<p>", "</p>")
+# byte fallback takes 256 pieces (a piece per byte) and SPAN_PIECES theirs: a vocabulary smaller
+# than this is a toy that cannot spare them, and is trained without either
+MIN_FALLBACK_VOCAB = 1000
 META_FILE = "tokenizer.json"
 # every file a saved tokenizer may hold: its description and, by kind and jointness, the
 # SentencePiece models or the word lists (what a package's run copy may unpack of it)
@@ -246,7 +255,8 @@ def train_sentencepiece(
     lines: Sentences, *, vocab_size: int, model_type: str, threads: int = 0, seed: int = 1,
     what: str = "data.vocab_size", character_coverage: float = 1.0,
     user_symbols: Sequence[str] = (), sample: int = SENTENCEPIECE_SAMPLE,
-    characters: int = SENTENCEPIECE_CHARACTERS,
+    characters: int = SENTENCEPIECE_CHARACTERS, byte_fallback: bool = False,
+    span_pieces: bool = False,
 ) -> bytes:
     """Train a SentencePiece model on normalised sentences; returns the serialized model.
 
@@ -258,7 +268,14 @@ def train_sentencepiece(
     ``character_coverage=1.0`` (the default) keeps every character of the training text
     (accents, « ») instead of mapping the rarest 0.05% to ``<unk>``; Chinese and Japanese, with
     thousands of characters, need less (``data.character_coverage = 0.9995``).
+
+    ``byte_fallback``: a character the vocabulary lacks becomes the pieces of its UTF-8 bytes
+    (``<0x25>``), which decoding turns back into it, instead of ``<unk>``; ``span_pieces``:
+    :data:`SPAN_PIECES` are pieces of their own. Both only for vocabularies of at least
+    :data:`MIN_FALLBACK_VOCAB` pieces.
     """
+    roomy = vocab_size >= MIN_FALLBACK_VOCAB
+    symbols = [*user_symbols, *(SPAN_PIECES if span_pieces and roomy else ())]
     settings = dict(
         model_type=model_type,
         vocab_size=vocab_size,
@@ -272,8 +289,10 @@ def train_sentencepiece(
         num_threads=threads or usable_cpus(),
         minloglevel=2,  # no progress chatter on stderr
     )
-    if user_symbols:  # pieces of their own, never split (the back-translation tag)
-        settings["user_defined_symbols"] = list(user_symbols)
+    if byte_fallback and roomy:
+        settings["byte_fallback"] = True
+    if symbols:  # pieces of their own, never split (the back-translation tag, the spans')
+        settings["user_defined_symbols"] = symbols
     try:  # in a child process: minutes of C++ on a large corpus, which Ctrl-C must still stop
         return stoppable.call(_train_sentencepiece, lines, settings, seed, characters,
                               what="SentencePiece training")
@@ -372,12 +391,14 @@ class SentencePieceTokenizer(Tokenizer):
         cls, src: Sentences, tgt: Sentences, *, vocab_size: int, model_type: str, joint: bool,
         threads: int = 0, seed: int = 1, character_coverage: float = 1.0,
         user_symbols: Sequence[str] = (), sample: int = SENTENCEPIECE_SAMPLE,
-        characters: int = SENTENCEPIECE_CHARACTERS,
+        characters: int = SENTENCEPIECE_CHARACTERS, byte_fallback: bool = False,
+        span_pieces: bool = False,
     ) -> SentencePieceTokenizer:
         kw: dict[str, Any] = dict(vocab_size=vocab_size, model_type=model_type, threads=threads,
                                   seed=seed, character_coverage=character_coverage,
                                   user_symbols=user_symbols, sample=sample,
-                                  characters=characters)
+                                  characters=characters, byte_fallback=byte_fallback,
+                                  span_pieces=span_pieces)
         if joint:
             return cls(train_sentencepiece(joined(src, tgt), **kw))
         return cls(train_sentencepiece(src, **kw), train_sentencepiece(tgt, **kw))
