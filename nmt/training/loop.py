@@ -47,6 +47,7 @@ from nmt.errors import ConfigError
 from nmt.files import atomic_write_text
 from nmt.models.build import build_model, count_parameters
 from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
+from nmt.runs.time_budget import time_budget_reason
 from nmt.training.batches import batch_groups, prepare_data, valid_sets
 from nmt.training.cost import training_flops_per_target_token
 from nmt.training.distributed import (
@@ -95,6 +96,9 @@ class TrainResult:
     signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
     # training FLOPs per target token (nmt.training.cost) at the training split's mean lengths
     flops_per_token: float = 0.0
+    # the time budget stopped the run short of its max_steps or epochs: what to say beside its
+    # scores ("stopped at step 812 of 2,000 (train.max_minutes = 20): ..."), else None
+    cut_short: str | None = None
 
 
 class StopFlag:
@@ -220,13 +224,14 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     display.close()
 
     prog.stop_reason = reason
+    cut: str | None = None
     if interrupted:
         save(run, state, "last")
         run.mlog.text(f"interrupted at step {prog.step}; saved last.pt")
         log(f"interrupted: saved {run_dir}/checkpoints/last.pt at step {prog.step}; "
             "continue with --resume")
     else:
-        finish(run, state, log)
+        cut = finish(run, state)
     tokens = all_reduce_sum(invocation_tokens, dist, device)
     seconds = max(run.clock() - run.elapsed0, 1e-9)
     return TrainResult(
@@ -235,7 +240,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         tokens_per_sec=tokens / seconds, device=str(device), tokens=int(tokens),
         first_step=first_step,
         main=dist.main, metrics=run.mlog.records, signal=stop.signum if interrupted else 0,
-        flops_per_token=split_flops_per_token(cfg, prepared),
+        flops_per_token=split_flops_per_token(cfg, prepared), cut_short=cut,
     )
 
 
@@ -369,7 +374,7 @@ def stop_reason(t: TrainConfig, prog: Progress, out_of_time: bool, interrupted: 
     if t.max_steps and prog.step >= t.max_steps:
         return f"reached max_steps={t.max_steps}"
     if out_of_time:
-        return f"time budget of {t.max_minutes} min"
+        return time_budget_reason(t.max_minutes)
     if t.patience and prog.evals_since_best >= t.patience:
         return f"early stopping: no better valid score in {t.patience} validations"
     if not t.max_steps and prog.epoch >= t.epochs:
