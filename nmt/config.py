@@ -294,6 +294,9 @@ class TrainConfig:
     max_steps: int = 0  # optimizer steps, whatever the epochs (0: train for `epochs`)
     batch_size: int = 64  # sentences per batch, or target tokens when batch_by = "tokens"
     batch_by: str = field(default="sentences", metadata=_choice("sentences", "tokens"))
+    pad_to_multiple: int = 0  # pad each batch's source and target width up to a multiple of
+    # N, and by tokens batch pairs of one padded target width, so batch shapes repeat step to
+    # step and compiled or CUDA graphs are reused (nmt/data/fixed_shapes.py); 0: off
     optimizer: str = field(default="adam", metadata=_choice("adam", "adamw"))
     lr: float = 0.005  # peak learning rate
     beta1: float = 0.9  # Adam beta1
@@ -431,6 +434,7 @@ RANGES: dict[str, Range] = {
     "train.beta2": BELOW_ONE,
     "train.label_smoothing": BELOW_ONE,
     "train.accum_steps": Range(1),
+    "train.pad_to_multiple": Range(0),
     "train.eval_sentences": Range(-1, said="-1 (no BLEU), 0 (all) or a count"),
     "train.ema_decay": Range(0.0, 1.0, high_included=False,
                              said="0 (off) or 0 < value < 1"),

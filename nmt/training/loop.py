@@ -182,7 +182,8 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     prog = state.progress
     if validation_owed(run, prog):
         validate(run, state)
-    collator = Collator(prepared.splits["train"], truncate=cfg.data.truncate)
+    collator = Collator(prepared.splits["train"], truncate=cfg.data.truncate,
+                        pad_to_multiple=t.pad_to_multiple)
     groups = batch_groups(prepared, t, dist, prog.epoch, prog.batch_in_epoch)
     invocation_loss, invocation_tokens = 0.0, 0  # this invocation, this rank
     first_step = prog.step + 1
