@@ -19,7 +19,9 @@ whole check fits one lease of a GPU machine, start included), each step taking i
   real training steps of ``configs/transformer.toml`` and ``configs/gru.toml``, at the
   config's batch and at the largest batch that fits (doubled until the GPU runs out of
   memory); with ``train.compile`` too where the step has the time to compile
-  (:data:`COMPILE_SECONDS`); each beside the memory model's estimate.
+  (:data:`COMPILE_SECONDS`); each beside the memory model's estimate, and with how many
+  distinct batch shapes an epoch has and its padding (the Transformer with its config's
+  ``train.pad_to_multiple`` and without: :mod:`nmt.data.fixed_shapes`).
 - ``transformer``, ``gru``: ``nmt train`` of the config on the full corpus for what the step's
   share leaves after preparation and scoring, then ``nmt bleu`` greedy and beam 5 on the test
   split.
@@ -314,9 +316,14 @@ def step_tests(step: Step, workers: int) -> tuple[dict[str, Any], str]:
 
 # --- step: speed ------------------------------------------------------------------------------
 
-# config, compile, share of the step's time at most
-SPEED_PLAN = (("transformer", False, 0.2), ("transformer", True, 0.33),
-              ("gru", False, 0.2), ("gru", True, 0.27))
+# config, compile, overrides, share of the step's time at most. The Transformer is measured
+# with its config's train.pad_to_multiple (batch shapes that repeat) and without (the shapes
+# its batches had before), so one check gives the before and after.
+UNPADDED = ("train.pad_to_multiple=0",)
+SPEED_PLAN: tuple[tuple[str, bool, tuple[str, ...], float], ...] = (
+    ("transformer", False, (), 0.15), ("transformer", False, UNPADDED, 0.1),
+    ("transformer", True, (), 0.28), ("transformer", True, UNPADDED, 0.12),
+    ("gru", False, (), 0.15), ("gru", True, (), 0.2))
 
 
 def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings: int,
@@ -335,6 +342,7 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
     from bench.steps import training_steps
     from nmt.config import load_config
     from nmt.data.download import default_data_dir
+    from nmt.data.fixed_shapes import batch_shapes, distinct_shapes, padding_share
     from nmt.training.cost import mfu, training_flops_per_target_token, training_memory
 
     cfg = load_config(config, [f"train.device={device_name}",
@@ -374,7 +382,14 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
         per_s = tokens / sum(times)
         estimate = training_memory(cfg, tok.src_vocab_size, tok.tgt_vocab_size,
                                    joint_vocab=tok.joint, batch_tokens=size)
+        lengths = (split.src_lengths(), split.tgt_lengths(), listed, t.pad_to_multiple,
+                   cfg.data.truncate)
         return {"which": which, "batch_size": size, "batch_by": t.batch_by,
+                "pad_to_multiple": t.pad_to_multiple,
+                # an epoch's batch shapes (pairs, source, target width): graphs built per shape
+                "epoch_batches": len(listed),
+                "epoch_distinct_shapes": distinct_shapes(batch_shapes(*lengths)),
+                "epoch_padding_share": round(padding_share(*lengths), 4),
                 "steps": len(times), "warmup_steps": warmup, "warmup_s": round(warm_s, 1),
                 "step_s_median": round(statistics.median(times), 4),
                 "target_tokens_per_s": round(per_s), "flops_per_token": flops,
@@ -431,16 +446,18 @@ def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
     rows: list[dict[str, Any]] = []
     problems = []
     compiling = step.left() >= COMPILE_SECONDS
-    plan = [(c, k, share) for c, k, share in SPEED_PLAN if compiling or not k]
-    whole = sum(share for _, _, share in plan)
+    plan = [(c, k, o, share) for c, k, o, share in SPEED_PLAN if compiling or not k]
+    whole = sum(share for *_, share in plan)
     budget = step.left()
-    for config, compiled, share in plan:
+    for config, compiled, overrides, share in plan:
         seconds = budget * share / whole
         cmd = [sys.executable, "-m", "bench.gpu", "speed-child", str(CONFIGS / f"{config}.toml"),
                "--steps", str(steps), "--warmup", str(warmup + (5 if compiled else 0)),
                "--doublings", str(doublings), "--device", device]
         if compiled:
             cmd.append("--compile")
+        for override in overrides:
+            cmd += ["--set", override]
         if data_dir is not None:
             cmd += ["--data-dir", str(data_dir.resolve())]
         child = step.child(cmd, seconds)
@@ -450,7 +467,8 @@ def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
         search = next((r for r in found if r.get("which") == "search"), None)
         rows += measured
         if child.returncode != 0 or search is None:
-            problems.append(f"{config}{' compiled' if compiled else ''}: {failure(child)}"
+            problems.append(f"{config}{' compiled' if compiled else ''}"
+                            f"{''.join(' ' + o for o in overrides)}: {failure(child)}"
                             + ("" if measured else ", nothing measured"))
         for r in measured:
             if search is not None:
@@ -459,20 +477,23 @@ def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
               "rows": rows, "problems": problems, "compile_measured": compiling,
               "mfu_note": "MFU: achieved FLOP/s over the GPU's dense bf16 peak "
                           "(nmt.training.cost); '-' for a GPU not in its table"}
-    table = ["| config | compile | batch (target tokens) | tokens/s | MFU | peak GiB | "
-             "estimate GiB | s/step | warm-up s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    table = ["| config | compile | pad to | shapes/epoch (padding) | batch (target tokens) | "
+             "tokens/s | MFU | peak GiB | estimate GiB | s/step | warm-up s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         batch = f"{r['batch_size']:,}" + (" (largest)" if r["which"] == "largest" else "")
-        table.append(f"| {r['config']} | {'yes' if r['compile'] else 'no'} | {batch} | "
+        table.append(f"| {r['config']} | {'yes' if r['compile'] else 'no'} | "
+                     f"{r['pad_to_multiple'] or 'off'} | {r['epoch_distinct_shapes']:,} "
+                     f"({100 * r['epoch_padding_share']:.0f}%) | {batch} | "
                      f"{r['target_tokens_per_s']:,} | "
                      f"{_percent(r['mfu'])} | {_gib(r['peak_memory_bytes'])} | "
                      f"{_gib(r['estimated_memory_bytes'])} | "
                      f"{r['step_s_median']} | {r['warmup_s']} |")
-    largest = sorted({(r["config"], r["compile"], r.get("largest"), r.get("out_of_memory_at"))
-                      for r in rows}, key=str)
+    largest = sorted({(r["config"], r["compile"], r.get("pad_to_multiple"), r.get("largest"),
+                       r.get("out_of_memory_at")) for r in rows}, key=str)
     table += ["", "Largest batch that fitted (out of memory at): " + "; ".join(
-        f"{c}{' compiled' if k else ''} {_f(b)} ({_f(o) if o else 'not reached'})"
-        for c, k, b, o in largest)]
+        f"{c}{' compiled' if k else ''}{'' if m else ' unpadded'} {_f(b)} "
+        f"({_f(o) if o else 'not reached'})" for c, k, m, b, o in largest)]
     if not compiling:
         table.append(f"\ntrain.compile not measured: the step had {budget:.0f} s, compiling "
                      f"takes a step of {COMPILE_SECONDS} s (`--seconds`).")

@@ -81,8 +81,12 @@ def profile(config: Path, device_name: str = "cuda", steps: int = 10, warmup: in
     def device_us(e: Any) -> float:
         return float(e.self_device_time_total)
 
+    cpu_total = max(sum(e.self_cpu_time_total for e in averages), 1e-9)
     rows = [{"op": e.key, "calls": e.count / steps,
              "self_cpu_ms": round(e.self_cpu_time_total / steps / 1000, 3),
+             # the operator's share of the host's time: steadier than milliseconds on a busy
+             # machine, where every operator slows alike
+             "self_cpu_share": round(e.self_cpu_time_total / cpu_total, 4),
              "self_device_ms": round(device_us(e) / steps / 1000, 3)} for e in averages]
     on_device = [e for e in averages if e.device_type == torch.autograd.DeviceType.CUDA]
     busy = sum(device_us(e) for e in on_device)  # kernels, copies and sets, one stream

@@ -33,7 +33,8 @@ class TrainingSteps:
 
         t, split = self.cfg.train, self.split
         return make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=size,
-                            by=t.batch_by, shuffle=True, seed=t.seed, epoch=0)
+                            by=t.batch_by, shuffle=True, seed=t.seed, epoch=0,
+                            pad_to_multiple=t.pad_to_multiple)
 
     def step(self, group: Any) -> tuple[float, int]:
         """One optimizer step (and the moving average's update): its summed loss and target
@@ -72,7 +73,8 @@ def training_steps(cfg: Any, data_dir: Path, device: Any) -> TrainingSteps:
     run = Run(cfg, ROOT, Dist(), device, prepared, MetricsLog(ROOT, enabled=False), {},
               Display(), elapsed0=0.0)
     return TrainingSteps(cfg, prepared, state, run, training_forward(model, t, Dist(), device),
-                         Collator(prepared.splits["train"], truncate=cfg.data.truncate))
+                         Collator(prepared.splits["train"], truncate=cfg.data.truncate,
+                                  pad_to_multiple=t.pad_to_multiple))
 
 
 def demo_steps(overrides: list[str], steps: int, data_dir: Path) -> tuple[float, float]:

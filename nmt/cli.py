@@ -218,11 +218,12 @@ def train(
         typer.echo(f"{result.run_dir}: nothing left to train; to continue it, raise the limit "
                    "that ended it with --set (train.epochs, train.max_steps, train.max_minutes "
                    "or train.patience)")
-        return
-    # this invocation's figures: a resumed run's earlier steps are not in them
-    typer.echo(f"train loss {result.train_loss:.3f} (per-token CE) and "
-               f"{speed_summary(result)}, over steps "
-               f"{result.first_step}-{p.step} (this invocation)")
+    else:  # this invocation's figures: a resumed run's earlier steps are not in them
+        typer.echo(f"train loss {result.train_loss:.3f} (per-token CE) and "
+                   f"{speed_summary(result)}, over steps "
+                   f"{result.first_step}-{p.step} (this invocation)")
+    if result.cut_short:  # last: a model the time budget cut short is not the config's model
+        typer.echo(f"note: {result.run_dir} {result.cut_short}")
     if result.signal:  # stopped by a signal, last.pt saved: say so to shells and schedulers
         raise typer.Exit(128 + result.signal)
 
@@ -408,6 +409,8 @@ def bleu(
         typer.echo(f"BLEU {label:10s} {s.bleu:6.2f}  {s.bleu_signature}  "
                    f"(case-insensitive {s.bleu_ci:.2f})")
         typer.echo(f"chrF {label:10s} {s.chrf:6.2f}  {s.chrf_signature}")
+    if report.cut_short:  # beside the scores: they are those of a partly trained model
+        typer.echo(f"note: {report.cut_short}")
     if report.spans is not None:
         typer.echo(f"spans           {report.spans.summary()}")
     typer.echo(f"hypotheses: {report.hypotheses}; scores: {report.scores}")

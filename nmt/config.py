@@ -299,6 +299,9 @@ class TrainConfig:
     max_steps: int = 0  # optimizer steps, whatever the epochs (0: train for `epochs`)
     batch_size: int = 64  # sentences per batch, or target tokens when batch_by = "tokens"
     batch_by: str = field(default="sentences", metadata=_choice("sentences", "tokens"))
+    pad_to_multiple: int = 0  # pad each batch's source and target width up to a multiple of
+    # N, and by tokens batch pairs of one padded target width, so batch shapes repeat step to
+    # step and compiled or CUDA graphs are reused (nmt/data/fixed_shapes.py); 0: off
     optimizer: str = field(default="adam", metadata=_choice("adam", "adamw"))
     lr: float = 0.005  # peak learning rate
     beta1: float = 0.9  # Adam beta1

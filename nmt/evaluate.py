@@ -245,6 +245,9 @@ class BleuReport:
     engine: str = "nmt"  # nmt, or ct2 (CTranslate2) with its compute type and export
     precision: str = "fp32"  # what nmt's searches computed in: fp32, or bf16 (decode.precision)
     spans: SpanIntegrity | None = None  # how the outputs keep the sources' protected spans
+    # the time budget stopped the run short of its steps or epochs ("runs/demo stopped at step
+    # 812 of 2,000 (train.max_minutes = 20): a partly trained model"), else None
+    cut_short: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -303,6 +306,7 @@ def evaluate(
     step: int = 0,
     tag: str = "",
     lang: str | None = None,
+    cut_short: str | None = None,
 ) -> BleuReport:
     """Translate ``sources``, score against ``refs``, save hypotheses and scores in ``run_dir``.
 
@@ -310,6 +314,7 @@ def evaluate(
     ``<name>`` gets ``.<tag>`` for another engine than ``nmt`` (``ct2``, ``ct2-int8``) and
     ``.beamN`` for beam search, so results of each engine and search sit side by side. A
     split's name is the split's (``test``); a ``--src`` file's is ``file-`` and its file name.
+    ``cut_short``: said beside the scores (:mod:`nmt.runs.time_budget`).
     """
     import time
 
@@ -337,7 +342,7 @@ def evaluate(
         sentences=len(sources), multi=scores["multi"], single=scores["single"],
         hypotheses=str(hyp_path), scores=str(scores_path), seconds=round(seconds, 3),
         sentences_per_second=round(len(sources) / max(seconds, 1e-9), 1), engine=engine,
-        precision=translator.precision, spans=integrity,
+        precision=translator.precision, spans=integrity, cut_short=cut_short,
     )
     atomic_write_text(scores_path, json.dumps(report.to_dict(), indent=1) + "\n")
     return report
@@ -415,8 +420,13 @@ def evaluate_run(
     note = bleu_tokenizer(target)[1]
     if note:
         log(note)
+    cut = None
+    if not tag:  # nmt's own engine: torch is loaded (the CTranslate2 path reads no checkpoint)
+        from nmt.runs.time_budget import run_cut_short
+
+        cut = run_cut_short(run.run_dir)
     return evaluate(translator, sources, references, run.run_dir, name, data,
-                    run.checkpoint_path.name, run.step, tag, lang=target)
+                    run.checkpoint_path.name, run.step, tag, lang=target, cut_short=cut)
 
 
 def check_sentences(source: str, target: str, natural: bool) -> tuple[tuple[str, str], ...]:

@@ -71,6 +71,7 @@ RANGES: dict[str, Range] = {
     "train.beta2": BELOW_ONE,
     "train.label_smoothing": BELOW_ONE,
     "train.accum_steps": Range(1),
+    "train.pad_to_multiple": Range(0),
     "train.eval_sentences": Range(-1, said="-1 (no BLEU), 0 (all) or a count"),
     "train.ema_decay": Range(0.0, 1.0, high_included=False,
                              said="0 (off) or 0 < value < 1"),

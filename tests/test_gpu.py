@@ -461,6 +461,10 @@ def test_speed_measurement_runs_on_the_cpu(tiny_data_dir: Path,
     for r in (rows[0], rows[3]):
         assert r["target_tokens_per_s"] > 0 and r["steps"] == 2 and r["flops_per_token"] > 0
         assert r["mfu"] is None and r["peak_memory_bytes"] is None
+        # the config pads to repeating shapes: the epoch's distinct shapes are counted
+        assert r["pad_to_multiple"] == 8
+        assert 0 < r["epoch_distinct_shapes"] <= r["epoch_batches"]
+        assert 0 < r["epoch_padding_share"] < 1
     assert 0 < rows[0]["estimated_memory_bytes"] < rows[3]["estimated_memory_bytes"]
 
 

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from nmt.data.cache import Split
+from nmt.data.fixed_shapes import fixed_shape_token_batches, padded_width
 from nmt.data.token_budget import token_batches
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 
@@ -44,16 +45,17 @@ class Batch:
 
 
 def _pad(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray, *, prefix: int | None,
-         suffix: int | None, truncate: int) -> tuple[np.ndarray, np.ndarray]:
+         suffix: int | None, truncate: int, multiple: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Gather sequences ``indices`` of a flat ragged array into a PAD-filled ``(B, L)`` int64
-    matrix with an optional ``prefix`` and ``suffix`` token, cut to ``truncate`` (if > 0).
-    Returns the matrix and the ``(B,)`` lengths. Vectorised: no Python loop over tokens."""
+    matrix with an optional ``prefix`` and ``suffix`` token, cut to ``truncate`` (if > 0), ``L``
+    rounded up to a multiple of ``multiple`` (:mod:`nmt.data.fixed_shapes`). Returns the matrix
+    and the ``(B,)`` lengths. Vectorised: no Python loop over tokens."""
     starts, lens = offsets[indices], offsets[indices + 1] - offsets[indices]
     extra = (prefix is not None) + (suffix is not None)
     lengths = lens + extra
     if truncate > 0:
         lengths = np.minimum(lengths, truncate)
-    b, width = len(indices), int(lengths.max()) if len(indices) else 0
+    b, width = len(indices), padded_width(int(lengths.max()), multiple) if len(indices) else 0
     out = np.full((b, width), PAD_ID, dtype=np.int64)
     first = int(prefix is not None)
     if prefix is not None and width:
@@ -70,20 +72,24 @@ def _pad(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray, *, prefix: i
     return out, lengths
 
 
-def collate(split: Split, indices: np.ndarray, *, truncate: int = 0) -> Batch:
+def collate(split: Split, indices: np.ndarray, *, truncate: int = 0,
+            pad_to_multiple: int = 0) -> Batch:
     """Padded tensors for the pairs ``indices`` of ``split``.
 
     Like the recipe, ``<eos>`` is appended before truncating to ``truncate`` tokens, so a long
     sentence loses its ``<eos>``. ``tgt_in`` is ``<bos>`` + target and ``tgt_out`` target +
-    ``<eos>``: both have ``len(target) + 1`` real positions (cut to ``truncate``).
+    ``<eos>``: both have ``len(target) + 1`` real positions (cut to ``truncate``). With
+    ``pad_to_multiple``, both widths are padded up to a multiple of it
+    (:mod:`nmt.data.fixed_shapes`).
     """
     indices = np.asarray(indices, dtype=np.int64)
+    m = pad_to_multiple
     src, src_len = _pad(split.src_ids, split.src_offsets, indices, prefix=None, suffix=EOS_ID,
-                        truncate=truncate)
+                        truncate=truncate, multiple=m)
     tgt_out, tgt_len = _pad(split.tgt_ids, split.tgt_offsets, indices, prefix=None,
-                            suffix=EOS_ID, truncate=truncate)
+                            suffix=EOS_ID, truncate=truncate, multiple=m)
     tgt_in, _ = _pad(split.tgt_ids, split.tgt_offsets, indices, prefix=BOS_ID, suffix=None,
-                     truncate=truncate)
+                     truncate=truncate, multiple=m)
     return Batch(torch.from_numpy(src), torch.from_numpy(src_len), torch.from_numpy(tgt_in),
                  torch.from_numpy(tgt_out), torch.from_numpy(tgt_len), int(tgt_len.sum()))
 
@@ -98,8 +104,9 @@ class Collator:
     :func:`collate` does. Batches are identical either way.
     """
 
-    def __init__(self, split: Split, *, truncate: int = 0, max_entries: int = 1 << 22) -> None:
-        self.split, self.truncate = split, truncate
+    def __init__(self, split: Split, *, truncate: int = 0, max_entries: int = 1 << 22,
+                 pad_to_multiple: int = 0) -> None:
+        self.split, self.truncate, self.multiple = split, truncate, pad_to_multiple
         self._matrices: tuple[np.ndarray, ...] | None = None
         n = len(split)
         if n == 0:
@@ -110,17 +117,20 @@ class Collator:
             widths = [min(w, truncate) for w in widths]
         if n * (widths[0] + 2 * widths[1]) > max_entries:
             return
-        whole = collate(split, np.arange(n), truncate=truncate)  # tensors viewing numpy arrays
+        # tensors viewing numpy arrays, as wide as the widest batch's padding
+        whole = collate(split, np.arange(n), truncate=truncate, pad_to_multiple=pad_to_multiple)
         self._matrices = tuple(t.numpy() for t in (whole.src, whole.src_lengths, whole.tgt_in,
                                                    whole.tgt_out, whole.tgt_lengths))
 
     def __call__(self, indices: np.ndarray) -> Batch:
         indices = np.asarray(indices, dtype=np.int64)
         if self._matrices is None or len(indices) == 0:
-            return collate(self.split, indices, truncate=self.truncate)
+            return collate(self.split, indices, truncate=self.truncate,
+                           pad_to_multiple=self.multiple)
         src, src_len, tgt_in, tgt_out, tgt_len = self._matrices
         s_len, t_len = src_len[indices], tgt_len[indices]
-        s_width, t_width = int(s_len.max()), int(t_len.max())
+        s_width = padded_width(int(s_len.max()), self.multiple)
+        t_width = padded_width(int(t_len.max()), self.multiple)
         return Batch(torch.from_numpy(src[indices, :s_width]), torch.from_numpy(s_len),
                      torch.from_numpy(tgt_in[indices, :t_width]),
                      torch.from_numpy(tgt_out[indices, :t_width]), torch.from_numpy(t_len),
@@ -138,6 +148,7 @@ def make_batches(
     epoch: int = 0,
     rank: int = 0,
     world_size: int = 1,
+    pad_to_multiple: int = 0,
 ) -> list[np.ndarray]:
     """Length-grouped batches of pair indices for one epoch.
 
@@ -147,7 +158,9 @@ def make_batches(
     ``shuffle=False`` sorts by length over the whole split (fast evaluation, fixed order).
     Deterministic for ``(seed, epoch)``. With ``world_size > 1`` every rank computes the same
     batch list and takes every ``world_size``-th batch; the remainder is dropped so all ranks
-    run the same number of steps, and the ranks' batches are disjoint.
+    run the same number of steps, and the ranks' batches are disjoint. ``pad_to_multiple``
+    (``by="tokens"``): the budget counts each batch's target width rounded up to a multiple of
+    it, and a batch holds pairs of one rounded width (:mod:`nmt.data.fixed_shapes`).
     """
     if by not in ("sentences", "tokens"):
         raise ValueError(f"by={by!r}: expected 'sentences' or 'tokens'")
@@ -171,6 +184,9 @@ def make_batches(
         part = part[np.lexsort((src_lengths[part], tgt_lengths[part]))]
         if by == "sentences":
             batches.extend(np.array_split(part, range(batch_size, len(part), batch_size)))
+        elif pad_to_multiple > 1:
+            batches.extend(fixed_shape_token_batches(part, tgt_lengths[part] + 1, batch_size,
+                                                     pad_to_multiple))
         else:
             batches.extend(token_batches(part, (tgt_lengths[part] + 1).tolist(), batch_size))
     if shuffle:

@@ -25,6 +25,7 @@ from rich.table import Table
 
 from nmt.errors import CheckpointError, NmtError, first_line
 from nmt.files import read_stored_text
+from nmt.runs.time_budget import cut_short
 
 
 @dataclass
@@ -42,9 +43,11 @@ class RunInfo:
     test_bleu: float | None = None  # multi-reference sacrebleu BLEU of the newest test scoring
     test_beam: int = 1
     updated: float | None = None  # newest modification time of the run's files (epoch seconds)
-    state: str = ""  # done, unfinished, partial (no checkpoint yet), starting (a training
-    # process holds it before writing anything), broken, not a run
+    state: str = ""  # done, cut short (done, but the time budget stopped it short of its steps
+    # or epochs), unfinished, partial (no checkpoint yet), starting (a training process holds
+    # it before writing anything), broken, not a run
     status: str = ""  # the checkpoint's stop reason, or "unfinished"
+    cut_short: str = ""  # what a cut-short run says of it (nmt.runs.time_budget.cut_short)
     note: str = ""  # what is missing or broken; empty for a healthy run
     parent: str = ""  # the run a continued model continues (parent.json)
     parent_bleu_start: float | None = None  # BLEU on the parent's valid split before training
@@ -199,6 +202,10 @@ def run_info(run_dir: Path) -> RunInfo:
                 info.state = "done" if finished else "unfinished"
                 info.status = str(progress.get("stop_reason") or "finished") if finished \
                     else "unfinished"
+                train = config.get("train") if isinstance(config, dict) else None
+                said = cut_short(progress, train) if isinstance(train, dict) else None
+                if said:
+                    info.state, info.cut_short = "cut short", said
             except NmtError as e:
                 info.state = "broken"
                 notes.append(str(e))
@@ -276,7 +283,8 @@ def runs_table(infos: list[RunInfo], title: str = "runs") -> Table:
     test BLEU (with ``bN`` for beam size N), last update and state; what is missing or broken
     is starred and listed under the table (so the table reads in 80 columns), and so is the run
     each continued model continues, with its BLEU on that run's valid split before training
-    (the parent's) and at its latest validation."""
+    (the parent's) and at its latest validation, and where the time budget cut a run short
+    (state "cut short")."""
     from rich import box
 
     # One space between columns (the box's), no padding: every character counts in 80 columns.
@@ -300,6 +308,9 @@ def runs_table(infos: list[RunInfo], title: str = "runs") -> Table:
         test = "—" if i.test_bleu is None else f"{i.test_bleu:.2f}" + (
             f" b{i.test_beam}" if i.test_beam > 1 else "")
         state = _escape(i.state or "—")
+        if i.cut_short:
+            state = f"[yellow]{state}[/yellow]"
+            notes.append(f"  {_escape(i.name)} {_escape(i.cut_short)}")
         if i.note:
             state = f"[yellow]{state}*[/yellow]"
             notes.append(f"* {_escape(i.name)}: {_escape(i.note)}")

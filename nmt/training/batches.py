@@ -50,7 +50,8 @@ def epoch_batches(prepared: Prepared, t: TrainConfig, dist: Dist,
     split = prepared.splits["train"]
     return make_batches(split.src_lengths(), split.tgt_lengths(), batch_size=t.batch_size,
                         by=t.batch_by, shuffle=True, seed=t.seed, epoch=epoch,
-                        rank=dist.rank, world_size=dist.world_size)
+                        rank=dist.rank, world_size=dist.world_size,
+                        pad_to_multiple=t.pad_to_multiple)
 
 
 def batch_groups(prepared: Prepared, t: TrainConfig, dist: Dist, epoch: int,

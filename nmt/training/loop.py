@@ -49,6 +49,7 @@ from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
 from nmt.runs.layout import TOKENIZER_DIR
 from nmt.runs.paths import checkpoint_path
 from nmt.runs.records import hardware_record, write_corpus_record, write_excluded
+from nmt.runs.time_budget import time_budget_reason
 from nmt.training.batches import batch_groups, prepare_data, valid_sets
 from nmt.training.cost import training_flops_per_target_token
 from nmt.training.distributed import (
@@ -103,6 +104,9 @@ class TrainResult:
     signal: int = 0  # the signal (SIGINT, SIGTERM) that stopped training early, else 0
     # training FLOPs per target token (nmt.training.cost) at the training split's mean lengths
     flops_per_token: float = 0.0
+    # the time budget stopped the run short of its max_steps or epochs: what to say beside its
+    # scores ("stopped at step 812 of 2,000 (train.max_minutes = 20): ..."), else None
+    cut_short: str | None = None
 
 
 class StopFlag:
@@ -188,7 +192,8 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         validate(run, state)
     elif start is not None and start.baseline and not resume:
         score_start(run, state)
-    collator = Collator(prepared.splits["train"], truncate=cfg.data.truncate)
+    collator = Collator(prepared.splits["train"], truncate=cfg.data.truncate,
+                        pad_to_multiple=t.pad_to_multiple)
     groups = batch_groups(prepared, t, dist, prog.epoch, prog.batch_in_epoch)
     invocation_loss, invocation_tokens = 0.0, 0  # this invocation, this rank
     first_step = prog.step + 1
@@ -230,13 +235,14 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     display.close()
 
     prog.stop_reason = reason
+    cut: str | None = None
     if interrupted:
         save(run, state, "last")
         last = checkpoint_path(run_dir)
         run.mlog.text(f"interrupted at step {prog.step}; saved {last.name}")
         log(f"interrupted: saved {last} at step {prog.step}; continue with --resume")
     else:
-        finish(run, state, log)
+        cut = finish(run, state)
     tokens = all_reduce_sum(invocation_tokens, dist, device)
     seconds = max(run.clock() - run.elapsed0, 1e-9)
     return TrainResult(
@@ -245,7 +251,7 @@ def _train(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         tokens_per_sec=tokens / seconds, device=str(device), tokens=int(tokens),
         first_step=first_step,
         main=dist.main, metrics=run.mlog.records, signal=stop.signum if interrupted else 0,
-        flops_per_token=split_flops_per_token(cfg, prepared),
+        flops_per_token=split_flops_per_token(cfg, prepared), cut_short=cut,
     )
 
 
@@ -382,7 +388,7 @@ def stop_reason(t: TrainConfig, prog: Progress, out_of_time: bool, interrupted: 
     if t.max_steps and prog.step >= t.max_steps:
         return f"reached max_steps={t.max_steps}"
     if out_of_time:
-        return f"time budget of {t.max_minutes} min"
+        return time_budget_reason(t.max_minutes)
     if t.patience and prog.evals_since_best >= t.patience:
         return f"early stopping: no better valid score in {t.patience} validations"
     if not t.max_steps and prog.epoch >= t.epochs:

@@ -4,9 +4,9 @@ the run's own valid split) and the saves it triggers, and the end of a run (:fun
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from collections.abc import Callable
 
 import torch
 
@@ -17,6 +17,7 @@ from nmt.data.tokenizers import Tokenizer
 from nmt.device import autocast
 from nmt.models.base import EncoderDecoder
 from nmt.runs.table import AT_START
+from nmt.runs.time_budget import cut_short
 from nmt.training.batches import RUN_SET, ValidSet
 from nmt.training.distributed import any_rank, from_main
 from nmt.training.state import Progress, Run, TrainingState, save
@@ -141,9 +142,11 @@ def scores_said(scores: dict[str, tuple[float | None, float | None]]) -> str:
                      for name, (set_loss, set_bleu) in scores.items())
 
 
-def finish(run: Run, state: TrainingState, log: Callable[[str], None]) -> None:
+def finish(run: Run, state: TrainingState) -> str | None:
     """The end of a run not stopped by a signal: the final weights are always validated, then
-    saved as ``last.pt`` (and ``best.pt`` when better, or when nothing could score them)."""
+    saved as ``last.pt`` (and ``best.pt`` when better, or when nothing could score them).
+    Returns what to say beside the run's scores when the time budget cut it short
+    (:func:`nmt.runs.time_budget.cut_short`), also written to ``train.log``."""
     prog, t = state.progress, run.cfg.train
     prog.finished = True
     # Every rank takes the same branches here: each holds the same progress.
@@ -155,10 +158,10 @@ def finish(run: Run, state: TrainingState, log: Callable[[str], None]) -> None:
     elif not validated:
         save(run, state, "last")  # records the run as finished
     run.mlog.text(f"done: {prog.stop_reason}")
-    if t.max_steps and prog.step < t.max_steps and prog.stop_reason.startswith("time"):
-        log(f"warning: the time budget ended training at step {prog.step} of "
-            f"max_steps={t.max_steps}: this machine is slower than train.max_minutes="
-            f"{t.max_minutes} allows, so the model is less trained than the config intends")
+    said = cut_short(prog.as_dict(), dataclasses.asdict(t))
+    if said:
+        run.mlog.text(f"note: {said}")
+    return said
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
