@@ -167,13 +167,9 @@ def translate_lines(
     ``input``, a closed or terminal stdin or an ``output`` that is the input fails at once,
     before a model is loaded."""
     from nmt.errors import write_errors
-    from nmt.files import atomic_text_output, read_lines
+    from nmt.files import atomic_text_output
     from nmt.translation.structure import SpanCounts, UnplacedSpan
-    from nmt.translation.translator import (
-        StreamTranslator,
-        check_output_is_not_input,
-        open_input,
-    )
+    from nmt.translation.translator import StreamTranslator, check_output_is_not_input
 
     if sentences is not None:
         sentences = arguments.sentences(sentences)
@@ -187,29 +183,14 @@ def translate_lines(
     output_ = Path(output) if output is not None else None
     from_file = input_ is not None and str(input_) != "-"
     if sentences is None and not from_file and sys.stdin is None:
-        raise DataError("stdin: closed; give sentences, --input FILE, or pipe text in")
+        raise DataError(f"stdin: closed; give sentences, {option('input')} FILE, or pipe text "
+                        "in")
     if output_ is not None and sentences is None:
         check_output_is_not_input(output_, input_ if from_file else None,
                                   None if from_file else sys.stdin.buffer)
 
-    def warn_long(name: str) -> Callable[[int, int], None]:
-        return lambda number, limit: warn(f"warning: {name}: line {number}: longer than "
-                                          f"{limit:,} bytes; only the first are read")
-
     with contextlib.ExitStack() as stack:
-        lines: Iterable[str]
-        if sentences is not None:
-            lines, name = sentences, "argument"
-        elif input_ is not None and from_file:
-            name = f"{option('input')} {input_}"
-            lines = read_lines(stack.enter_context(open_input(input_, option("input"))), name,
-                               on_long=warn_long(name))
-        else:
-            if sys.stdin.isatty() and input_ is None:
-                raise DataError("nothing to translate: give sentences, --input FILE, or pipe "
-                                "text in")
-            name = "stdin"
-            lines = read_lines(sys.stdin.buffer, name, on_long=warn_long(name))
+        lines, name = _source_lines(stack, sentences, input_, from_file, warn)
         if not isinstance(translator, StreamTranslator):  # the inputs are good: load the model
             translator = translator()
         collected: list[str] = []
@@ -244,6 +225,31 @@ def translate_lines(
             warn(f"warning: {name}: {summary}")
         return collected if out is None else None
     return None
+
+
+def _source_lines(stack: contextlib.ExitStack, sentences: Iterable[str] | None,
+                  input_: Path | None, from_file: bool,
+                  warn: Callable[[str], None]) -> tuple[Iterable[str], str]:
+    """What :func:`translate_lines` translates, and how messages name it: the ``sentences``
+    given, else the lines of the file ``input_`` (opened on ``stack``; ``-`` is stdin), else
+    stdin's, which must not be a terminal unless ``-`` asked for it."""
+    from nmt.files import read_lines
+    from nmt.translation.translator import open_input
+
+    def warn_long(name: str) -> Callable[[int, int], None]:
+        return lambda number, limit: warn(f"warning: {name}: line {number}: longer than "
+                                          f"{limit:,} bytes; only the first are read")
+
+    if sentences is not None:
+        return sentences, "argument"
+    if input_ is not None and from_file:
+        name = f"{option('input')} {input_}"
+        return read_lines(stack.enter_context(open_input(input_, option("input"))), name,
+                          on_long=warn_long(name)), name
+    if sys.stdin.isatty() and input_ is None:
+        raise DataError(f"nothing to translate: give sentences, {option('input')} FILE, or "
+                        "pipe text in")
+    return read_lines(sys.stdin.buffer, "stdin", on_long=warn_long("stdin")), "stdin"
 
 
 def translate_file(
