@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from nmt.arguments import option
 from nmt.data.normalize import is_natural_text, normalize
 from nmt.data.spans import SpanRules
 from nmt.data.spans import parse as parse_spans
@@ -273,12 +274,13 @@ def file_references(
     Every ``--ref`` must have as many lines as ``--src``; empty reference lines are skipped
     when the sentence has another reference.
     """
-    sources = read_text_lines(src, "--src")
-    streams = [read_text_lines(r, "--ref") for r in refs]
+    sources = read_text_lines(src, f"{option('src')}")
+    streams = [read_text_lines(r, f"{option('refs')}") for r in refs]
     for path, stream in zip(refs, streams, strict=True):
         if len(stream) != len(sources):
             raise DataError(
-                f"--ref {path}: {len(stream)} lines, but --src {src} has {len(sources)}; "
+                f"{option('refs')} {path}: {len(stream)} lines, but {option('src')} {src} has "
+                f"{len(sources)}; "
                 "expected one reference per source line"
             )
     per_sentence = []
@@ -381,17 +383,19 @@ def evaluate_run(
     such input (case augmentation is meant to make it as good as with the text as written)."""
     if src is not None:
         if not refs:
-            raise DataError("--src: expected at least one --ref file with the references")
+            raise DataError(f"{option('src')}: expected at least one {option('refs')} file with "
+                            "the references")
         data_cfg = run.config.data
         sources, references = file_references(
             src, refs, data_cfg.lowercase, data_cfg.normalization, data_cfg.target,
             apostrophes=data_cfg.target_apostrophes == "straight")
         # "file-" keeps the scores of a user's file (even one named "test") apart from those of
         # the run's splits (hyp.test.txt, scores.test*.json), which `nmt runs` reports
-        name, data = f"{FILE_PREFIX}{Path(src).name}", f"--src {src}"
+        name, data = f"{FILE_PREFIX}{Path(src).name}", f"{option('src')} {src}"
     else:
         if refs:
-            raise DataError("--ref: expected --src with it (the source sentences to translate)")
+            raise DataError(f"{option('refs')}: expected {option('src')} with it (the source "
+                            "sentences to translate)")
         from nmt.data.download import default_data_dir
         from nmt.data.prepare import prepare_trained
         from nmt.runs.loading import run_tokenizer
@@ -402,7 +406,8 @@ def evaluate_run(
                                    run_tokenizer(run.run_dir),
                                    read_excluded(run.run_dir), log=log)
         if split not in prepared.splits:
-            raise DataError(f"--split {split}: expected one of {', '.join(prepared.splits)}")
+            raise DataError(f"{option('split')} {split}: expected one of "
+                            f"{', '.join(prepared.splits)}")
         check_same_data(run.run_dir, prepared.identity, split)
         sources, references = prepared.splits[split].grouped()
         name, data = split, f"split {split}"
@@ -438,8 +443,9 @@ def check_sentences(source: str, target: str, natural: bool) -> tuple[tuple[str,
         return examples
     if (source, target) == ("fr", "en"):
         return tuple((ref, src) for src, ref in examples)
-    raise DataError(f"--examples: the check sentences are English and French, and this run "
-                    f"translates {source} to {target}; score it with nmt bleu on its test split")
+    raise DataError(f"{option('examples')}: the check sentences are English and French, and "
+                    f"this run translates {source} to {target}; score it with nmt bleu on its "
+                    "test split")
 
 
 def run_examples(translator: StreamTranslator, source: str = "en",

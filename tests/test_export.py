@@ -565,9 +565,10 @@ def test_cuda_that_ctranslate2_cannot_use_falls_back_or_is_one_line(
     assert chosen.translator.device == "cpu" and chosen.translate(["a b c"]) == want
     note = capsys.readouterr().err
     assert note.startswith("note: CTranslate2 cannot run on CUDA here (Library libcublas.so.12")
-    with pytest.raises(ConfigError, match=r"^--device cuda: CTranslate2 cannot run on CUDA here "
+    # from Python, the message names the parameter (device), as the caller spelled it
+    with pytest.raises(ConfigError, match=r"^device cuda: CTranslate2 cannot run on CUDA here "
                        r"\(Library libcublas.so.12 .*\): install the CUDA libraries its wheel "
-                       "was built for, or use --device cpu$"):
+                       "was built for, or use device cpu$"):
         CT2Translator.from_export(export, device="cuda")
     assert ct2._cuda_unusable(real(str(export), device="cpu")) == ""
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from nmt.arguments import option
 from nmt.errors import NmtError
 
 
@@ -65,9 +66,9 @@ def export_target(name: str) -> ModuleType:
     """The module of the target ``name`` (a one-line error naming ``--to`` for an unknown one,
     or when the target needs CTranslate2 and it is not installed)."""
     if name not in TARGETS:
-        raise NmtError(f"--to {name}: expected one of {', '.join(TARGETS)}")
+        raise NmtError(f"{option('to')} {name}: expected one of {', '.join(TARGETS)}")
     if TARGETS[name].needs_ctranslate2:
-        require_ctranslate2(f"--to {name}")
+        require_ctranslate2(f"{option('to')} {name}")
     return importlib.import_module(TARGETS[name].module)
 
 
@@ -75,7 +76,7 @@ def output_path(output: Path | None, default: str) -> tuple[Path, str]:
     """Where an export goes (``output``, else ``exports/DEFAULT``) and how messages name it:
     what the user named (``--output OUTPUT``), else the default path."""
     if output is not None:
-        return Path(output), f"--output {output}"
+        return Path(output), f"{option('output')} {output}"
     path = Path("exports") / default
     return path, str(path)
 

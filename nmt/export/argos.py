@@ -28,6 +28,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nmt.arguments import option
 from nmt.errors import ConfigError, NmtError
 from nmt.export.model_card import card_markdown, md, model_card
 from nmt.files import Temporary
@@ -46,8 +47,8 @@ def check_packageable(run: LoadedRun) -> None:
     if tok.kind != "sentencepiece" or not tok.joint:
         what = "a word-level vocabulary" if tok.kind != "sentencepiece" else (
             "separate source and target SentencePiece models")
-        raise ConfigError(f"--to argos: Argos Translate tokenizes both languages with one "
-                          f"SentencePiece model, but {run.run_dir} has {what}; train with "
+        raise ConfigError(f"{option('to')} argos: Argos Translate tokenizes both languages with "
+                          f"one SentencePiece model, but {run.run_dir} has {what}; train with "
                           "data.tokenizer = \"sentencepiece\" and data.joint_vocab = true")
 
 
@@ -130,8 +131,8 @@ def package_run(run: LoadedRun, output: Path, quantization: str | None = None,
     from nmt.files import atomic_write_bytes, replaceable_output
 
     output = Path(output)
-    where = where or f"--output {output}"
-    check_exportable(run.config, f"--run {run.run_dir}")
+    where = where or f"{option('output')} {output}"
+    check_exportable(run.config, f"{option('run')} {run.run_dir}")
     check_packageable(run)
     if output.suffix != EXTENSION:
         raise NmtError(f"{where}: expected a file name ending in {EXTENSION}")

@@ -48,6 +48,7 @@ from ctranslate2.converters import Converter
 from ctranslate2.specs import common_spec, model_spec, transformer_spec
 
 import nmt.data.normalize as normalize_module
+from nmt.arguments import option
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
 from nmt.export import output_path
@@ -92,7 +93,7 @@ def check(config: Config | None, quantization: str | None, where: str) -> None:
     """Refuse, before the weights are loaded, a ``quantization`` CTranslate2 does not know and a
     run (``config``, when known) it cannot run; ``where`` names the run."""
     if quantization is not None and quantization not in QUANTIZATIONS:
-        raise NmtError(f"--quantization {quantization}: expected one of "
+        raise NmtError(f"{option('quantization')} {quantization}: expected one of "
                        f"{', '.join(QUANTIZATIONS)}")
     if config is not None:
         check_exportable(config, where)
@@ -293,12 +294,12 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
     export also holds the run's checkpoint and what ``nmt train --from`` needs
     (:mod:`nmt.runs.portable`).
     """
-    check_exportable(run.config, f"--run {run.run_dir}")
+    check_exportable(run.config, f"{option('run')} {run.run_dir}")
     if quantization is not None and quantization not in QUANTIZATIONS:
-        raise ConfigError(f"--quantization {quantization}: expected one of "
+        raise ConfigError(f"{option('quantization')} {quantization}: expected one of "
                           f"{', '.join(QUANTIZATIONS)}")
     output = Path(output)
-    where = where or f"--output {output}"
+    where = where or f"{option('output')} {output}"
     target = replaceable_output(output, where, overwrite, why_not_an_export,
                                 "an earlier export (or an empty directory)")
     card = model_card(run, quantization or "float32")  # its records checked before writing
@@ -306,10 +307,10 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
 
     model = run.model
     if not isinstance(model, Transformer):
-        raise CheckpointError(f"--run {run.run_dir}: not a Transformer model")
+        raise CheckpointError(f"{option('run')} {run.run_dir}: not a Transformer model")
     was_training = model.training
     model.eval()
-    guard = span_guard(run.config.data, where=f"--run {run.run_dir}: data.glossary")
+    guard = span_guard(run.config.data, where=f"{option('run')} {run.run_dir}: data.glossary")
     meta: dict[str, Any] = {
         "format": FORMAT, "engine": "ctranslate2",
         "ctranslate2_version": ctranslate2.__version__,

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from nmt.arguments import option
 from nmt.data.tokenizers import SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, DataError, NmtError
 from nmt.files import Temporary, read_stored_text
@@ -128,7 +129,7 @@ def run_export(run_dir: Path | None, checkpoint: str = "best") -> RunExport:
 
     run_dir = latest_run() if run_dir is None else Path(run_dir)
     if not run_dir.is_dir():
-        raise CheckpointError(f"--run {run_dir}: run directory not found")
+        raise CheckpointError(f"{option('run')} {run_dir}: run directory not found")
     path = resolve_checkpoint(run_dir, checkpoint)
     target = check_run_path(run_dir, run_dir / RUN_EXPORTS / path.stem)
     meta_path = target / META_FILE
@@ -178,7 +179,7 @@ def read_export(directory: Path, where: str | None = None) -> dict[str, Any]:
     """``nmt-export.json`` of an exported directory (a one-line error if it is not one, starting
     with ``where``: how the user named it, by default ``--model DIRECTORY``)."""
     directory = Path(directory)
-    where = where or f"--model {directory}"
+    where = where or f"{option('model')} {directory}"
     path = directory / META_FILE
     if not directory.is_dir():
         raise CheckpointError(f"{where}: directory not found")

@@ -25,6 +25,7 @@ from typing import Any
 
 import ctranslate2
 
+from nmt.arguments import option
 from nmt.config import DataConfig, DecodeConfig, from_dict
 from nmt.data.spans import SpanRules
 from nmt.data.spans import parse as parse_spans
@@ -88,11 +89,11 @@ def _ct2_device(device: str) -> tuple[str, int]:
     if device == "cuda" or device.startswith("cuda:"):
         index = device.partition(":")[2]
         if index and not index.isdigit():
-            raise ConfigError(f"--device {device}: expected cuda or cuda:N")
+            raise ConfigError(f"{option('device')} {device}: expected cuda or cuda:N")
         if ctranslate2.get_cuda_device_count() == 0:
-            raise ConfigError(f"--device {device}: CTranslate2 sees no CUDA device")
+            raise ConfigError(f"{option('device')} {device}: CTranslate2 sees no CUDA device")
         return "cuda", int(index or 0)
-    raise ConfigError(f"--device {device}: CTranslate2 runs on auto, cpu, cuda or cuda:N")
+    raise ConfigError(f"{option('device')} {device}: CTranslate2 runs on auto, cpu, cuda or cuda:N")
 
 
 def _load(directory: Path, device: str, index: int, compute_type: str, threads: int,
@@ -107,7 +108,8 @@ def _load(directory: Path, device: str, index: int, compute_type: str, threads: 
                                       compute_type=compute_type, intra_threads=threads)
     except (RuntimeError, ValueError) as e:
         if compute_type != "default" and "compute type" in str(e):
-            raise ConfigError(f"--compute-type {compute_type}: {first_line(e, 200)}") from None
+            raise ConfigError(f"{option('compute_type')} {compute_type}: "
+                              f"{first_line(e, 200)}") from None
         raise CheckpointError(f"{where}: CTranslate2 cannot load it "
                               f"({first_line(e, 200)})") from None
 
@@ -160,7 +162,7 @@ class CT2Translator(StreamTranslator):
         converts at load, ``threads`` is CTranslate2's ``intra_threads`` (0: its default).
         ``where`` names the export in errors (default ``--model DIRECTORY``); ``spans`` is the
         mode of :mod:`nmt.translation.structure`, with the rules the export records."""
-        where = where or f"--model {directory}"
+        where = where or f"{option('model')} {directory}"
         directory = export_directory(Path(directory), where)
         meta = read_export(directory, where)
         cfg = from_dict({"decode": meta["decode"]}, where=str(directory / META_FILE)).decode
@@ -170,9 +172,9 @@ class CT2Translator(StreamTranslator):
         if dev == "cuda":
             unusable = _cuda_unusable(translator)
             if unusable and device != "auto":
-                raise ConfigError(f"--device {device}: CTranslate2 cannot run on CUDA here "
-                                  f"({unusable}): install the CUDA libraries its wheel was "
-                                  "built for, or use --device cpu")
+                raise ConfigError(f"{option('device')} {device}: CTranslate2 cannot run on CUDA "
+                                  f"here ({unusable}): install the CUDA libraries its wheel was "
+                                  f"built for, or use {option('device')} cpu")
             if unusable:
                 print(f"note: CTranslate2 cannot run on CUDA here ({unusable}); "
                       "translating on the CPU", file=sys.stderr)
@@ -189,8 +191,9 @@ class CT2Translator(StreamTranslator):
         digest = recorded.get("digest") if isinstance(recorded, dict) else None  # older: none
         if digest is not None and digest != tokenizer.digest():
             raise CheckpointError(
-                f"--model {directory}: its tokenizer files are not the ones it was exported "
-                f"with (vocabulary digest {tokenizer.digest()[:12]}, expected {digest[:12]})")
+                f"{option('model')} {directory}: its tokenizer files are not the ones it was "
+                f"exported with (vocabulary digest {tokenizer.digest()[:12]}, expected "
+                f"{digest[:12]})")
         check_model_vocabulary(directory, tokenizer, where)
         made = cls(translator, tokenizer, cfg, bool(data["lowercase"]),
                    str(data["normalization"]), int(data["truncate"]),

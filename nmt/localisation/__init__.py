@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from nmt.arguments import option
 from nmt.errors import DataError, os_reason
 from nmt.files import atomic_write_bytes, path_problem
 from nmt.localisation.filled import Filled, NamedCheck
@@ -34,7 +35,7 @@ def format_of(path: Path | None, given: str | None) -> str:
     .pot, .xlf and .xliff), else text."""
     if given is not None:
         if given not in FORMATS:
-            raise DataError(f"--format {given}: expected one of {', '.join(FORMATS)}")
+            raise DataError(f"{option('format')} {given}: expected one of {', '.join(FORMATS)}")
         return given
     return EXTENSIONS.get(path.suffix.lower(), "text") if path is not None else "text"
 

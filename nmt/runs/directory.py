@@ -20,6 +20,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from nmt.arguments import option
 from nmt.config import Config, from_dict, load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
 from nmt.files import (
@@ -102,7 +103,7 @@ def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
     ckpt = checkpoint_path(run_dir)
     if resume:
         if not ckpt.is_file():
-            raise CheckpointError(f"--resume: {ckpt} not found; nothing to resume")
+            raise CheckpointError(f"{option('resume')}: {ckpt} not found; nothing to resume")
         for name in (CHECKPOINTS_DIR, TOKENIZER_DIR):
             check_run_path(run_dir, run_dir / name)
         return
@@ -143,7 +144,8 @@ def empty_run_dir(run_dir: Path) -> None:
             else:
                 entry.unlink()
         except OSError as e:
-            raise NmtError(f"--overwrite: cannot remove {entry} ({os_reason(e)})") from None
+            raise NmtError(f"{option('overwrite')}: cannot remove {entry} "
+                           f"({os_reason(e)})") from None
 
 
 @contextmanager
@@ -312,8 +314,8 @@ def valid_loss_at(run_dir: Path, step: int) -> float:
 def check_run_name(name: str) -> str:
     """A run name is one directory name under the runs directory."""
     if not name or name in (".", "..") or "/" in name or "\\" in name or not name.isprintable():
-        raise NmtError(f"--run-name {name!r}: expected a directory name (no '/', not '.' or "
-                       "'..'), e.g. --run-name demo-2")
+        raise NmtError(f"{option('run_name')} {name!r}: expected a directory name (no '/', not "
+                       "'.' or '..'), e.g. demo-2")
     return name
 
 

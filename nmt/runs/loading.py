@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from nmt.arguments import option
 from nmt.config import Config, from_dict
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.runs.checkpoint import check_dense, check_tokenizer, load_checkpoint
@@ -61,7 +62,7 @@ def load_run(
 
     run_dir = latest_run() if run_dir is None else Path(run_dir)
     if not run_dir.is_dir():
-        raise CheckpointError(f"--run {run_dir}: run directory not found")
+        raise CheckpointError(f"{option('run')} {run_dir}: run directory not found")
     path = resolve_checkpoint(run_dir, checkpoint)
     dev = device if isinstance(device, torch.device) else resolve_device(device)
     payload = load_checkpoint(path, folder=run_dir if checkpoint in ("best", "last") else None)

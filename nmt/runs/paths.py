@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from nmt.arguments import option
 from nmt.errors import CheckpointError
 from nmt.runs.layout import CHECKPOINTS_DIR
 
@@ -45,6 +46,6 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str) -> Path:
     path = Path(checkpoint)
     if not path.is_file():
         raise CheckpointError(
-            f"--checkpoint {checkpoint}: expected best, last or a checkpoint file"
+            f"{option('checkpoint')} {checkpoint}: expected best, last or a checkpoint file"
         )
     return path

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nmt.arguments import option
 from nmt.errors import CheckpointError, DataError, NmtError, first_line
 from nmt.files import atomic_write_text, read_json
 from nmt.runs.layout import (
@@ -77,9 +78,9 @@ def check_same_data(run_dir: Path, prepared: dict[str, Any], split: str) -> None
     for part in ("corpus", split if split in ("valid", "test") else "corpus"):
         was, now = record.get(part, record["corpus"]), prepared.get(part, prepared["corpus"])
         if any(was.get(k) != now.get(k) for k in ("sha256", "source", "target")):
-            raise DataError(f"--split {split}: {run_dir} was trained on {_what(was)}, but the "
-                            f"data prepared now is {_what(now)}; score it on the data it was "
-                            "trained on (--data-dir), or on files with --src and --ref")
+            raise DataError(f"{option('split')} {split}: {run_dir} was trained on {_what(was)}, "
+                            f"but the data prepared now is {_what(now)}; score it on the data it "
+                            "was trained on (--data-dir), or on files with --src and --ref")
 
 
 SOURCE_COUNTS = ("read", "kept", "train_pairs", "train_pairs_weighted")

@@ -23,6 +23,7 @@ from typing import Any, TypeGuard
 
 from rich.table import Table
 
+from nmt.arguments import option
 from nmt.errors import CheckpointError, NmtError, first_line
 from nmt.files import read_stored_text
 from nmt.runs.time_budget import cut_short
@@ -255,7 +256,7 @@ def list_runs(runs_dir: Path) -> list[RunInfo]:
     recently updated first."""
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
-        raise CheckpointError(f"--runs-dir {runs_dir}: directory not found")
+        raise CheckpointError(f"{option('runs_dir')} {runs_dir}: directory not found")
     infos = [run_info(p) for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
     return sorted(infos, key=lambda i: (-(i.updated or 0.0), i.name))
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from nmt import arguments
+from nmt.arguments import option
 from nmt.config import DataConfig, DecodeConfig
 from nmt.data.normalize import is_natural_text, normalize, upper
 from nmt.data.tokenizers import EOS_ID
@@ -390,6 +391,7 @@ def check_output_is_not_input(output: Path, input_: Path | None, stdin: BinaryIO
         with suppress(OSError, ValueError, AttributeError):  # stdin may have no file behind it
             same = os.path.samestat(out, os.fstat(stdin.fileno())) and stat.S_ISREG(out.st_mode)
     if same:
-        source = f"--input {input_}" if input_ is not None else "stdin"
-        raise DataError(f"--output {output}: is the same file as {source}; writing the "
-                        "translation there would replace its input (choose another --output)")
+        source = f"{option('input')} {input_}" if input_ is not None else "stdin"
+        raise DataError(f"{option('output')} {output}: is the same file as {source}; writing the "
+                        f"translation there would replace its input (choose another "
+                        f"{option('output')})")
