@@ -25,6 +25,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = Path("/tmp/nmt-cache-identity")
@@ -91,12 +92,12 @@ def digests(cache_dir: Path) -> dict[str, str]:
     return out
 
 
-def build_all(work: Path) -> dict[str, dict[str, object]]:
+def build_all(work: Path) -> dict[str, dict[str, Any]]:
     """Each config's cache built afresh: its directory's name (the key) and its files' digests."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    found: dict[str, dict[str, object]] = {}
+    found: dict[str, dict[str, Any]] = {}
     for name, (config, sets) in configs(work).items():
         data_dir = work / "data" / name
         command = [sys.executable, "-m", "nmt", "data", "prepare", "--data-dir", str(data_dir)]
@@ -108,7 +109,7 @@ def build_all(work: Path) -> dict[str, dict[str, object]]:
             raise SystemExit(f"{name}: nmt data prepare failed:\n{done.stderr[-2000:]}")
         (cache_dir,) = (data_dir / "cache").iterdir()
         found[name] = {"key": cache_dir.name, "files": digests(cache_dir)}
-        print(f"{name}: {len(found[name]['files'])} files")  # type: ignore[arg-type]
+        print(f"{name}: {len(found[name]['files'])} files")
     return found
 
 
@@ -135,7 +136,7 @@ def main() -> None:
     if differ:
         raise SystemExit("caches differ:\n  " + "\n  ".join(differ))
     print(f"identical: {len(found)} configs, "
-          f"{sum(len(f['files']) for f in found.values())} files")  # type: ignore[arg-type]
+          f"{sum(len(f['files']) for f in found.values())} files")
 
 
 if __name__ == "__main__":
