@@ -378,7 +378,7 @@ SECTIONS: dict[str, type] = {
 }
 
 
-CASE_FORM_NAMES = ("textbook", "upper", "title")  # data.case_forms: nmt.data.prepare.CASE_FORMS
+CASE_FORM_NAMES = ("textbook", "upper", "title")  # data.case_forms: nmt.data.augment.CASE_FORMS
 # string settings also written as a TOML list of strings
 LIST_KEYS = {"data.columns", "data.case_forms", "data.filters", "data.spans", "data.terms",
              "train.keep_from"}

@@ -260,8 +260,8 @@ def test_same_language_on_both_sides_and_word_tokenizer_for_chinese() -> None:
 
 
 def test_max_words_counts_characters_without_spaces() -> None:
+    from nmt.data.cleaning import length_in_words
     from nmt.data.languages import language
-    from nmt.data.prepare import length_in_words
 
     assert length_in_words("我 喜欢猫。", language("zh")) == 5
     assert length_in_words("I like cats.", language("en")) == 3

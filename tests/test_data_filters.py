@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from nmt.config import DataConfig, load_config
 from nmt.data.cache import REJECTED_FILE
+from nmt.data.cleaning import suggested_max_words
 from nmt.data.filters import (
     FILTERS,
     NO_VALUE,
@@ -27,7 +28,7 @@ from nmt.data.filters import (
 )
 from nmt.data.languages import language
 from nmt.data.normalize import normalize
-from nmt.data.prepare import prepare, suggested_max_words
+from nmt.data.prepare import prepare
 from nmt.errors import ConfigError
 
 EN, FR, RU, ZH, EL, DE = (language(c) for c in ("en", "fr", "ru", "zh", "el", "de"))
@@ -360,8 +361,8 @@ def test_pairs_judged_in_worker_processes_are_those_judged_here(
     path's, on a corpus large enough to start the workers."""
     import nmt.data.parallel_pairs as parallel
     from nmt.data.cache import REJECTED_FILE, RejectedWriter
+    from nmt.data.cleaning import read_pairs
     from nmt.data.corpora import open_data
-    from nmt.data.prepare import read_pairs
     from nmt.data.spool import PairSpool
 
     pairs, _ = noisy_corpus(n_clean=1500)

@@ -26,7 +26,7 @@ from nmt.data.cache import NpyWriter, SplitWriter, TextFile, load_cache
 from nmt.data.hash_buckets import HashBuckets
 from nmt.data.prepare import prepare
 from nmt.data.split import first_seen, split_spool
-from nmt.data.spool import DUPLICATE, SPLIT_CODES, SPLIT_SHIFT, PairSpool, text_hash
+from nmt.data.spool import NONE, SPLIT_CODES, PairSpool, text_hash
 from nmt.data.tokenizers import WordTokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,9 +113,9 @@ def test_the_split_on_disk_is_the_split_in_memory(
                                  test_size)
         for name, positions in expected.items():
             assert every_index(spool, name) == [kept[k] for k in positions.tolist()]
-        fate = spool.fate()
-        assert all(fate[i] == DUPLICATE for i in set(range(len(pairs))) - set(kept))
-        assert all(fate[i] >> SPLIT_SHIFT in SPLIT_CODES.values() for i in kept)
+        duplicate, split = spool.duplicate, spool.split
+        assert all(duplicate[i] and split[i] == NONE for i in set(range(len(pairs))) - set(kept))
+        assert all(not duplicate[i] and split[i] in SPLIT_CODES.values() for i in kept)
         spool.close()
 
 
@@ -149,7 +149,7 @@ def test_hash_buckets_give_back_every_record_with_its_equals(
 def test_finding_duplicates_and_splitting_take_memory_of_a_bucket_not_of_the_corpus(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Python's allocations (numpy's included) at their peak while duplicates are marked and
-    the split drawn on 300,000 pairs: the fate byte a pair and five bytes a distinct source,
+    the split drawn on 300,000 pairs: a byte a pair and five bytes a distinct source,
     plus a bucket's worth, where sorting every hash in memory took tens of bytes a pair."""
     import tracemalloc
 

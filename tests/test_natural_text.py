@@ -15,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nmt.config import DataConfig, load_config
+from nmt.data.augment import case_picks, in_case_form, title_case
 from nmt.data.normalize import normalize, textbook_form
-from nmt.data.prepare import case_picks, in_case_form, prepare, title_case
+from nmt.data.prepare import prepare
 from nmt.errors import ConfigError
 from nmt.evaluate import corpus_scores
 from nmt.training.ema import ExponentialMovingAverage

@@ -3,8 +3,9 @@ cache, batch.
 
 Modules (imported directly; this package imports nothing so ``nmt data download`` stays light):
 ``corpora`` (the corpus forms: ``open_data``), ``languages``, ``download`` (``ensure_corpus``),
-``normalize``, ``filters`` and ``langid`` (cleaning), ``spool`` and ``hash_buckets`` (the pairs
-on disk while a cache is built), ``split``, ``tokenizers``, ``prepare`` (``prepare``,
-``Prepared``), ``cache`` (a prepared cache, written and read), ``batching`` and
-``token_budget``, ``stats``. docs/ARCHITECTURE.md has the whole map.
+``normalize``, ``filters``, ``langid`` and ``cleaning`` (reading and cleaning), ``augment``
+(case forms), ``spool`` and ``hash_buckets`` (the pairs on disk while a cache is built),
+``split``, ``tokenizers``, ``prepare`` (``prepare``, ``Prepared``, the build's stages),
+``cache`` (a prepared cache, written and read), ``batching`` and ``token_budget``, ``stats``.
+docs/ARCHITECTURE.md has the whole map.
 """

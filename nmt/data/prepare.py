@@ -17,26 +17,29 @@ unchanged one loads in well under a second. Layout (docs/DATA.md)::
                                   normalised target (the textbook's lower-cased, spaced text)
 
 With ``data.case_augment`` the train split ends with the augmented pairs: a share of its pairs
-again, the source in the textbook's form (:func:`nmt.data.normalize.textbook_form`).
+again, the source in another case (:mod:`nmt.data.augment`).
 
 A cache is built in a temporary directory and renamed into place, so it is complete or absent
-(:mod:`nmt.data.cache`: the arrays, the key, the writing and the checked reading). It is built
-a pair at a time (:func:`build_cache`): the cleaned pairs and their hashes wait in a spool on
-disk (:mod:`nmt.data.spool`), duplicates and the split's groups are found a bucket of hashes at a
-time (:mod:`nmt.data.hash_buckets`), and each split is encoded and written as it is read back,
-so memory grows by a byte a pair, not by the corpus' text.
+(:mod:`nmt.data.cache`: the arrays, the key, the writing and the checked reading).
+:func:`build_cache` builds it in named stages, each a function with a named result, read top to
+bottom: read and clean (:func:`read_and_clean` -> :class:`Read`), split (:func:`split_pairs` ->
+:class:`Split`), weight and augment (:func:`weight_and_augment` -> :class:`Mix`), tokenize
+(:func:`tokenize` -> the tokenizer), encode and write (:func:`encode_and_write` ->
+:class:`Written`, then :func:`write_meta`). It goes a pair at a time: the cleaned pairs and their
+hashes wait in a spool on disk (:mod:`nmt.data.spool`), duplicates and the split's groups are
+found a bucket of hashes at a time (:mod:`nmt.data.hash_buckets`), and each split is encoded and
+written as it is read back, so memory grows by two bytes a pair, not by the corpus' text.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import itertools
 import json
 import math
 import shutil
 import time
 import zipfile
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from nmt.config import CASE_FORM_NAMES, DataConfig
-from nmt.data import hash_buckets
+from nmt.config import DataConfig
+from nmt.data.augment import add_case_forms, case_picks
 from nmt.data.cache import (
     CACHE_VERSION,
     SPLITS,
@@ -59,17 +62,17 @@ from nmt.data.cache import (
     load_cache,
     meta_digest,
 )
-from nmt.data.corpora import Corpus, Data, open_data
-from nmt.data.filters import first_failed, judged_spans
-from nmt.data.filters import parse as parse_filters
+from nmt.data.cleaning import Cleaned, read_pairs, read_sources
+from nmt.data.corpora import Data, open_data
 from nmt.data.hash_buckets import HashBuckets
-from nmt.data.langid import LanguageCheck
-from nmt.data.languages import Language, language
-from nmt.data.normalize import normalize, textbook_form, upper
-from nmt.data.parallel_pairs import judged_pairs
-from nmt.data.spans import SpanRules
-from nmt.data.split import HeldOutSources, hold_out_of_training, split_spool
-from nmt.data.spool import SPLIT, SPLIT_CODES, SPLIT_SHIFT, PairSpool, in_split
+from nmt.data.languages import language
+from nmt.data.split import (
+    HeldOutSources,
+    hold_back_translated_out,
+    hold_out_of_training,
+    split_spool,
+)
+from nmt.data.spool import PairSpool
 from nmt.data.tokenizers import (
     BT_TAG,
     LineFiles,
@@ -150,231 +153,289 @@ def load_prepared(cache_dir: Path, data: Data, log: Callable[[str], None]) -> Pr
     return prepared
 
 
-# --- reading and cleaning --------------------------------------------------------------------
+# --- building the cache, stage by stage ------------------------------------------------------
 
 
-def reference_text(raw: str, normalized: str, cfg: DataConfig) -> str:
-    """What a translation is scored against: natural text is scored against the target as the
-    corpus writes it (sacrebleu's own tokenizer does the rest, as published scores are
-    computed); the textbook's lower-cased, spaced text against the target normalised the same
-    way, so a model trained on it is not scored on case."""
-    return raw.strip() if cfg.natural_text else normalized
-
-
-def length_in_words(text: str, lang: Language) -> int:
-    """Words for ``max_words``: separated by spaces, or, in a script written without them
-    (Chinese, Japanese, Thai), characters other than spaces."""
-    return len(text.split()) if lang.spaced else len(text) - text.count(" ")
+def build_cache(
+    cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
+    tokenizer: Tokenizer | None = None, excluded: HeldOutSources | None = None,
+    replace: bool = True,
+) -> Prepared:
+    """Read, clean, split, weight, tokenize and write the cache of ``data``, a stage at a time
+    (the functions below, in this order), a pair at a time: the cleaned pairs and their hashes
+    wait on disk (:class:`nmt.data.spool.PairSpool`), each pair's duplicate flag and split are
+    a byte each in memory, and each split is written as it is read back (:class:`SplitWriter`),
+    so memory grows by two bytes a pair (and five a distinct source while the split is drawn),
+    not by the pairs' text or hashes."""
+    t0 = time.perf_counter()
+    with building(cache_dir, replace) as tmp:
+        spool = PairSpool(tmp / WORK / "pairs.txt")
+        read = read_and_clean(cfg, data, spool, tmp, log)
+        split = split_pairs(cfg, data, spool, read, excluded, log)
+        mix = weight_and_augment(cfg, data, spool, read, log)
+        tok = tokenize(cfg, tokenizer, spool, read, tmp / WORK, log)
+        written = encode_and_write(cfg, spool, read, split, mix, tok, tmp, cache_dir, log)
+        for spooled in (spool, *split.given.values()):
+            spooled.close()
+        meta = write_meta(cfg, data, read, split, mix, written, excluded, tmp,
+                          time.perf_counter() - t0)
+    log(f"prepared in {meta['seconds']:.1f} s: {cache_dir}")
+    prepared = load_cache(cache_dir)
+    prepared.identity = record(data, meta)
+    return prepared
 
 
 @dataclass
-class Cleaned:
-    """What reading one corpus kept and dropped: the counts of what was read and dropped, what
-    each filter removed, and the pairs by the words of their longer side. Its pairs, duplicates
-    marked, are those of the spool from ``first`` to ``end`` (:class:`nmt.data.spool.PairSpool`);
-    the pairs the filters removed went to rejected.tsv."""
+class Read:
+    """What reading and cleaning left in the spool: the counts of all sources as one
+    (``cleaned``), each source's own (``parts``: its pairs are the spool's from its ``first`` to
+    its ``end``) and the spool's ranges of the back-translated sources (``synthetic``)."""
 
-    counts: dict[str, int]
-    filtered: dict[str, int]
-    longest: dict[int, int]  # pairs by the words of their longer side (LONGEST_COUNTED: more)
-    first: int = 0
-    end: int = 0
+    cleaned: Cleaned
+    parts: list[Cleaned]
+    synthetic: list[tuple[int, int]]
 
-
-LONGEST_COUNTED = 1000  # longer sides are counted as this many words
-
-
-def suggested_max_words(longest: dict[int, int], keep: float = 0.99) -> int:
-    """The smallest ``data.max_words`` that keeps ``keep`` of the pairs counted in ``longest``
-    (pairs by the words of their longer side)."""
-    total, running = sum(longest.values()), 0
-    for words, n in sorted(longest.items()):
-        running += n
-        if running >= keep * total:
-            return words
-    return max(longest, default=0)
+    @property
+    def ranges(self) -> list[tuple[int, int]]:
+        """Each source's range of the spool, ``[first, end)``."""
+        return [(c.first, c.end) for c in self.parts]
 
 
-LANGID_SIDES = ("langid_source", "langid_target")  # how the language check's removals count
+def read_and_clean(cfg: DataConfig, data: Data, spool: PairSpool, tmp: Path,
+                   log: Callable[[str], None]) -> Read:
+    """Stage 1: ``data.corpus``, or each of ``data.sources`` in turn, read, normalised and
+    cleaned into ``spool`` (:func:`nmt.data.cleaning.read_sources`), the pairs the filters
+    removed written to ``tmp``'s rejected.tsv, and duplicates marked as each source is read (a
+    source's counts, and the refusal of one left with no pair, count them)."""
+    rejected = RejectedWriter(tmp)
+    cleaned, parts = read_sources(cfg, data, spool, rejected, log)
+    rejected.close()
+    synthetic = [(c.first, c.end) for p, c in zip(data.parts, parts, strict=True)
+                 if p.source.back_translated] if data.parts else []
+    return Read(cleaned, parts, synthetic)
 
 
-def side_names(corpus: Corpus, cfg: DataConfig) -> tuple[str, str]:
-    """How messages name the text of each side: its file, or the file and the language."""
-    files = corpus.identity.files or [corpus.identity.corpus]
-    if len(files) == 2:
-        return files[0], files[1]
-    return f"{files[0]} ({cfg.source} side)", f"{files[0]} ({cfg.target} side)"
+@dataclass
+class Split:
+    """The split drawn into ``spool.split``: the spools of the given held-out files
+    (``data.valid``, ``data.test``), by split, and how many training pairs the excluded
+    sources left out."""
+
+    given: dict[str, PairSpool]
+    left_out: int
 
 
-# why a pair is dropped before the duplicates: "empty", "too_long", a filter, a LANGID_SIDES
-Verdict = tuple[str, str, str, int, str | None, tuple[str | None, str | None]]
+def split_pairs(cfg: DataConfig, data: Data, spool: PairSpool, read: Read,
+                excluded: HeldOutSources | None, log: Callable[[str], None]) -> Split:
+    """Stage 2: the split of the pairs of ``spool`` that are not duplicates: the grouped split
+    (or the given ``data.valid`` / ``data.test`` files, read into spools of their own), the
+    back-translated pairs moved to train, then the training pairs whose source ``excluded``
+    holds (a continued model's parent's held-out sources) left out of every split. A held-out
+    file's sources also in the training data are warned of."""
+    given: dict[str, PairSpool] = {}
+    for name, corpus in (("valid", data.valid), ("test", data.test)):
+        if corpus is not None:
+            given[name] = PairSpool(spool.path.with_name(f"{name}.txt"))
+            read_pairs(corpus, cfg, given[name], held_out=True, log=log)
+    split_spool(spool, 0.0 if "valid" in given else cfg.valid_frac,
+                0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
+                cfg.valid_size, cfg.test_size)
+    if read.synthetic:
+        n_synthetic = hold_back_translated_out(spool, read.synthetic)
+        if n_synthetic:
+            log(f"back-translated: {n_synthetic:,} pairs, their synthetic sources "
+                f"tagged {BT_TAG}, all in the train split")
+    left_out = 0
+    if excluded is not None:
+        left_out = hold_out_of_training(spool, excluded)
+        log(f"{left_out:,} training pairs whose source is in {excluded.what} dropped from "
+            f"training ({len(excluded):,} such sources)")
+    real = functools.partial(real_training, spool, read.synthetic)
+    for name, held in given.items():
+        distinct, overlap = sources_in_common(held, spool, real)
+        if overlap:
+            log(f"warning: {overlap:,} of the {distinct:,} source sentences of "
+                f"data.{name} ({getattr(cfg, name)}) are also in the training data "
+                "(data.corpus)")
+    return Split(given, left_out)
 
 
-@dataclass(frozen=True)
-class PairRules:
-    """What decides one raw pair's fate, alone (so that pairs are judged in any process, in
-    any order): its normalised sides and reference, the words of its longer side, why it is
-    dropped (None: kept, unless it is a duplicate) and the languages found on its sides."""
+@dataclass
+class Mix:
+    """How the training split is written: each source's training pairs ``before`` and ``after``
+    its weight, how they enter the mix (``shares``, :func:`weighted_shares`), each source's
+    record for meta.json, and the augmentations' plan: which of the weighted real training
+    pairs are written again in another case (``case_picks``) and in which forms."""
 
-    cfg: DataConfig
-    held_out: bool
-    chosen: dict[str, float]  # the filters and their parameters
-    check: LanguageCheck | None
-    spans: SpanRules = SpanRules()  # what the filters judge the text around
+    ranges: list[tuple[int, int]]
+    shares: list[tuple[int, np.ndarray]]
+    before: list[int]
+    after: list[int]
+    sources: list[dict[str, Any]]
+    case_picks: np.ndarray
+    case_forms: list[str]
 
-    def verdicts(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
-        """The verdict of each raw pair: normalised and filtered one by one, then the sides of
-        those still kept language-checked all at once."""
-        alone = [self.verdict(s, t) for s, t in pairs]
-        if self.check is None:
-            return alone
-        todo = [i for i, v in enumerate(alone) if v[4] is None]
-        judged = self.check.judge_many([(alone[i][0], alone[i][1]) for i in todo])
-        for i, (found, side) in zip(todo, judged, strict=True):
-            s, t, ref, words, _, _ = alone[i]
-            alone[i] = (s, t, ref, words, None if side is None else LANGID_SIDES[side], found)
-        return alone
-
-    def verdict(self, raw_src: str, raw_tgt: str) -> Verdict:
-        """One raw pair's verdict before the language check (:meth:`verdicts` adds it)."""
-        cfg = self.cfg
-        s = normalize(raw_src, cfg.lowercase, cfg.normalization, lang=cfg.source)
-        t = normalize(raw_tgt, cfg.lowercase, cfg.normalization, lang=cfg.target,
-                      apostrophes=cfg.target_apostrophes == "straight")
-        ref = reference_text(raw_tgt, t, cfg)
-        if not s.strip() or not t.strip():
-            return s, t, ref, 0, "empty", (None, None)
-        if self.held_out:
-            return s, t, ref, 0, None, (None, None)
-        src_lang, tgt_lang = language(cfg.source), language(cfg.target)
-        words = max(length_in_words(s, src_lang), length_in_words(t, tgt_lang))
-        if cfg.max_words and words > cfg.max_words:
-            return s, t, ref, words, "too_long", (None, None)  # more than max_words on a side
-        failed = first_failed(s, t, src_lang, tgt_lang, self.chosen,
-                              self.spans) if self.chosen else None
-        return s, t, ref, words, failed, (None, None)
+    @property
+    def n_train(self) -> int:
+        """The training split's pairs, augmented ones included."""
+        return sum(self.after) + len(self.case_picks)
 
 
-def read_pairs(corpus: Corpus, cfg: DataConfig, spool: PairSpool, *, held_out: bool = False,
-               rejected: RejectedWriter | None = None, log: Callable[[str], None] = print,
-               workers: int | None = None) -> Cleaned:
-    """Normalised, cleaned (source, target) pairs of the first ``cfg.max_pairs`` pairs,
-    appended to ``spool``: empty ones dropped, then those over ``max_words``, then those a
-    filter removes (:mod:`nmt.data.filters`) or whose side is in another language
-    (:mod:`nmt.data.langid`), written to ``rejected``; then duplicates (of this corpus' pairs or
-    those already in the spool) are marked. A large corpus is judged on every usable CPU
-    (:mod:`nmt.data.parallel_pairs`; ``workers``: how many, by default all). Memory does not
-    grow with the corpus but by the spool's byte a pair.
-
-    ``held_out``: a ``data.valid`` / ``data.test`` file, used as it is: all its pairs, only
-    those empty after cleaning dropped (not the long ones, not the filtered, not the
-    duplicates)."""
-    pairs = corpus.pairs()
-    if cfg.max_pairs and not held_out:
-        pairs = itertools.islice(pairs, cfg.max_pairs)
-    counts = dict(read=0, empty=0, too_long=0, filtered=0, duplicates=0, kept=0)
-    chosen = {} if held_out else parse_filters(cfg.filters)
-    check = None
-    if cfg.langid and not held_out:
-        check = LanguageCheck(cfg.source, cfg.target, side_names(corpus, cfg), log)
-    rules = PairRules(cfg, held_out, chosen, check, judged_spans(cfg.spans))
-    longest: Counter[int] = Counter()  # pairs by their longer side in words (for a max_words)
-    filtered = dict.fromkeys([*chosen, *(LANGID_SIDES if check else ())], 0)
-    first = len(spool)
-    for s, t, r, words, failed, judged in judged_pairs(rules, pairs, workers):
-        counts["read"] += 1
-        if failed == "empty":
-            counts["empty"] += 1
-            continue
-        if not held_out:
-            longest[min(words, LONGEST_COUNTED)] += 1
-            if check is not None:
-                check.tally(judged)
-            if failed == "too_long":
-                counts["too_long"] += 1
-                continue
-            if failed:
-                counts["filtered"] += 1
-                filtered[failed] += 1
-                if rejected is not None:
-                    rejected.add(failed, s, t)
-                continue
-        spool.add(s, t, r)
-    if cfg.dedup and not held_out:
-        counts["duplicates"] = spool.mark_duplicates(first)
-    counts["kept"] = len(spool) - first - counts["duplicates"]
-    if check is not None:
-        check.check_files()
-    if not counts["kept"]:
-        ident = corpus.identity
-        files = ", ".join(ident.files) or ident.corpus
-        most = max(filtered, key=filtered.__getitem__, default=None)
-        why = ""
-        if most is not None and filtered[most]:
-            why = f"; most by {most}: {filtered[most]:,}"
-            if most == "script":  # every pair's side in another script: not a noisy corpus
-                why += (f" (a side not written in the script of its language: are the files "
-                        f"swapped, or data.source = {cfg.source!r} and data.target = "
-                        f"{cfg.target!r} wrong?)")
-        raise DataError(f"{files}: no usable {cfg.source}-{cfg.target} pairs in "
-                        f"{counts['read']:,} read ({counts['empty']:,} empty after cleaning, "
-                        f"{counts['too_long']:,} over data.max_words = {cfg.max_words}, "
-                        f"{counts['filtered']:,} removed by data.filters or data.langid, "
-                        f"{counts['duplicates']:,} duplicates{why})")
-    return Cleaned(counts, filtered, dict(sorted(longest.items())), first, len(spool))
+def weight_and_augment(cfg: DataConfig, data: Data, spool: PairSpool, read: Read,
+                       log: Callable[[str], None]) -> Mix:
+    """Stage 3: each source's training pairs weighted (a weight that leaves a source none is
+    refused) and the training pairs case augmentation writes again picked, seeded, among the
+    real ones (a tag in capitals would be no tag)."""
+    ranges = read.ranges
+    before = [sum(len(chunk) for chunk in spool.indices("train", first, end))
+              for first, end in ranges]
+    shares = weighted_shares(before, [p.source.weight for p in data.parts] or [1.0],
+                             cfg.split_seed)
+    after = [whole * n + len(sample) for n, (whole, sample) in zip(before, shares, strict=True)]
+    check_weights(data, before, after)
+    sources = source_records(data, read, before, after, log)
+    n_real = sum(a for a, r in zip(after, ranges, strict=True) if r not in read.synthetic)
+    picked = case_picks(n_real, cfg.case_augment, cfg.split_seed)
+    if cfg.case_augment and not language(cfg.source).has_case:
+        log(f"case augmentation: none, {language(cfg.source).name} is written without "
+            "letter case")
+        picked = picked[:0]
+    return Mix(ranges, shares, before, after, sources, picked, cfg.case_forms.split(","))
 
 
-def counted(n: int, of: int, what: str) -> str:
-    """``"1,234 duplicates (0.74%)"``: a count, what it counts and its share of ``of``."""
-    return f"{n:,} {what} ({n / of:.2%})" if of else f"{n:,} {what}"
+def source_records(data: Data, read: Read, before: Sequence[int], after: Sequence[int],
+                   log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """What meta.json records of each of ``data.sources`` (none for ``data.corpus`` alone):
+    its identity, what cleaning kept, its training pairs before and after its weight, said."""
+    if not data.parts:
+        return []
+    sources = []
+    for n, (part, own) in enumerate(zip(data.parts, read.parts, strict=True)):
+        sources.append({**part.identity(), "read": own.counts["read"],
+                        "kept": own.counts["kept"], "filtered": own.filtered,
+                        "train_pairs": before[n], "train_pairs_weighted": after[n]})
+        log(f"{part.source.label}: {before[n]:,} training pairs x {part.source.weight:g} "
+            f"-> {after[n]:,} ({after[n] / max(sum(after), 1):.1%} of the training split)")
+    return sources
 
 
-def cleaning_report(cleaned: Cleaned, cfg: DataConfig) -> list[str]:
-    """What reading the corpus kept and dropped, as ``nmt data prepare`` prints it: each count
-    with its share of the pairs read, and what each filter removed."""
-    c, read = cleaned.counts, cleaned.counts["read"]
-    too_long = counted(c["too_long"], read, f"over data.max_words = {cfg.max_words}")
-    if c["too_long"]:
-        too_long += (f" (99% of the pairs have at most {suggested_max_words(cleaned.longest)} "
-                     "words on a side)")
-    duplicates = "duplicate" if c["duplicates"] == 1 else "duplicates"
-    lines = [f"read {read:,} pairs; kept {counted(c['kept'], read, 'pairs')}; dropped "
-             f"{counted(c['duplicates'], read, duplicates)}, "
-             f"{counted(c['empty'], read, 'empty')}, {too_long}"]
-    if cleaned.filtered:
-        removed = ", ".join(counted(n, read, name) for name, n in cleaned.filtered.items() if n)
-        lines.append(f"data.filters removed {counted(c['filtered'], read, 'pairs')}: "
-                     f"{removed or 'none'} (rejected.tsv in the cache lists them)")
-    return lines
+def tokenize(cfg: DataConfig, given: Tokenizer | None, spool: PairSpool, read: Read, work: Path,
+             log: Callable[[str], None]) -> Tokenizer:
+    """Stage 4: the ``given`` tokenizer, said, or one trained on the training split as drawn
+    (not its weighted copies, nor the augmented pairs), its sides written into ``work``
+    first."""
+    if given is not None:
+        log(f"tokenizer: the given one ({given.kind}, digest {given.digest()[:12]}...)")
+        return given
+    text = {side: work / f"tokenizer.{side}.txt" for side in ("src", "tgt")}
+    with text["src"].open("w", encoding="utf-8") as fs, \
+            text["tgt"].open("w", encoding="utf-8") as ft:
+        for s, t, _ in tagged_pairs(spool, spool.indices("train"), read.synthetic):
+            fs.write(s + "\n")
+            ft.write(t + "\n")
+    return train_tokenizer(cfg, LineFiles((text["src"],)), LineFiles((text["tgt"],)))
 
 
-def title_case(text: str, lang: str | None = None) -> str:
-    """Each space-separated word with a capital first letter (``"I'm Home."``; ``str.title``
-    would write ``"I'M Home."``), in ``lang``'s capitals (Turkish ``istanbul`` -> ``İstanbul``)."""
-    return " ".join(upper(w[:1], lang) + w[1:] for w in text.split(" "))
+@dataclass
+class Written:
+    """What the splits were written with: each split's pairs, and the pairs each augmentation
+    added to the training split, by the name meta.json's counts give them."""
+
+    pairs: dict[str, int]
+    augmented: dict[str, int]
 
 
-# The forms case augmentation can write a source in (data.case_forms names them, in turn):
-# each takes the sentence and its language
-CASE_FORMS: dict[str, Callable[[str, str | None], str]] = dict(
-    zip(CASE_FORM_NAMES, (textbook_form, upper, title_case), strict=True))
+def encode_and_write(cfg: DataConfig, spool: PairSpool, read: Read, split: Split, mix: Mix,
+                     tok: Tokenizer, tmp: Path, cache_dir: Path,
+                     log: Callable[[str], None]) -> Written:
+    """Stage 5: the disk checked, then each split encoded and written into ``tmp`` as it is
+    read back from the spool: the training pairs mixed by weight, then the augmented ones, then
+    valid and test (a given file's pairs, or the split's); the tokenizer saved beside them."""
+    sample = tagged_pairs(spool, weighted_indices(spool, mix), read.synthetic)
+    check_disk(tmp, cache_dir, mix.n_train, spool, tok, itertools.islice(sample, DISK_SAMPLE),
+               log)
+    writers = {k: SplitWriter(tmp, k, tok) for k in SPLITS}
+    for triple in tagged_pairs(spool, weighted_indices(spool, mix), read.synthetic):
+        writers["train"].add(*triple)
+    augmented = augment(cfg, writers["train"], spool, read, mix, log)
+    for name in ("valid", "test"):
+        held = split.given.get(name)
+        pairs = (held.read(range(len(held))) if held else
+                 tagged_pairs(spool, spool.indices(name), read.synthetic))
+        for triple in pairs:
+            writers[name].add(*triple)
+    for name, w in writers.items():
+        w.close()
+        log(f"{name}: {w.pairs:,} pairs, {w.distinct():,} distinct sources")
+    vocab = (f"joint vocabulary {tok.src_vocab_size:,}" if tok.joint else
+             f"vocabularies src {tok.src_vocab_size:,}, tgt {tok.tgt_vocab_size:,}")
+    log(f"tokenizer: {tok.kind}, {vocab}")
+    tok.save(tmp)
+    return Written({name: w.pairs for name, w in writers.items()}, augmented)
 
 
-def case_picks(n: int, share: float, seed: int) -> np.ndarray:
-    """Which of ``n`` training pairs case augmentation writes again (ascending): a random
-    ``share`` of them, seeded."""
-    if share <= 0 or not n:
-        return np.zeros(0, np.int64)
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n, size=round(share * n), replace=False))
+def augment(cfg: DataConfig, writer: SplitWriter, spool: PairSpool, read: Read, mix: Mix,
+            log: Callable[[str], None]) -> dict[str, int]:
+    """The pairs the augmentations add to the training split after its own, how many by the
+    name meta.json's counts give them: the case forms (:mod:`nmt.data.augment`) of the picked
+    real training pairs."""
+    real = (chunk[~within(chunk, read.synthetic)] for chunk in weighted_indices(spool, mix))
+    picked = tagged_pairs(spool, at_positions(real, mix.case_picks), read.synthetic)
+    case = add_case_forms(writer, picked, mix.case_forms, cfg.source)
+    if case:
+        log(f"case augmentation: {case:,} training pairs added with the source "
+            f"written {', '.join(dict.fromkeys(mix.case_forms))}")
+    # Span augmentation plugs in here: pairs whose spans nmt.data.span_augment's
+    # augment_spans(src, tgt, rng) rewrites, written after the case forms and counted by
+    # their own name (planned in weight_and_augment, written only when the config asks, so a
+    # cache built without it stays byte for byte what it is).
+    return {"case_augmented": case}
 
 
-def in_case_form(src: str, k: int, forms: Sequence[str], lang: str | None) -> str | None:
-    """The ``k``-th picked source written in the ``k``-th of ``forms`` in turn (names of
-    :data:`CASE_FORMS`; ``lang``: the source's language, for its capitals); None where it is
-    already in that form (it is not repeated)."""
-    noisy = CASE_FORMS[forms[k % len(forms)]](src, lang)
-    return None if noisy == src else noisy
+def write_meta(cfg: DataConfig, data: Data, read: Read, split: Split, mix: Mix, written: Written,
+               excluded: HeldOutSources | None, tmp: Path, seconds: float) -> dict[str, Any]:
+    """Stage 5's last step: meta.json written into ``tmp`` (the config, the data's identity,
+    every count, the digests of every other file, its own digest) and returned."""
+    meta = {"version": CACHE_VERSION, "corpus_sha256": data.corpus.identity.sha256,
+            "data": cfg.to_dict(), "corpus": data.identity(),
+            "counts": {**read.cleaned.counts, **written.augmented},
+            "filtered": read.cleaned.filtered, "sources": mix.sources,
+            "longest": {str(words): n for words, n in read.cleaned.longest.items()},
+            "pairs": written.pairs,
+            **({} if excluded is None else {"excluded": excluded_record(excluded,
+                                                                         split.left_out)}),
+            "files": file_digests(tmp), "seconds": round(seconds, 2)}
+    meta["digest"] = meta_digest(meta)
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return meta
+
+
+# --- what the stages share --------------------------------------------------------------------
+
+
+def tagged_pairs(spool: PairSpool, chunks: Iterable[np.ndarray],
+                 synthetic: Sequence[tuple[int, int]]) -> Iterator[tuple[str, str, str]]:
+    """The pairs of ``spool`` at the indices of ``chunks``, a back-translated source (in one of
+    the ``synthetic`` ranges) tagged with :data:`BT_TAG`."""
+    for chunk in chunks:
+        tagged = within(chunk, synthetic).tolist()
+        for tag, (s, t, r) in zip(tagged, spool.read(chunk.tolist()), strict=True):
+            yield (f"{BT_TAG} {s}" if tag else s), t, r
+
+
+def weighted_indices(spool: PairSpool, mix: Mix) -> Iterator[np.ndarray]:
+    """The indices of the training pairs, a chunk at a time, each source's weighted."""
+    for (first, end), (whole, sample) in zip(mix.ranges, mix.shares, strict=True):
+        for _ in range(whole):
+            yield from spool.indices("train", first, end)
+        yield from at_positions(spool.indices("train", first, end), sample)
+
+
+def real_training(spool: PairSpool, synthetic: Sequence[tuple[int, int]], start: int,
+                  stop: int) -> np.ndarray:
+    """Which of the pairs of ``spool`` from ``start`` to ``stop`` are training pairs of a real
+    source (in none of the ``synthetic`` ranges)."""
+    return spool.kept(start, stop, "train") & ~within(np.arange(start, stop), synthetic)
 
 
 def train_tokenizer(cfg: DataConfig, src: Sentences, tgt: Sentences) -> Tokenizer:
@@ -387,22 +448,6 @@ def train_tokenizer(cfg: DataConfig, src: Sentences, tgt: Sentences) -> Tokenize
         user_symbols=(BT_TAG,) if tagged else (), sample=cfg.sp_sentences,
         characters=cfg.sp_characters, byte_fallback=cfg.byte_fallback,
         span_pieces=cfg.span_pieces)
-
-
-def hold_back_translated_out(spool: PairSpool, ranges: Sequence[tuple[int, int]]) -> int:
-    """The pairs of back-translated sources (``back_translated = true``; ``ranges`` of the spool
-    hold them) moved from valid and test to train: their sources are synthetic. In training
-    their sources are marked with :data:`BT_TAG` (:func:`build_cache`), so the model tells them
-    from real ones and translation (untagged input) reads like the real data. Returns how many
-    pairs (not duplicates) they hold."""
-    fate, train, held = spool.fate(), np.uint8(SPLIT_CODES["train"] << SPLIT_SHIFT), 0
-    for first, end in ranges:
-        for at in range(first, end, hash_buckets.CHUNK):
-            part = fate[at:min(at + hash_buckets.CHUNK, end)]  # a view: written through
-            kept = in_split(part)
-            part[kept] = (part[kept] & ~SPLIT) | train
-            held += int(kept.sum())
-    return held
 
 
 def within(indices: np.ndarray, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -458,222 +503,12 @@ def sources_in_common(held: PairSpool, spool: PairSpool,
     return distinct, common
 
 
-# --- building the cache ----------------------------------------------------------------------
-
-
-def read_sources(
-    cfg: DataConfig, data: Data, spool: PairSpool, rejected: RejectedWriter,
-    log: Callable[[str], None],
-) -> tuple[Cleaned, list[Cleaned]]:
-    """``data.corpus``, or each of ``data.sources`` in turn (its own filters; a pair of an
-    earlier source is a duplicate), read and cleaned into ``spool``: the counts of them all as
-    one :class:`Cleaned`, and each source's own (its pairs are those of the spool from its
-    ``first`` to its ``end``)."""
-    if not data.parts:
-        cleaned = read_pairs(data.corpus, cfg, spool, rejected=rejected, log=log)
-        for line in cleaning_report(cleaned, cfg):
-            log(line)
-        return cleaned, [cleaned]
-    parts = []
-    for part in data.parts:
-        own = dataclasses.replace(cfg, filters=part.source.filters or cfg.filters)
-        cleaned = read_pairs(part.corpus, own, spool, rejected=rejected, log=log)
-        for line in cleaning_report(cleaned, own):
-            log(f"{part.source.label}: {line}")
-        parts.append(cleaned)
-    counts: Counter[str] = Counter()
-    filtered: Counter[str] = Counter()
-    longest: Counter[int] = Counter()
-    for c in parts:
-        counts.update(c.counts)
-        filtered.update(c.filtered)
-        longest.update(c.longest)
-    merged = Cleaned(dict(counts),
-                     {k: filtered[k] for k in dict.fromkeys(k for c in parts for k in c.filtered)},
-                     dict(sorted(longest.items())), 0, len(spool))
-    return merged, parts
-
-
-def split_pairs(
-    cfg: DataConfig, data: Data, spool: PairSpool, synthetic: Sequence[tuple[int, int]],
-    excluded: HeldOutSources | None, log: Callable[[str], None],
-) -> tuple[dict[str, PairSpool], int]:
-    """The split of the pairs of ``spool``, written into their fates: the grouped split (or the
-    given ``data.valid`` / ``data.test`` files, read into spools of their own, which it returns),
-    the back-translated pairs (the spool's ``synthetic`` ranges) moved to train, then the
-    training pairs whose source ``excluded`` holds left out of every split (how many, returned
-    second). A held-out file's sources also in the training data are warned of."""
-    given: dict[str, PairSpool] = {}
-    for name, corpus in (("valid", data.valid), ("test", data.test)):
-        if corpus is not None:
-            given[name] = PairSpool(spool.path.with_name(f"{name}.txt"))
-            read_pairs(corpus, cfg, given[name], held_out=True, log=log)
-    split_spool(spool, 0.0 if "valid" in given else cfg.valid_frac,
-                0.0 if "test" in given else cfg.test_frac, cfg.split_seed,
-                cfg.valid_size, cfg.test_size)
-    if synthetic:
-        n_synthetic = hold_back_translated_out(spool, synthetic)
-        if n_synthetic:
-            log(f"back-translated: {n_synthetic:,} pairs, their synthetic sources "
-                f"tagged {BT_TAG}, all in the train split")
-    left_out = 0
-    if excluded is not None:
-        left_out = hold_out_of_training(spool, excluded)
-        log(f"{left_out:,} training pairs whose source is in {excluded.what} dropped from "
-            f"training ({len(excluded):,} such sources)")
-
-    def real_training(start: int, stop: int) -> np.ndarray:
-        return (in_split(spool.fate()[start:stop], "train")
-                & ~within(np.arange(start, stop), synthetic))
-
-    for name, held in given.items():
-        distinct, overlap = sources_in_common(held, spool, real_training)
-        if overlap:
-            log(f"warning: {overlap:,} of the {distinct:,} source sentences of "
-                f"data.{name} ({getattr(cfg, name)}) are also in the training data "
-                "(data.corpus)")
-    return given, left_out
-
-
-def build_cache(
-    cfg: DataConfig, data: Data, cache_dir: Path, *, log: Callable[[str], None] = print,
-    tokenizer: Tokenizer | None = None, excluded: HeldOutSources | None = None,
-    replace: bool = True,
-) -> Prepared:
-    """Read, clean, split, tokenize and write the cache of ``data``, a pair at a time: the
-    cleaned pairs and their hashes wait on disk (:mod:`nmt.data.spool`), duplicates and the
-    split's groups are found a bucket of hashes at a time (:mod:`nmt.data.hash_buckets`), each
-    pair's fate is a byte in memory, and each split is written as it is read back
-    (:class:`SplitWriter`), so memory grows by that byte a pair (and four a distinct source
-    while the split is drawn), not by the pairs' text or hashes."""
-    t0 = time.perf_counter()
-    with building(cache_dir, replace) as tmp:
-        work = tmp / WORK
-        spool = PairSpool(work / "pairs.txt")
-        rejected = RejectedWriter(tmp)
-        cleaned, parts = read_sources(cfg, data, spool, rejected, log)
-        rejected.close()
-        sourced = list(zip(data.parts, parts, strict=True)) if data.parts else []
-        synthetic = [(c.first, c.end) for p, c in sourced if p.source.back_translated]
-        given, left_out = split_pairs(cfg, data, spool, synthetic, excluded, log)
-
-        def pairs(chunks: Iterable[np.ndarray]) -> Iterator[tuple[str, str, str]]:
-            """The pairs of the spool at the indices of ``chunks``, a back-translated source
-            tagged."""
-            for chunk in chunks:
-                tagged = within(chunk, synthetic).tolist()
-                for tag, (s, t, r) in zip(tagged, spool.read(chunk.tolist()), strict=True):
-                    yield (f"{BT_TAG} {s}" if tag else s), t, r
-
-        tok = tokenizer_of(cfg, tokenizer, pairs(spool.indices("train")), work, log)
-        ranges = [(c.first, c.end) for c in parts]
-        before = [sum(len(chunk) for chunk in spool.indices("train", first, end))
-                  for first, end in ranges]
-        shares = weighted_shares(before, [p.source.weight for p in data.parts] or [1.0],
-                                 cfg.split_seed)
-        after = [whole * n + len(sample) for n, (whole, sample) in zip(before, shares,
-                                                                        strict=True)]
-
-        def mix() -> Iterator[np.ndarray]:
-            """The indices of the training pairs, each source's weighted."""
-            for (first, end), (whole, sample) in zip(ranges, shares, strict=True):
-                for _ in range(whole):
-                    yield from spool.indices("train", first, end)
-                yield from at_positions(spool.indices("train", first, end), sample)
-
-        check_weights(data, before, after)
-        sources: list[dict[str, Any]] = []
-        for n, (part, own) in enumerate(sourced):
-            sources.append({**part.identity(), "read": own.counts["read"],
-                            "kept": own.counts["kept"], "filtered": own.filtered,
-                            "train_pairs": before[n], "train_pairs_weighted": after[n]})
-            log(f"{part.source.label}: {before[n]:,} training pairs x {part.source.weight:g} "
-                f"-> {after[n]:,} ({after[n] / max(sum(after), 1):.1%} of the training split)")
-        # only real sources are written in other cases: a tag in capitals is no tag
-        n_real = sum(a for a, r in zip(after, ranges, strict=True) if r not in synthetic)
-        picked = case_picks(n_real, cfg.case_augment, cfg.split_seed)
-        forms = cfg.case_forms.split(",")
-        if cfg.case_augment and not language(cfg.source).has_case:
-            log(f"case augmentation: none, {language(cfg.source).name} is written without "
-                "letter case")
-            picked = picked[:0]
-        check_disk(tmp, cache_dir, sum(after) + len(picked), spool, tok,
-                   itertools.islice(pairs(mix()), DISK_SAMPLE), log)
-        writers = {k: SplitWriter(tmp, k, tok) for k in SPLITS}
-        for triple in pairs(mix()):
-            writers["train"].add(*triple)
-        real = (chunk[~within(chunk, synthetic)] for chunk in mix())
-        augmented = add_case_forms(writers["train"], pairs(at_positions(real, picked)), forms,
-                                   cfg.source)
-        if augmented:
-            log(f"case augmentation: {augmented:,} training pairs added with the source "
-                f"written {', '.join(dict.fromkeys(forms))}")
-        for name in ("valid", "test"):  # a given file's pairs, or the split's
-            held = given.get(name)
-            for triple in held.read(range(len(held))) if held else pairs(spool.indices(name)):
-                writers[name].add(*triple)
-        for name, w in writers.items():
-            w.close()
-            log(f"{name}: {w.pairs:,} pairs, {w.distinct():,} distinct sources")
-        vocab = (f"joint vocabulary {tok.src_vocab_size:,}" if tok.joint else
-                 f"vocabularies src {tok.src_vocab_size:,}, tgt {tok.tgt_vocab_size:,}")
-        log(f"tokenizer: {tok.kind}, {vocab}")
-        tok.save(tmp)
-        for spooled in (spool, *given.values()):
-            spooled.close()
-        counts = {**cleaned.counts, "case_augmented": augmented}
-        meta = {"version": CACHE_VERSION, "corpus_sha256": data.corpus.identity.sha256,
-                "data": cfg.to_dict(), "corpus": data.identity(), "counts": counts,
-                "filtered": cleaned.filtered, "sources": sources,
-                "longest": {str(words): n for words, n in cleaned.longest.items()},
-                "pairs": {name: w.pairs for name, w in writers.items()},
-                **({} if excluded is None else {"excluded": excluded_record(excluded,
-                                                                             left_out)}),
-                "files": file_digests(tmp), "seconds": round(time.perf_counter() - t0, 2)}
-        meta["digest"] = meta_digest(meta)
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    log(f"prepared in {meta['seconds']:.1f} s: {cache_dir}")
-    prepared = load_cache(cache_dir)
-    prepared.identity = record(data, meta)
-    return prepared
-
-
-def add_case_forms(writer: SplitWriter, picked: Iterable[tuple[str, str, str]],
-                   forms: Sequence[str], lang: str) -> int:
-    """The ``picked`` training pairs added to ``writer`` again, the source in the case forms
-    ``forms`` in turn (:func:`in_case_form`; one already in its form is not); how many."""
-    added = 0
-    for nth, (s, t, r) in enumerate(picked):
-        noisy = in_case_form(s, nth, forms, lang)
-        if noisy is not None:
-            writer.add(noisy, t, r)
-            added += 1
-    return added
-
-
 def excluded_record(excluded: HeldOutSources, left_out: int) -> dict[str, Any]:
     """What a cache's ``meta.json`` (and a run's ``corpus.json``) says of the sources its
     training split left out: where they come from, how many, their digest (the one in the
     cache's key) and the training pairs that left."""
     return {"what": excluded.what, "sources": len(excluded), "sha256": excluded.digest(),
             "training_pairs": left_out}
-
-
-def tokenizer_of(cfg: DataConfig, given: Tokenizer | None,
-                 train: Iterable[tuple[str, str, str]], work: Path,
-                 log: Callable[[str], None]) -> Tokenizer:
-    """The ``given`` tokenizer, said, or one trained on the ``train`` pairs (the training split
-    as written, not its weighted copies), their sides written into ``work`` first."""
-    if given is not None:
-        log(f"tokenizer: the given one ({given.kind}, digest {given.digest()[:12]}...)")
-        return given
-    text = {side: work / f"tokenizer.{side}.txt" for side in ("src", "tgt")}
-    with text["src"].open("w", encoding="utf-8") as fs, \
-            text["tgt"].open("w", encoding="utf-8") as ft:
-        for s, t, _ in train:
-            fs.write(s + "\n")
-            ft.write(t + "\n")
-    return train_tokenizer(cfg, LineFiles((text["src"],)), LineFiles((text["tgt"],)))
 
 
 def check_weights(data: Data, before: Sequence[int], after: Sequence[int]) -> None:
@@ -754,5 +589,3 @@ def record(data: Data, meta: dict[str, Any]) -> dict[str, Any]:
 
 
 SOURCE_COUNTS = ("read", "kept", "filtered", "train_pairs", "train_pairs_weighted")
-
-

@@ -6,28 +6,29 @@ source was seen in training and valid/test keep every reference for multi-refere
 The rule is :func:`group_splits`: the distinct sources, numbered in the order each is first
 seen, are shuffled with the seed, and the first of the permutation go to test, the next to
 valid. :func:`split_spool` applies it to the pairs of a :class:`nmt.data.spool.PairSpool` on
-disk, a bucket of hashes at a time, in memory of a byte a pair and five a distinct source (the
-tests check it against the same rule applied to a list of sources in memory,
-tests/reference_split.py).
+disk, a bucket of hashes at a time, in memory of a byte a pair (while it is drawn) and five a
+distinct source (the tests check it against the same rule applied to a list of sources in
+memory, tests/reference_split.py).
 
 A training split can also leave out given sources (:class:`HeldOutSources`, a continued model's
 parent's valid and test sources): :func:`hold_out_of_training` takes the training pairs whose
 source is one of them out of every split, after the split is drawn, so the held-out splits stay
-those of the same data without them.
+those of the same data without them; the pairs of a back-translated source
+(:func:`hold_back_translated_out`) all go to the training split.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from nmt.data import hash_buckets
 from nmt.data.hash_buckets import HashBuckets, first_of_each
-from nmt.data.spool import FIRST_OF_GROUP, SPLIT, SPLIT_SHIFT, PairSpool, in_split, text_hash
+from nmt.data.spool import NONE, SPLIT_CODES, PairSpool, text_hash
 
 SPLITS = ("train", "valid", "test")  # what group_splits' codes 0, 1, 2 stand for
 
@@ -74,30 +75,28 @@ def group_splits(n: int, valid_frac: float, test_frac: float, seed: int, valid_s
 def split_spool(spool: PairSpool, valid_frac: float, test_frac: float, seed: int,
                 valid_size: int = 0, test_size: int = 0) -> None:
     """:func:`group_splits` of the pairs of ``spool`` that are not duplicates, by the hashes of
-    their sources, written into their fate bytes (``PairSpool.fate``;
-    :data:`nmt.data.spool.SPLIT_CODES`). Equal sources are found a bucket at a time on disk
-    (:class:`nmt.data.hash_buckets.HashBuckets`): the first pair of each is marked, the marks
-    counted in order number the groups as first seen, and each pair then takes the split of
-    the first pair of its group."""
-    fate = spool.fate()
+    their sources, written into ``spool.split`` (:data:`nmt.data.spool.SPLIT_CODES`). Equal
+    sources are found a bucket at a time on disk (:class:`nmt.data.hash_buckets.HashBuckets`):
+    the first pair of each is marked, the marks counted in order number the groups as first
+    seen, and each pair then takes the split of the first pair of its group."""
+    split = spool.split
+    first_of_group = np.zeros(len(spool), bool)
     with HashBuckets(spool.path.with_name(spool.path.name + ".groups"), len(spool)) as buckets:
-        buckets.add_column(spool.source_hashes, lambda start, stop: in_split(fate[start:stop]))
+        buckets.add_column(spool.source_hashes, spool.kept)
         n = 0
         for hashes, indices in buckets.buckets():
             first, _ = first_of_each(hashes)
-            fate[indices[first]] |= FIRST_OF_GROUP
+            first_of_group[indices[first]] = True
             n += len(first)
         codes = group_splits(n, valid_frac, test_frac, seed, valid_size, test_size) + 1
         numbered = 0  # groups numbered so far, in the order of their first pairs
-        for at in range(0, len(fate), hash_buckets.CHUNK):
-            part = fate[at:at + hash_buckets.CHUNK]  # a view: written through
-            firsts = np.flatnonzero(part & FIRST_OF_GROUP)
-            part[firsts] = (part[firsts] & ~FIRST_OF_GROUP) | (
-                codes[numbered:numbered + len(firsts)] << SPLIT_SHIFT)
+        for at in range(0, len(split), hash_buckets.CHUNK):
+            firsts = at + np.flatnonzero(first_of_group[at:at + hash_buckets.CHUNK])
+            split[firsts] = codes[numbered:numbered + len(firsts)]
             numbered += len(firsts)
         for hashes, indices in buckets.buckets():
             first, inverse = first_of_each(hashes)
-            fate[indices] = (fate[indices] & ~SPLIT) | (fate[indices[first]] & SPLIT)[inverse]
+            split[indices] = split[indices[first]][inverse]
 
 
 @dataclass(frozen=True)
@@ -142,11 +141,26 @@ class HeldOutSources:
 
 def hold_out_of_training(spool: PairSpool, held: HeldOutSources) -> int:
     """The training pairs of ``spool`` whose source is one of ``held``, taken out of every split
-    (their fate's split set to none), a chunk of source hashes at a time; returns how many."""
-    fate, moved = spool.fate(), 0
+    (their split set to none), a chunk of source hashes at a time; returns how many."""
+    split, moved = spool.split, 0
     for at, hashes in spool.source_hashes.chunks():
-        part = fate[at:at + len(hashes)]  # a view: written through
-        out = in_split(part, "train") & np.isin(hashes, held.hashes)
-        part[out] &= ~SPLIT
-        moved += int(out.sum())
+        out = np.flatnonzero(spool.kept(at, at + len(hashes), "train")
+                             & np.isin(hashes, held.hashes))
+        split[at + out] = NONE
+        moved += len(out)
     return moved
+
+
+def hold_back_translated_out(spool: PairSpool, ranges: Sequence[tuple[int, int]]) -> int:
+    """The pairs of back-translated sources (``back_translated = true``; ``ranges`` of the spool
+    hold them) moved from valid and test to train: their sources are synthetic. In training
+    their sources are marked with :data:`nmt.data.tokenizers.BT_TAG`, so the model tells them
+    from real ones and translation (untagged input) reads like the real data. Returns how many
+    pairs (not duplicates) they hold."""
+    split, held = spool.split, 0
+    for first, end in ranges:
+        for at in range(first, end, hash_buckets.CHUNK):
+            kept = at + np.flatnonzero(spool.kept(at, min(at + hash_buckets.CHUNK, end)))
+            split[kept] = SPLIT_CODES["train"]
+            held += len(kept)
+    return held

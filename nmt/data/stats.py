@@ -93,7 +93,7 @@ def stats_table(prepared: Prepared) -> Table:
 def cleaning_lines(prepared: Prepared) -> list[str]:
     """What preparing the corpus dropped (each count and its share of the pairs read), what
     each filter removed, and a ``data.max_words`` that keeps 99% of the pairs."""
-    from nmt.data.prepare import counted, suggested_max_words
+    from nmt.data.cleaning import counted, suggested_max_words
 
     meta = prepared.meta
     counts, filtered = meta.get("counts", {}), meta.get("filtered", {})
