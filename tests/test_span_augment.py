@@ -1,17 +1,19 @@
 """Span augmentation (nmt/data/span_augment.py): shared numbers and names become the same
 placeholders or tags on both sides, found by the span registry exactly; nothing shared, or a
-pair that already holds spans, is left alone; each pair draws its share alone."""
+pair that already holds spans, is left alone; data.span_augment's range, defaults and presets."""
 
 from __future__ import annotations
 
 import random
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nmt.config import DataConfig, from_dict, load_config
 from nmt.data.span_augment import (
     DEFAULT_RULES,
     LONE_TAGS,
@@ -25,6 +27,9 @@ from nmt.data.span_augment import (
     shared_units,
 )
 from nmt.data.spans import SpanRules, find_spans, parse
+from nmt.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def span_texts(text: str, rules: SpanRules = DEFAULT_RULES) -> list[str]:
@@ -182,4 +187,18 @@ def test_augment_pair_draws_a_share_of_pairs_per_pair() -> None:
     assert outs != [augment_pair(src, tgt, i, 0.25, seed=2) for i in range(400)]
     assert all(augment_pair(src, tgt, i, 0.0, seed=1) is None for i in range(50))
     assert all(augment_pair(src, tgt, i, 1.0, seed=1) is not None for i in range(50))
+
+
+def test_config_range_defaults_and_presets() -> None:
+    assert DataConfig().span_augment == 0.05
+    assert load_config(None, ["data.span_augment=0.2"]).data.span_augment == 0.2
+    for bad in ("1.5", "-0.1"):
+        with pytest.raises(ConfigError, match="data.span_augment"):
+            load_config(None, [f"data.span_augment={bad}"])
+    for preset in ("d2l-gru", "d2l-transformer"):
+        assert load_config(ROOT / "configs" / f"{preset}.toml").data.span_augment == 0
+    for shipped in ("demo", "transformer", "gru", "cpu-hour"):
+        assert load_config(ROOT / "configs" / f"{shipped}.toml").data.span_augment > 0
+    # a run saved before the setting rewrote no pair
+    assert from_dict({"data": {}}, saved=True).data.span_augment == 0
 
