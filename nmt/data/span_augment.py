@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from nmt.data.spans import SpanRules, parse
 
 DEFAULT_RULES = SpanRules(parse("default"))
-MAX_UNITS = 3  # shared units rewritten in one pair at most
-UNITS_DRAWN = (1, 1, 2, 2, 3)  # how many, drawn from these (capped by what the pair shares)
+UNITS_DRAWN = (1, 1, 2, 2, 3)  # how many shared units a pair rewrites, drawn from these (capped
+# by what the pair shares)
 TRIES = 3  # styles drawn before a pair is left as it is
 
 # a number (3, 3.5, 10:30, 1,000) or a run of letters, of any script
@@ -179,7 +179,7 @@ def _expected(places: Sequence[tuple[tuple[int, int], Mark]]) -> list[str]:
 
 def augment_spans(src: str, tgt: str, rng: random.Random, *,
                   rules: SpanRules = DEFAULT_RULES) -> tuple[str, str] | None:
-    """``src`` and ``tgt`` with one to :data:`MAX_UNITS` of their shared units (numbers,
+    """``src`` and ``tgt`` with one to three of their shared units (:data:`UNITS_DRAWN`) (numbers,
     names, the same word: :func:`shared_units`) made placeholders or wrapped in tags, the same
     on both sides, of one style drawn from :data:`STYLES` among the kinds of ``rules`` (a run's
     ``data.spans``). None where the pair shares nothing worth copying, where either side
@@ -191,7 +191,7 @@ def augment_spans(src: str, tgt: str, rng: random.Random, *,
     units = shared_units(src, tgt)
     if not units:
         return None
-    k = min(rng.choice(UNITS_DRAWN), len(units), MAX_UNITS)
+    k = min(rng.choice(UNITS_DRAWN), len(units))
     chosen = sorted(rng.sample(units, k), key=lambda u: u.src)
     in_order = sorted(chosen, key=lambda u: u.tgt) == chosen
     for _ in range(TRIES):
