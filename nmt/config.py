@@ -96,6 +96,9 @@ class DataConfig:
     case_forms: str = "textbook"  # the forms the augmented sources are written in, in turn:
     # textbook ("i'm home ."), upper ("I'M HOME."), title ("I'm Home."); a comma list or a
     # TOML list, e.g. ["textbook", "upper", "textbook", "title"]
+    span_augment: float = 0.05  # share of training pairs whose shared numbers and names
+    # become the same random placeholders or tags on both sides (%s, {0}, <b>...</b>), so the
+    # model learns to copy them (nmt/data/span_augment.py); 0: off (the d2l presets)
     dedup: bool = True  # drop exact duplicate (source, target) pairs
     filters: str = "default"  # cleaning filters on the corpus' pairs (nmt/data/filters.py):
     # "default" (all at their defaults), "none", or a list: ["default", "ratio=2.5", "-digits"]
@@ -442,10 +445,10 @@ def from_dict(raw: dict[str, Any], where: str = "config", *, saved: bool = False
             continue
         if name == "data" and saved:  # saved before these existed: none ran, nothing capped,
             # apostrophes straightened on both sides
-            # and SentencePiece without byte pieces or span pieces
+            # SentencePiece without byte pieces or span pieces, no pair rewritten with spans
             table = {"filters": "none", "langid": False, "valid_size": 0, "test_size": 0,
                      "target_apostrophes": "straight", "byte_fallback": False,
-                     "span_pieces": False, **table}
+                     "span_pieces": False, "span_augment": 0.0, **table}
         cls = SECTIONS[name]
         known = {f.name: f for f in fields(cls)}
         values = {}

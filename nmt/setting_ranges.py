@@ -58,6 +58,7 @@ BELOW_ONE = Range(0.0, 1.0, high_included=False)  # a share or a rate that 1 wou
 RANGES: dict[str, Range] = {
     "data.sources.weight": Range(0.0, MAX_WEIGHT, low_included=False),
     "data.case_augment": Range(0.0, 1.0),
+    "data.span_augment": Range(0.0, 1.0),
     "data.valid_frac": Range(0.0, 0.5, high_included=False),
     "data.test_frac": Range(0.0, 0.5, high_included=False),
     "data.vocab_size": Range(1),

@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # the config and the text rules it checks values against
     ("config", ("nmt.config", "nmt.data.languages", "nmt.data.normalize",
                 "nmt.data.tokenizers", "nmt.data.filters", "nmt.data.spans",
+                "nmt.data.span_augment",
                 "nmt.arguments", "nmt.setting_ranges", "nmt.toml_files")),
     ("base", ("nmt", "nmt.errors", "nmt.environment", "nmt.files", "nmt.device", "nmt.fast_exit",
               "nmt.stoppable")),
