@@ -17,7 +17,7 @@ RUN ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install data train translate bleu quality test test-isa test-all test-argos lint bench \
-	bench-peers bench-peers-quality bench-startup bench-bt bench-adapt bench-data demo clean gpu-bundle gpu-check
+	bench-peers bench-peers-quality bench-startup bench-bt bench-adapt bench-data bench-spans demo clean gpu-bundle gpu-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -122,6 +122,16 @@ bench-bt: install ## what back-translation gains (3 demo trainings, ~25 min); be
 # a share of its own data (bench/adaptation.py); after bench-bt, whose runs it continues.
 bench-adapt: install ## what nmt train --from gains and forgets (after bench-bt); its work folder
 	$(BIN)/python -m bench.adaptation $(if $(wildcard $(NMT_DATA_MIRROR)/fra-eng.zip),--corpus $(NMT_DATA_MIRROR)/fra-eng.zip)
+
+# Protected spans through every engine (bench/software_strings.py): a corpus of software strings
+# from this machine's gettext catalogues (/usr/share/locale/LANG), the demo trained on it mixed
+# with the prose corpus, both test sets scored through nmt, CTranslate2 and the Argos package
+# (build/argos-venv, which test-argos makes; skipped with a note without it).
+SPANS_DIR ?= bench/out/software-strings
+SPANS_LANG ?= fr
+bench-spans: install ## software strings' spans through nmt, CTranslate2, Argos; SPANS_DIR/results.md
+	$(BIN)/python -m bench.software_strings corpus --out $(SPANS_DIR) --target $(SPANS_LANG)
+	$(BIN)/python -m bench.software_strings measure --work $(SPANS_DIR) $(if $(SPANS_STEPS),--steps $(SPANS_STEPS))
 
 demo: install ## download, train the small CPU demo model (about 10 min), translate and score it
 	$(NMT) data download
