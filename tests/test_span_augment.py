@@ -202,3 +202,31 @@ def test_config_range_defaults_and_presets() -> None:
     # a run saved before the setting rewrote no pair
     assert from_dict({"data": {}}, saved=True).data.span_augment == 0
 
+
+
+def test_the_build_adds_span_augmented_copies_of_training_pairs(tmp_path: Path) -> None:
+    """data.span_augment adds rewritten copies of real training pairs after the split's own,
+    each with the same spans on both sides, counted in meta.json; at 0 nothing is added and
+    meta.json has no such count (a cache built without it is as before)."""
+    from nmt.data.prepare import prepare
+    from nmt.data.spans import find_spans
+
+    names = ["Tom", "Mary", "John", "Alice", "Paris", "Boston"]
+    pairs = [(f"{n} has {k} cats.", f"{n} a {k} chats.") for n in names for k in range(2, 30)]
+    (tmp_path / "mix.en").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    (tmp_path / "mix.fr").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
+    base = dict(corpus=str(tmp_path / "mix"), tokenizer="word", min_freq=1, valid_frac=0.1,
+                test_frac=0.1, filters="none", langid=False, case_augment=0.0)
+    plain = prepare(DataConfig(**base, span_augment=0.0), tmp_path / "d0", log=lambda s: None)
+    assert "span_augmented" not in plain.meta["counts"]
+    augmented = prepare(DataConfig(**base, span_augment=0.5), tmp_path / "d1",
+                        log=lambda s: None)
+    added = augmented.meta["counts"]["span_augmented"]
+    train, own = augmented.splits["train"], len(plain.splits["train"])
+    assert 0 < added and len(train) == own + added
+    assert list(train.src_text[:own]) == list(plain.splits["train"].src_text)
+    for src, tgt in zip(train.src_text[own:], train.tgt_text[own:], strict=True):
+        spans = sorted(s.text for s in find_spans(src))
+        assert spans and spans == sorted(s.text for s in find_spans(tgt)), (src, tgt)
+    for split in ("valid", "test"):  # held-out pairs are never rewritten
+        assert list(augmented.splits[split].src_text) == list(plain.splits[split].src_text)

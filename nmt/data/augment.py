@@ -1,8 +1,13 @@
-"""Case augmentation: a share of the training pairs written again, the source in another letter
-case (``data.case_augment``, ``data.case_forms``), so that a model trained on cased text also
-reads the textbook's lower-cased, spaced input (:func:`nmt.data.normalize.textbook_form`) or
-title case. The build writes them after the training split's own pairs
-(:func:`nmt.data.prepare.augment`).
+"""Augmentation: a share of the training pairs written again, changed.
+
+- Case augmentation: the source in another letter case (``data.case_augment``,
+  ``data.case_forms``), so that a model trained on cased text also reads the textbook's
+  lower-cased, spaced input (:func:`nmt.data.normalize.textbook_form`) or title case.
+- Span augmentation: what both sides share written as a placeholder or a tag on both sides
+  (``data.span_augment``; :mod:`nmt.data.span_augment`), so that a model trained on prose learns
+  to carry them.
+
+The build writes them after the training split's own pairs (:func:`nmt.data.prepare.augment`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import numpy as np
 from nmt.config import CASE_FORM_NAMES
 from nmt.data.cache import SplitWriter
 from nmt.data.normalize import textbook_form, upper
+from nmt.data.span_augment import augment_pair
+from nmt.data.spans import SpanRules
 
 
 def title_case(text: str, lang: str | None = None) -> str:
@@ -54,5 +61,21 @@ def add_case_forms(writer: SplitWriter, picked: Iterable[tuple[str, str, str]],
         noisy = in_case_form(s, nth, forms, lang)
         if noisy is not None:
             writer.add(noisy, t, r)
+            added += 1
+    return added
+
+
+def add_span_forms(writer: SplitWriter, pairs: Iterable[tuple[str, str, str]], share: float,
+                   seed: int, rules: SpanRules) -> int:
+    """The training ``pairs`` that span augmentation draws (``share`` of them, each by its
+    position and ``seed``: :func:`nmt.data.span_augment.augment_pair`) and can rewrite, added
+    to ``writer`` again with their shared words as placeholders or tags; how many."""
+    added = 0
+    if share <= 0:
+        return added
+    for index, (s, t, _) in enumerate(pairs):
+        rewritten = augment_pair(s, t, index, share, seed, rules=rules)
+        if rewritten is not None:
+            writer.add(rewritten[0], rewritten[1], rewritten[1])
             added += 1
     return added

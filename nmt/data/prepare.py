@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from nmt.config import DataConfig
-from nmt.data.augment import add_case_forms, case_picks
+from nmt.data.augment import add_case_forms, add_span_forms, case_picks
 from nmt.data.cache import (
     CACHE_VERSION,
     SPLITS,
@@ -66,6 +66,7 @@ from nmt.data.cleaning import Cleaned, read_pairs, read_sources
 from nmt.data.corpora import Data, open_data
 from nmt.data.hash_buckets import HashBuckets
 from nmt.data.languages import language
+from nmt.data.spans import rules as span_rules
 from nmt.data.split import (
     HeldOutSources,
     hold_back_translated_out,
@@ -378,18 +379,26 @@ def augment(cfg: DataConfig, writer: SplitWriter, spool: PairSpool, read: Read, 
             log: Callable[[str], None]) -> dict[str, int]:
     """The pairs the augmentations add to the training split after its own, how many by the
     name meta.json's counts give them: the case forms (:mod:`nmt.data.augment`) of the picked
-    real training pairs."""
+    real training pairs, then the real training pairs span augmentation rewrites."""
     real = (chunk[~within(chunk, read.synthetic)] for chunk in weighted_indices(spool, mix))
     picked = tagged_pairs(spool, at_positions(real, mix.case_picks), read.synthetic)
     case = add_case_forms(writer, picked, mix.case_forms, cfg.source)
     if case:
         log(f"case augmentation: {case:,} training pairs added with the source "
             f"written {', '.join(dict.fromkeys(mix.case_forms))}")
-    # Span augmentation plugs in here: pairs whose spans nmt.data.span_augment's
-    # augment_spans(src, tgt, rng) rewrites, written after the case forms and counted by
-    # their own name (planned in weight_and_augment, written only when the config asks, so a
-    # cache built without it stays byte for byte what it is).
-    return {"case_augmented": case}
+    spans = add_span_forms(writer, real_pairs(spool, mix, read), cfg.span_augment,
+                           cfg.split_seed, span_rules(cfg.spans, cfg.glossary, cfg.terms))
+    if spans:
+        log(f"span augmentation: {spans:,} training pairs added with shared words as "
+            "placeholders or tags")
+    # counted by name only when added, so a cache built without them keeps its meta.json
+    return {"case_augmented": case, **({"span_augmented": spans} if spans else {})}
+
+
+def real_pairs(spool: PairSpool, mix: Mix, read: Read) -> Iterator[tuple[str, str, str]]:
+    """The real (not back-translated) training pairs, weighted, in the order they are written."""
+    for chunk in weighted_indices(spool, mix):
+        yield from spool.read(chunk[~within(chunk, read.synthetic)].tolist())
 
 
 def write_meta(cfg: DataConfig, data: Data, read: Read, split: Split, mix: Mix, written: Written,
