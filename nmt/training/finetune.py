@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nmt.arguments import option
 from nmt.config import Config, DataConfig, load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.files import stored_digest, user_path
@@ -142,8 +141,8 @@ def open_parent(path: Path) -> Parent:
     from nmt.files import path_problem
     from nmt.runs.portable import RUN_COPY, exported_run_name, find_run_copy, is_export
 
-    path = user_path(path, f"{option('from_')}")
-    where = f"{option('from_')} {path}"
+    path = user_path(path, "--from")
+    where = f"--from {path}"
     copy = None
     name = ""
     if path.is_file() and zipfile.is_zipfile(path):
@@ -319,7 +318,7 @@ def keep_from_parent(parent: Parent, state: TrainingState, kept: list[str]) -> N
         return
     with parent.speaking():
         payload = load_checkpoint(parent.checkpoint)
-    where = f"{option('from_')} {parent.label} ({parent.checkpoint.name})"
+    where = f"--from {parent.label} ({parent.checkpoint.name})"
     optimizer, scheduler = state.optimizer, state.scheduler
     settings = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
     base_lrs = list(scheduler.base_lrs)

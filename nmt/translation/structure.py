@@ -144,7 +144,8 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
 
 def _variant(text: str) -> re.Pattern[str]:
     """A garbled copy of the span ``text``: its characters, spaced apart, any mark written as
-    the unknown mark, letters in either case."""
+    the unknown mark, letters in either case; not running on into a word (``⁇ ba`` holds no
+    copy of ``%b``: put back there, it would be no span)."""
     parts = []
     for c in text:
         if c.isspace():
@@ -153,7 +154,8 @@ def _variant(text: str) -> re.Pattern[str]:
             parts.append(re.escape(c))
         else:
             parts.append("(?:" + "|".join(re.escape(x) for x in (c, *UNKNOWN_MARKS)) + ")")
-    return re.compile(r"\s{0,3}".join(parts), re.IGNORECASE)
+    tail = r"(?![^\W_])" if text[-1:].isalnum() else ""
+    return re.compile(r"\s{0,3}".join(parts) + tail, re.IGNORECASE)
 
 
 def _free(start: int, end: int, taken: list[tuple[int, int]]) -> bool:
