@@ -373,11 +373,15 @@ class Temporary:
         while True:
             if folder:
                 made = tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent)
-                os.chmod(made, umask_mode(0o777))
             else:
                 fd, made = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=parent)
                 os.close(fd)
-            self._fd = os.open(made, os.O_RDONLY)
+            try:
+                if folder:
+                    os.chmod(made, umask_mode(0o777))
+                self._fd = os.open(made, os.O_RDONLY)
+            except FileNotFoundError:  # taken for a dead writer's and removed before opened
+                continue
             _lock(self._fd, wait=True)  # held by a remover only if it is removing it
             with suppress(OSError):
                 if os.path.samestat(os.fstat(self._fd), os.lstat(made)):

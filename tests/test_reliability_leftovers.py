@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,6 +122,7 @@ def test_the_next_writer_removes_a_dead_writers_leftovers_not_a_live_ones(
 KILLED = """
 import os, sys, time
 from pathlib import Path
+from typing import Any
 import nmt.data.prepare as prepare
 from nmt.config import DataConfig
 
@@ -189,3 +191,30 @@ def test_a_temporary_is_removed_at_its_end_unless_renamed_away(tmp_path: Path) -
         os.replace(folder, tmp_path / "kept")
         folder.mkdir()  # another folder at its name afterwards: not its to remove
     assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name, "kept"]
+
+
+@pytest.mark.parametrize("folder", [True, False])
+def test_a_temporary_removed_before_its_writer_holds_it_is_made_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: bool) -> None:
+    """Another writer's clean-up may take a temporary made a moment ago, before its writer
+    opened and locked it, for a dead writer's: the writer makes another (before: `cannot
+    write (No such file or directory)`, seen with three preparations at once)."""
+    from nmt import files
+
+    made: list[str] = []
+    real = tempfile.mkdtemp if folder else tempfile.mkstemp
+
+    def taken_at_once(*args: Any, **kwargs: Any) -> Any:
+        got = real(*args, **kwargs)
+        path = got if folder else got[1]
+        made.append(path)
+        if len(made) == 1:  # the first is removed by "another writer" straight away
+            (os.rmdir if folder else os.unlink)(path)
+        return got
+
+    monkeypatch.setattr(files.tempfile, "mkdtemp" if folder else "mkstemp", taken_at_once)
+    held = files.Temporary(tmp_path, "x-", folder=folder)
+    try:
+        assert len(made) == 2 and held.path == Path(made[1]) and held.path.exists()
+    finally:
+        held.cleanup()
