@@ -272,3 +272,32 @@ def test_a_module_spelling_a_run_file_is_named(code: str, named: str) -> None:
 def test_names_like_a_run_files_are_not_taken_for_one() -> None:
     code = 'k = "train.log_every"; t = tok / "tokenizer.json"; d = {"tokenizer": 1}'
     assert run_file_spellers({"nmt.export.x": code}) == []
+
+
+def test_functions_modules_and_commands_stay_readable_sizes() -> None:
+    """No function over 100 lines, no module over 650, and each command of the command line at
+    most 40 lines of body: what is longer is split into named parts."""
+    import ast
+
+    too_long = []
+    for path in sorted((REPO / "nmt").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(REPO)
+        if text.count("\n") > 650:
+            too_long.append(f"{where}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > 100:
+                    too_long.append(f"{where}:{node.lineno}: {node.name} is {lines} lines")
+    cli = ast.parse((REPO / "nmt" / "cli.py").read_text(encoding="utf-8"))
+    for node in cli.body:
+        decorated = isinstance(node, ast.FunctionDef) and any(
+            isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "command"
+            for d in node.decorator_list)
+        if decorated:
+            body = node.body[1:] if isinstance(node.body[0], ast.Expr) else node.body
+            lines = (body[-1].end_lineno or 0) - body[0].lineno + 1
+            if lines > 40:
+                too_long.append(f"nmt/cli.py:{node.lineno}: command {node.name} is {lines} lines")
+    assert not too_long, "\n".join(too_long)

@@ -120,9 +120,9 @@ def validate(run: Run, state: TrainingState) -> None:
 
 
 def score_start(run: Run, state: TrainingState) -> None:
-    """Score the weights a run starts from (a continued model's: its parent's) on every
-    held-out set before its first step, so that the parent's scores on the child's sets stand
-    beside the child's: recorded as ``{"step": S, "at_start": {"N_loss": ..., "N_bleu": ...}}``
+    """Score the weights a run starts from on every held-out set before its first step, so
+    that the scores of the model it starts from stand beside its own on the same sets:
+    recorded as ``{"step": S, "at_start": {"N_loss": ..., "N_bleu": ...}}``
     and logged ("before training"). It chooses nothing and saves nothing."""
     scores = {name: set_scores(state.scored, valid, run) for name, valid in run.valid_sets.items()}
     state.model.train()
