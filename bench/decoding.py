@@ -121,10 +121,11 @@ def _load(run_dir: Path | None, data_dir: Path | None) -> tuple[
     from nmt.data.prepare import prepare
 
     if run_dir is not None:
+        from nmt.evaluate import trained_data
         from nmt.runs.loading import load_run
 
         run = load_run(run_dir, "best", "cpu")
-        prepared = prepare(run.config.data, data_dir or default_data_dir(), log=lambda s: None)
+        prepared = trained_data(run.run_dir, run.config.data, data_dir, log=lambda s: None)
         sources, _ = prepared.splits["test"].grouped()
         return run.model, run.tokenizer, run.config, sources, f"{run_dir} (step {run.step})"
     from nmt.models.build import build_model

@@ -68,9 +68,7 @@ def bench_export(
     ``rounds``: each engine times the whole split this many times, the engines alternated round
     by round; the median is reported. ``batch_size``: sentences per batch for every engine
     (None: the run's ``decode.batch_size``)."""
-    from nmt.data.download import default_data_dir
     from nmt.data.normalize import normalize
-    from nmt.data.prepare import prepare
     from nmt.device import decode_dtype
     from nmt.evaluate import corpus_scores
     from nmt.export import require_ctranslate2
@@ -81,11 +79,12 @@ def bench_export(
     require_ctranslate2("bench export")
     import ctranslate2
 
+    from nmt.evaluate import trained_data
     from nmt.export.ct2_convert import export_run
     from nmt.export.ct2_translate import CT2Translator
 
     run = load_run(run_dir, "best", "cpu")
-    prepared = prepare(run.config.data, data_dir or default_data_dir(), log=lambda s: None)
+    prepared = trained_data(run.run_dir, run.config.data, data_dir, log=lambda s: None)
     if split not in prepared.splits:
         raise NmtError(f"--split {split}: expected one of {', '.join(prepared.splits)}")
     sources, refs = prepared.splits[split].grouped()

@@ -83,15 +83,14 @@ def run_bench(run: Path, checkpoint: str = "best", engine: str = "nmt",
     """:func:`measure` on the test split of ``run`` (prepared from ``data_dir``)."""
     from nmt.api import open_translator
     from nmt.config import load_config
-    from nmt.data.download import default_data_dir
-    from nmt.data.prepare import prepare
     from nmt.errors import DataError
+    from nmt.evaluate import trained_data
 
     path = run / "config.toml"
     if not path.is_file():
         raise DataError(f"--run {run}: no config.toml (not a run directory)")
     cfg = load_config(path)
-    prepared = prepare(cfg.data, data_dir or default_data_dir(), log=log)
+    prepared = trained_data(run, cfg.data, data_dir, log=log)  # its own tokenizer and cache
     sources, references = prepared.splits["test"].grouped()
     groups = paragraphs(len(sources), seed=seed, most=most)
     if not groups:

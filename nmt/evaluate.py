@@ -33,7 +33,8 @@ from nmt.files import read_lines
 from nmt.translation.translator import StreamTranslator, open_input
 
 if TYPE_CHECKING:
-    from nmt.config import Config
+    from nmt.config import Config, DataConfig
+    from nmt.data.prepare import Prepared
 
 # The recipe's four check sentences and their references (the textbook's, d2l.ai's
 # "Sequence-to-Sequence Learning for Machine Translation"), and the same as people write them,
@@ -396,15 +397,9 @@ def evaluate_run(
         if refs:
             raise DataError(f"{option('refs')}: expected {option('src')} with it (the source "
                             "sentences to translate)")
-        from nmt.data.download import default_data_dir
-        from nmt.data.prepare import prepare_trained
-        from nmt.runs.loading import run_tokenizer
-        from nmt.runs.records import check_same_data, read_excluded
+        from nmt.runs.records import check_same_data
 
-        # the cache the run's training built, or one built with its tokenizer: never a new one
-        prepared = prepare_trained(run.config.data, data_dir or default_data_dir(),
-                                   run_tokenizer(run.run_dir),
-                                   read_excluded(run.run_dir), log=log)
+        prepared = trained_data(run.run_dir, run.config.data, data_dir, log)
         if split not in prepared.splits:
             raise DataError(f"{option('split')} {split}: expected one of "
                             f"{', '.join(prepared.splits)}")
@@ -465,3 +460,18 @@ def run_examples(translator: StreamTranslator, source: str = "en",
                 else recipe_bleu(hyp, ref))
         rows.append({"src": src, "hyp": hyp, "ref": ref, "bleu": round(bleu, 3)})
     return rows
+
+
+def trained_data(run_dir: Path, data: DataConfig, data_dir: Path | None = None,
+                 log: Callable[[str], None] = print) -> Prepared:
+    """The prepared data of the run ``run_dir`` (its ``[data]`` is ``data``), to score it on its
+    held-out splits: the cache its training built, or one built with its own tokenizer, said in
+    one line; never a tokenizer trained (:func:`nmt.data.prepare.prepare_trained`). Everything
+    that scores a trained run on its own data goes through this."""
+    from nmt.data.download import default_data_dir
+    from nmt.data.prepare import prepare_trained
+    from nmt.runs.loading import run_tokenizer
+    from nmt.runs.records import read_excluded
+
+    return prepare_trained(data, Path(data_dir) if data_dir is not None else default_data_dir(),
+                           run_tokenizer(run_dir), read_excluded(run_dir), log=log)
