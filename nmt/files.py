@@ -57,6 +57,17 @@ def path_problem(path: Path, want: str = "file", called: str = "") -> str | None
     return f"is a {kind}, not a {called or want}"
 
 
+def _only_a_file(fd: int, path: Path, error: Callable[[str], Exception]) -> None:
+    """The descriptor ``fd``, opened without blocking, made blocking if it is a regular file;
+    else closed and ``error`` raised naming what ``path`` is (a FIFO, a directory, a device)."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _KINDS if test(mode)), "special file")
+        raise error(f"{path}: is a {kind}, not a file")
+    os.set_blocking(fd, True)
+
+
 def open_stored(path: Path, folder: Path | None = None,
                 error: type[NmtError] = DataError) -> io.BufferedReader:
     """``path``, a file nmt wrote into a cache, a run or an export (``folder``), open for
@@ -76,12 +87,7 @@ def open_stored(path: Path, folder: Path | None = None,
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise error(f"{path}: cannot read ({os_reason(e)})") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = next((name for test, name in _KINDS if test(mode)), "special file")
-        raise error(f"{path}: is a {kind}, not a file")
-    os.set_blocking(fd, True)
+    _only_a_file(fd, path, error)
     return open(path, "rb", opener=lambda _path, _flags: fd)  # named by its path
 
 
@@ -443,12 +449,7 @@ def append_text(path: Path, text: str) -> None:
                            "(remove the link)") from None
         problem = path_problem(path)  # a FIFO without a reader (ENXIO), a directory
         raise NmtError(f"{path}: {problem or f'cannot write ({os_reason(e)})'}") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = next((name for test, name in _KINDS if test(mode)), "special file")
-        raise NmtError(f"{path}: is a {kind}, not a file")
-    os.set_blocking(fd, True)
+    _only_a_file(fd, path, NmtError)
     try:
         with os.fdopen(fd, "ab") as f:
             f.write(text.encode("utf-8"))

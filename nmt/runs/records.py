@@ -48,6 +48,17 @@ def file_name(text: str) -> str:
 # --- corpus.json -------------------------------------------------------------------------------
 
 
+def _record(path: Path, error: type[NmtError], expected: str, key: str,
+            kind: type) -> dict[str, Any] | None:
+    """The JSON object of the record ``path`` (None where the run has none), which must hold
+    ``key`` of type ``kind``; else ``error`` naming the file and ``expected``."""
+    record = read_json(path, error, expected)
+    if record is not None and not (isinstance(record, dict)
+                                   and isinstance(record.get(key), kind)):
+        raise error(f"{path}: expected {expected}")
+    return record
+
+
 def write_corpus_record(run_dir: Path, identity: dict[str, Any]) -> None:
     """Record the data a run trains on (its identity, as :mod:`nmt.data.corpora` gives it)."""
     atomic_write_text(Path(run_dir) / CORPUS_FILE, json.dumps(identity, indent=1) + "\n")
@@ -55,13 +66,8 @@ def write_corpus_record(run_dir: Path, identity: dict[str, Any]) -> None:
 
 def read_corpus_record(run_dir: Path) -> dict[str, Any] | None:
     """The identity a run recorded; None for a run made before runs recorded it."""
-    path = Path(run_dir) / CORPUS_FILE
-    expected = "the corpus identity an nmt run records"
-    record = read_json(path, DataError, expected)
-    if record is not None and not (isinstance(record, dict)
-                                   and isinstance(record.get("corpus"), dict)):
-        raise DataError(f"{path}: expected {expected}")
-    return record
+    return _record(Path(run_dir) / CORPUS_FILE, DataError,
+                   "the corpus identity an nmt run records", "corpus", dict)
 
 
 def _what(identity: dict[str, Any]) -> str:
@@ -232,13 +238,8 @@ def checkpoint_hardware(payload: dict[str, Any], path: Path) -> str:
 
 def read_parent(run_dir: Path) -> dict[str, Any] | None:
     """A run's ``parent.json`` (None: it was not continued from another)."""
-    path = Path(run_dir) / PARENT_FILE
-    expected = "the parent an nmt run records"
-    record = read_json(path, CheckpointError, expected)
-    if record is not None and not (isinstance(record, dict)
-                                   and isinstance(record.get("run"), str)):
-        raise CheckpointError(f"{path}: expected {expected}")
-    return record
+    return _record(Path(run_dir) / PARENT_FILE, CheckpointError,
+                   "the parent an nmt run records", "run", str)
 
 
 @dataclass(frozen=True)
