@@ -4,10 +4,12 @@ the model's text; the same through nmt translate, the API, CTranslate2 and nmt b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import invoke
@@ -289,3 +291,27 @@ def test_ctranslate2_gives_the_same_guarantee(export: Path) -> None:
     code, out, err = invoke("translate", "--model", str(export), *CT2_SOURCES)
     assert code == 0 and out.split("\n")[:-1] == outputs
     assert err.count("spans repaired") == 1
+
+
+def test_repair_mode_never_stops_a_file_on_a_line_it_cannot_place(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line whose spans not even a guess could place: ``strict`` refuses it naming it,
+    ``repair`` keeps it as far as it got, counts it and says so, and goes on with the rest."""
+    import nmt.translation.structure as structure
+
+    real = structure.repair_line
+
+    def stuck(source: str, output: str, rules: Any, guess: bool = True) -> Any:
+        done = real(source, output, rules, guess=guess)
+        return dataclasses.replace(done, unplaced=("%s",)) if source == "b %s" else done
+
+    monkeypatch.setattr(structure, "repair_line", stuck)
+    engine = dict([("a %s", "x %s"), ("b %s", "y"), ("c", "z")]).__getitem__
+    sources = ["a %s", "b %s", "c"]
+    with pytest.raises(UnplacedSpan) as caught:
+        guarded(lambda xs: [engine(x) for x in xs], sources, SpanGuard(RULES, "strict"))
+    assert caught.value.index == 1
+    guard = SpanGuard(RULES, "repair")
+    got = guarded(lambda xs: [engine(x) for x in xs], sources, guard)
+    assert got[0] == "x %s" and got[2] == "z" and guard.counts.unplaced == 1
+    assert "in 1 line not every span could be placed" in guard.counts.summary()

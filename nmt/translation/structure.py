@@ -84,6 +84,7 @@ class SpanCounts:
     restored: int = 0
     guessed: int = 0
     removed: int = 0
+    unplaced: int = 0  # lines whose spans not even a guess could all place (repair mode)
 
     def since(self, before: SpanCounts) -> SpanCounts:
         return SpanCounts(*(a - b for a, b in zip(self.as_tuple(), before.as_tuple(),
@@ -91,17 +92,19 @@ class SpanCounts:
 
     def as_tuple(self) -> tuple[int, ...]:
         return (self.lines, self.with_spans, self.repaired, self.restored, self.guessed,
-                self.removed)
+                self.removed, self.unplaced)
 
     def summary(self) -> str:
         """One line, for the warning ``nmt translate`` prints (empty when nothing changed)."""
-        if not self.repaired:
+        if not self.repaired and not self.unplaced:
             return ""
         guessed = f", {self.guessed} of them placed by position" if self.guessed else ""
+        unplaced = (f"; in {self.unplaced} line{'s' if self.unplaced > 1 else ''} not every "
+                    "span could be placed" if self.unplaced else "")
         return (f"spans repaired in {self.repaired} of {self.lines} lines: {self.restored} "
-                f"restored{guessed}, {self.removed} invented removed ({option('spans')} strict "
-                f"refuses a line that needs a guess; {option('spans')} off keeps the model's "
-                "text)")
+                f"restored{guessed}, {self.removed} invented removed{unplaced} "
+                f"({option('spans')} strict refuses a line that needs a guess; "
+                f"{option('spans')} off keeps the model's text)")
 
 
 @dataclass
@@ -121,7 +124,9 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
             guard: SpanGuard | None) -> list[str]:
     """``translate(sources)``, each output checked against its source's spans by ``guard``
     (None, or mode ``off``: as translated). :class:`UnplacedSpan` for a line ``strict``
-    cannot place, counted from 0 within ``sources``."""
+    cannot place, counted from 0 within ``sources``; ``repair`` keeps such a line as far as it
+    could repair it and counts it (:attr:`SpanCounts.unplaced`), so one line never stops a
+    whole file."""
     outputs = translate(list(sources))
     if guard is None or guard.mode == "off":
         return outputs
@@ -129,8 +134,9 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
     counts = guard.counts
     for i, (source, output) in enumerate(zip(sources, outputs, strict=True)):
         repair = repair_line(source, output, guard.rules, guess=guard.mode == "repair")
-        if repair.unplaced:
-            raise UnplacedSpan(i, repair.unplaced, strict=guard.mode == "strict")
+        if repair.unplaced and guard.mode == "strict":
+            raise UnplacedSpan(i, repair.unplaced)
+        counts.unplaced += bool(repair.unplaced)  # repair: kept as far as it got, and said
         counts.lines += 1
         counts.with_spans += repair.spans > 0
         if repair.text != output:
