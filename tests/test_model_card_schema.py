@@ -90,6 +90,8 @@ def test_the_crafted_files_give_a_card_that_names_them(loaded: Any) -> None:
     assert "| nmt | 1 | 12.35 | 40.50 | 77 | nrefs:1\\|case:mixed; nrefs:1\\|nc:6 |" in text
     assert "### Parent: run parent (best.pt, step 4" in text
     assert "/home/me" not in text and "/home/me" not in json.dumps(model_card(loaded))
+    # what an engine without nmt (the Argos package's) does not keep is said plainly
+    assert "Run without nmt (argostranslate, LibreTranslate, or CTranslate2 directly)" in text
 
 
 @pytest.mark.parametrize(("name", "keys", "value", "field"), [

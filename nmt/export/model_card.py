@@ -192,7 +192,12 @@ def _runtime_lines(card: dict[str, Any]) -> list[str]:
             "- `nmt translate` decodes this model with "
             + ("greedy search" if rt["nmt_translate_beam"] == 1 else
                f"beam search of width {rt['nmt_translate_beam']}")
-            + " by default (the run's `decode.beam`)."]
+            + " by default (the run's `decode.beam`).",
+            "- Placeholders, markup tags and other protected spans (`%s`, `{name}`): `nmt "
+            "translate` checks every output against its source and puts back what the model "
+            "dropped or garbled, with either engine (`--spans`). Run without nmt (argostranslate, "
+            "LibreTranslate, or CTranslate2 directly), the model's output is used as it is: a "
+            "placeholder it drops or invents stays dropped or invented."]
 
 
 def card_markdown(card: dict[str, Any]) -> str:
