@@ -113,9 +113,9 @@ def test_guarded_modes_with_a_fake_engine() -> None:
     guard = SpanGuard(RULES)
     assert guarded(engine, sources, guard) == ["f", "x %s y", "z {n} w", "x y"]
     counts = guard.counts
-    assert (counts.lines, counts.with_spans, counts.repaired, counts.restored, counts.guessed,
+    assert (counts.sentences, counts.with_spans, counts.repaired, counts.restored, counts.guessed,
             counts.removed) == (4, 2, 3, 2, 1, 1)
-    assert "spans repaired in 3 of 4 lines" in counts.summary()
+    assert "spans repaired in 3 of 4 sentences" in counts.summary()
     assert guarded(engine, sources, SpanGuard(RULES, "off")) == ["f %d", "x ⁇ y", "z w", "x y"]
     assert guarded(engine, sources, None) == ["f %d", "x ⁇ y", "z w", "x y"]
     with pytest.raises(UnplacedSpan) as e:
@@ -149,7 +149,7 @@ def test_translate_lines_warns_once_and_strict_names_the_line(tmp_path: Path) ->
     got = translate_lines(FakeTranslator(outputs, "repair"), lines, warn=warnings.append)
     assert got is not None and all(spans_of(o) == spans_of(s) for s, o in zip(lines, got,
                                                                               strict=True))
-    assert warnings == ["warning: argument: spans repaired in 6 of 9 lines: 9 restored, 3 of "
+    assert warnings == ["warning: argument: spans repaired in 6 of 9 sentences: 9 restored, 3 of "
                         "them placed by position, 0 invented removed (spans strict refuses a "
                         "line that needs a guess; spans off keeps the model's text)"]
     source = tmp_path / "in.txt"
@@ -314,4 +314,4 @@ def test_repair_mode_never_stops_a_file_on_a_line_it_cannot_place(
     guard = SpanGuard(RULES, "repair")
     got = guarded(lambda xs: [engine(x) for x in xs], sources, guard)
     assert got[0] == "x %s" and got[2] == "z" and guard.counts.unplaced == 1
-    assert "in 1 line not every span could be placed" in guard.counts.summary()
+    assert "in 1 sentence not every span could be placed" in guard.counts.summary()

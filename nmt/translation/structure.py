@@ -78,20 +78,21 @@ class Repair:
 class SpanCounts:
     """What a guard did so far."""
 
-    lines: int = 0  # lines translated
+    sentences: int = 0  # what the engine translated: a line, or each sentence and segment of one
+    # that the layout cut apart (nmt.translation.layout)
     with_spans: int = 0  # lines whose source has spans
     repaired: int = 0  # lines changed
     restored: int = 0
     guessed: int = 0
     removed: int = 0
-    unplaced: int = 0  # lines whose spans not even a guess could all place (repair mode)
+    unplaced: int = 0  # sentences whose spans not even a guess could all place (repair mode)
 
     def since(self, before: SpanCounts) -> SpanCounts:
         return SpanCounts(*(a - b for a, b in zip(self.as_tuple(), before.as_tuple(),
                                                   strict=True)))
 
     def as_tuple(self) -> tuple[int, ...]:
-        return (self.lines, self.with_spans, self.repaired, self.restored, self.guessed,
+        return (self.sentences, self.with_spans, self.repaired, self.restored, self.guessed,
                 self.removed, self.unplaced)
 
     def summary(self) -> str:
@@ -99,9 +100,9 @@ class SpanCounts:
         if not self.repaired and not self.unplaced:
             return ""
         guessed = f", {self.guessed} of them placed by position" if self.guessed else ""
-        unplaced = (f"; in {self.unplaced} line{'s' if self.unplaced > 1 else ''} not every "
+        unplaced = (f"; in {self.unplaced} sentence{'s' if self.unplaced > 1 else ''} not every "
                     "span could be placed" if self.unplaced else "")
-        return (f"spans repaired in {self.repaired} of {self.lines} lines: {self.restored} "
+        return (f"spans repaired in {self.repaired} of {self.sentences} sentences: {self.restored} "
                 f"restored{guessed}, {self.removed} invented removed{unplaced} "
                 f"({option('spans')} strict refuses a line that needs a guess; "
                 f"{option('spans')} off keeps the model's text)")
@@ -137,7 +138,7 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
         if repair.unplaced and guard.mode == "strict":
             raise UnplacedSpan(i, repair.unplaced)
         counts.unplaced += bool(repair.unplaced)  # repair: kept as far as it got, and said
-        counts.lines += 1
+        counts.sentences += 1
         counts.with_spans += repair.spans > 0
         if repair.text != output:
             counts.repaired += 1
