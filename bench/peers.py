@@ -5,10 +5,10 @@ Transformer of d_model 128, 4 heads, d_ff 512, 2+2 layers, pre-norm, shared embe
 smoothing 0.1, ~3,000-target-token batches) on the same training pairs, encoded with the same
 SentencePiece model: nmt's data cache for that config is written out as space-separated pieces,
 and the pieces (less nmt's four specials, for which OpenNMT-py has its own) are its vocabulary.
-Both sides run one thread each, alternated ``--repeats`` times, ``--warmup`` steps left out
-and ``--steps`` timed; the table gives each side's steady target tokens/s, their ratio, the
-FLOP/s they make (:mod:`nmt.training.cost`; both train the same FLOPs per token) and every
-setting that differs (:data:`DIFFERENCES`).
+Both sides run ``--threads`` threads each (one by default), alternated ``--repeats`` times,
+``--warmup`` steps left out and ``--steps`` timed; the table gives each side's steady target
+tokens/s, their ratio, the FLOP/s they make (:mod:`nmt.training.cost`; both train the same
+FLOPs per token) and every setting that differs (:data:`DIFFERENCES`).
 
 OpenNMT-py lives in its own virtual environment (``--venv``, build/onmt-venv), made on first
 use: OpenNMT-py 3.5.1 pins ``torch<2.3``, which would pull a multi-GB CUDA build, so the CPU
@@ -244,9 +244,10 @@ def alternated(repeats: int, ours: Callable[[], dict[str, Any]],
 
 def compare(config: Path, *, steps: int, warmup: int, repeats: int, venv: Path = VENV,
             data_dir: Path | None = None, cpu: int | None = None, precision: str = "auto",
-            log: Callable[[str], None] = print) -> dict[str, Any]:
-    """nmt and OpenNMT-py on ``config``'s model and data, alternated ``repeats`` times; nmt in
-    ``precision`` (``train.precision``), OpenNMT-py in fp32 (it has no other on a CPU)."""
+            threads: int = 1, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """nmt and OpenNMT-py on ``config``'s model and data, ``threads`` threads each, alternated
+    ``repeats`` times; nmt in ``precision`` (``train.precision``), OpenNMT-py in fp32 (it has no
+    other on a CPU)."""
     from nmt.config import load_config
     from nmt.training.cost import this_cpu_fp32_peak, training_flops_per_target_token
 
@@ -258,19 +259,19 @@ def compare(config: Path, *, steps: int, warmup: int, repeats: int, venv: Path =
     options = peer_options(cfg, work / "train.src", work / "train.tgt", work / "vocab.txt",
                            pieces["vocab_size"], work / "run", total, seed=cfg.train.seed)
     prefix = ["taskset", "-c", str(cpu)] if cpu is not None else []
-    ours_overrides = [*CPU_OVERRIDES, f"train.precision={precision}", "train.threads=1",
-                      f"train.max_steps={total}"]
+    ours_overrides = [*CPU_OVERRIDES, f"train.precision={precision}",
+                      f"train.threads={threads}", f"train.max_steps={total}"]
     runs = alternated(
         repeats,
         lambda: measure_train(config, ours_overrides, stop_after=total, warmup=warmup,
-                              data_dir=data_dir, prefix=prefix),
-        lambda: measure_peer(python, stubs, options, warmup, prefix),
+                              data_dir=data_dir, prefix=prefix, threads=threads),
+        lambda: measure_peer(python, stubs, options, warmup, prefix, threads=threads),
         lambda row: f"steady {row['steady_tokens_per_sec'] or 0:,.0f} target tokens/s", log)
     flops = training_flops_per_target_token(cfg.model, pieces["tgt_vocab_size"],
                                             pieces["src_mean"], pieces["tgt_mean"])
-    peak = this_cpu_fp32_peak(1)
+    peak = this_cpu_fp32_peak(threads)
     return {"config": config.name, "steps": steps, "warmup": warmup, "repeats": repeats,
-            "cpu": cpu, "precision": nmt_precision(precision), "runs": runs,
+            "cpu": cpu, "threads": threads, "precision": nmt_precision(precision), "runs": runs,
             "flops_per_token": flops,
             "cpu_peak_flops": peak.flops if peak else None,
             "cpu_peak": peak.describe() if peak else None,
@@ -421,15 +422,20 @@ def markdown(result: dict[str, Any]) -> str:
                    f"{max(r['peak_rss_mb'] for r in rows):,} |")
     r = ratio(result)
     out += ["", f"nmt / OpenNMT-py: **{r:.2f}x**" if r else "nmt / OpenNMT-py: -", "",
-            f"{result['config']}'s model and training pairs, one thread each, nmt in "
+            f"{result['config']}'s model and training pairs, "
+            + _threads_said(result.get("threads", 1)) + " each, nmt in "
             f"{result.get('precision', 'fp32')} and OpenNMT-py in fp32"
             + (f" pinned to CPU {result['cpu']}" if result["cpu"] is not None else "")
             + f", {result['repeats']} alternating runs per side of {result['warmup']} warm-up "
             f"+ {result['steps']} timed steps; steady: target tokens over the timed steps' "
-            "seconds. % of fp32 peak: of one core ("
+            "seconds. % of fp32 peak: of the cores used ("
             + (result["cpu_peak"] or "not known for this CPU") + "). What differs:", ""]
     out += [f"- {d}" for d in result["differences"]]
     return "\n".join(out)
+
+
+def _threads_said(threads: int) -> str:
+    return "one thread" if threads == 1 else f"{threads} threads"
 
 
 def _peer_version(result: dict[str, Any]) -> str:
@@ -451,16 +457,20 @@ def main(argv: list[str] | None = None) -> None:
                    "instead of training speed: bench/out/peers-quality.md")
     p.add_argument("--eval-every", type=int, default=100,
                    help="with --quality: validate every N steps")
-    p.add_argument("--threads", type=int, default=2, help="with --quality: threads per side")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads per side (1; with --quality, 2)")
     p.add_argument("--venv", type=Path, default=VENV, help="OpenNMT-py's virtual environment")
     p.add_argument("--data-dir", type=Path, default=None, help="nmt's corpus and cache folder")
     p.add_argument("--cpu", type=int, default=None, help="pin both sides to this CPU (taskset)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = p.parse_args(argv)
     repeats = args.repeats or (1 if args.quality else 2)
+    threads = args.threads if args.threads is not None else (2 if args.quality else 1)
     if (args.steps is not None and args.steps < 1) or args.warmup < 0 or repeats < 1 \
-            or args.threads < 1:
+            or threads < 1:
         p.error("--steps, --repeats and --threads must be >= 1, --warmup >= 0")
+    if args.cpu is not None and threads > 1:
+        p.error("--cpu pins both sides to one CPU: it takes --threads 1")
     if args.cpu is not None and shutil.which("taskset") is None:
         p.error("--cpu needs taskset (util-linux)")
     try:
@@ -469,13 +479,14 @@ def main(argv: list[str] | None = None) -> None:
 
             steps = args.steps or load_config(args.config).train.max_steps
             result = time_to_quality(args.config, steps=steps, eval_every=args.eval_every,
-                                     threads=args.threads, repeats=repeats,
+                                     threads=threads, repeats=repeats,
                                      precision=args.precision, venv=args.venv.resolve(),
                                      data_dir=args.data_dir)
         else:
             result = compare(args.config, steps=args.steps or 150, warmup=args.warmup,
                              repeats=repeats, venv=args.venv.resolve(),
-                             data_dir=args.data_dir, cpu=args.cpu, precision=args.precision)
+                             data_dir=args.data_dir, cpu=args.cpu, precision=args.precision,
+                             threads=threads)
     except NmtError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)

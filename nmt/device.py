@@ -68,21 +68,53 @@ BF16_UNITS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo flags of CPUs with bf1
 CPUINFO = "/proc/cpuinfo"
 
 
+def _cpu_vendor_and_flags() -> tuple[str, set[str]]:
+    """``vendor_id`` and ``flags`` of the first CPU in :data:`CPUINFO` (empty where unread)."""
+    vendor, flags = "", set()
+    try:
+        with open(CPUINFO, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("vendor_id") and not vendor:
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    return vendor, flags
+
+
 @functools.lru_cache(maxsize=1)
 def cpu_bf16_units() -> str | None:
-    """The flag by which this CPU computes in bf16 in hardware (Intel since Sapphire Rapids:
-    AMX; AMD since Zen 4: AVX-512 BF16), or None. ``NMT_CPU_BF16=1`` / ``0`` says so instead
-    (the test suite sets 0, so that it runs alike on every machine)."""
+    """The flag by which this CPU computes in bf16 faster than in fp32, or None.
+    ``NMT_CPU_BF16=1`` / ``0`` says so instead (the test suite sets 0, so that it runs alike
+    on every machine).
+
+    AMX (``amx_bf16``, Intel since Sapphire Rapids) counts, and AVX-512 BF16
+    (``avx512_bf16``) counts on a CPU that is not Intel's (AMD since Zen 4). On an Intel CPU
+    with AVX-512 BF16 and no AMX (Cooper Lake, or a newer one whose AMX a virtual machine
+    hides), MKL computes fp32 on its AVX-512 paths, which it takes on Intel only, and the demo
+    trained 1.3x faster in fp32 than in bf16 (docs/BENCHMARKS.md, "bf16 on the CPU")."""
     given = environment.read("NMT_CPU_BF16")
     if given is not None:
         return "NMT_CPU_BF16=1" if given == "1" else None
-    try:
-        with open(CPUINFO, encoding="utf-8", errors="replace") as f:
-            flags = next((set(line.split(":", 1)[1].split()) for line in f
-                          if line.startswith("flags")), set())
-    except OSError:
-        return None
-    return next((flag for flag in BF16_UNITS if flag in flags), None)
+    vendor, flags = _cpu_vendor_and_flags()
+    if "amx_bf16" in flags:
+        return "amx_bf16"
+    if "avx512_bf16" in flags and vendor != "GenuineIntel":
+        return "avx512_bf16"
+    return None
+
+
+def cpu_fp32_reason() -> str:
+    """Why ``auto`` computes in fp32 on this CPU (:func:`cpu_bf16_units` is None)."""
+    said = environment.said("NMT_CPU_BF16")
+    if said:
+        return said
+    vendor, flags = _cpu_vendor_and_flags()
+    if "avx512_bf16" in flags and vendor == "GenuineIntel":
+        return "this Intel CPU has avx512_bf16 without AMX, where fp32 is faster"
+    return "this CPU has no bf16 units"
 
 
 def autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
@@ -126,7 +158,7 @@ def precision_said(device: torch.device, precision: str) -> str:
     if dtype is None:
         why = ("train.precision = fp32" if precision == "fp32" else
                f"no mixed precision on {device.type}" if device.type != "cpu" else
-               environment.said("NMT_CPU_BF16") or "this CPU has no bf16 units")
+               cpu_fp32_reason())
         return f"precision: fp32 ({why})"
     if precision != "auto":
         return f"precision: {str(dtype).removeprefix('torch.')} autocast (train.precision)"

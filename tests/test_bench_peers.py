@@ -67,7 +67,10 @@ def test_table_gives_both_speeds_the_ratio_and_what_differs() -> None:
     assert "| nmt | 4,700, 4,800 | 4,800 | 3,000 | 8.50 | 40.8 | 52.0% | 700 |" in table
     assert "| OpenNMT-py 3.5.1 | 4,500, 4,000 | 4,500 |" in table
     assert "nmt / OpenNMT-py: **1.07x**" in table and "pinned to CPU 0" in table
+    assert "one thread each" in table
     assert all(f"- {d}" in table for d in peers.DIFFERENCES)
+    two = peers.markdown({**result, "cpu": None, "threads": 2})
+    assert "2 threads each" in two and "pinned" not in two
     # a side with no figure gives no ratio rather than a division by zero
     result["runs"]["onmt"] = [run(0.0)]
     assert peers.ratio(result) is None and "nmt / OpenNMT-py: -" in peers.markdown(result)

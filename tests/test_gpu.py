@@ -105,22 +105,29 @@ def test_bf16_autocast_trains_like_fp32_on_the_cpu(arch: str, tiny_data_dir: Pat
     assert_bf16_trains_like_fp32(arch, "cpu", tiny_data_dir, tmp_path)
 
 
-@pytest.mark.parametrize(("flags", "env", "expected", "said"), [
-    ("fpu avx2 avx512f avx512_bf16 avx512_vnni", None, torch.bfloat16,
+@pytest.mark.parametrize(("vendor", "flags", "env", "expected", "said"), [
+    ("AuthenticAMD", "fpu avx2 avx512f avx512_bf16 avx512_vnni", None, torch.bfloat16,
      "bf16 autocast (train.precision = auto: this CPU has avx512_bf16)"),
-    ("fpu avx512f amx_bf16 amx_tile", None, torch.bfloat16, "this CPU has amx_bf16"),
-    ("fpu avx2 fma", None, None, "precision: fp32 (this CPU has no bf16 units)"),
-    ("fpu avx2 fma", "1", torch.bfloat16, "(train.precision = auto: NMT_CPU_BF16=1)"),
-    ("fpu avx512_bf16", "0", None, "precision: fp32 (NMT_CPU_BF16=0)"),  # the user's choice
+    ("GenuineIntel", "fpu avx512f avx512_bf16 amx_bf16 amx_tile", None, torch.bfloat16,
+     "this CPU has amx_bf16"),
+    # Intel's AVX-512 BF16 without AMX: MKL's fp32 is faster there
+    ("GenuineIntel", "fpu avx2 avx512f avx512_bf16 avx512_vnni", None, None,
+     "precision: fp32 (this Intel CPU has avx512_bf16 without AMX, where fp32 is faster)"),
+    ("AuthenticAMD", "fpu avx2 fma", None, None, "precision: fp32 (this CPU has no bf16 units)"),
+    ("AuthenticAMD", "fpu avx2 fma", "1", torch.bfloat16,
+     "(train.precision = auto: NMT_CPU_BF16=1)"),
+    ("GenuineIntel", "fpu avx512_bf16", "1", torch.bfloat16, "NMT_CPU_BF16=1"),
+    ("AuthenticAMD", "fpu avx512_bf16", "0", None, "precision: fp32 (NMT_CPU_BF16=0)"),
 ])
 def test_auto_precision_follows_the_cpus_bf16_units(
-        flags: str, env: str | None, expected: torch.dtype | None, said: str, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, cpu_bf16: BF16) -> None:
-    """``train.precision = "auto"``: bf16 where the CPU computes in bf16 (its flags), fp32
-    elsewhere; ``NMT_CPU_BF16`` overrides; the training log says which and why; fp32 and
-    bf16 force either; CUDA is bf16."""
+        vendor: str, flags: str, env: str | None, expected: torch.dtype | None, said: str,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu_bf16: BF16) -> None:
+    """``train.precision = "auto"``: bf16 where the CPU computes in bf16 faster than in fp32
+    (its vendor and flags), fp32 elsewhere; ``NMT_CPU_BF16`` overrides; the training log says
+    which and why; fp32 and bf16 force either; CUDA is bf16."""
     cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: A CPU\nflags\t\t: {flags}\n")
+    cpuinfo.write_text(f"processor\t: 0\nvendor_id\t: {vendor}\nmodel name\t: A CPU\n"
+                       f"flags\t\t: {flags}\n")
     monkeypatch.setattr(nmt.device, "CPUINFO", str(cpuinfo))
     cpu_bf16(env)
     cpu = torch.device("cpu")
