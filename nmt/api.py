@@ -292,9 +292,9 @@ def translate_file(
                           else translator())
         return opened[0]
 
-    def translate(texts: list[str]) -> list[str]:
+    def translate(lines: list[str]) -> list[str]:  # laid out as written, as fill_file wants
         out: list[str] = []
-        engine().translate_stream(texts, out.append, on_truncate=lambda i, n, limit: warn(
+        engine().translate_stream(lines, out.append, on_truncate=lambda i, n, limit: warn(
             f"warning: --input {input_}: a string of {n} source tokens, cut to {limit}"))
         return out
 

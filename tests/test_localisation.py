@@ -10,7 +10,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polib
@@ -23,9 +23,10 @@ from nmt import localisation
 from nmt.api import translate_file
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
-from nmt.localisation.layout import translate_texts
+from nmt.localisation.filled import translate_texts
 from nmt.localisation.placeholders import brace_kept, printf_kept
 from nmt.localisation.plurals import plural_count, plural_forms
+from nmt.translation.layout import translate_laid_out
 from nmt.translation.translator import StreamTranslator, TruncateHook
 
 HEADER = r'''# German translation of demo.
@@ -119,8 +120,9 @@ def fill_po(tmp_path: Path, text: str, translate: Callable[[list[str]], list[str
 def assert_msgfmt_accepts(path: Path) -> None:
     if shutil.which("msgfmt") is None:
         pytest.skip("GNU gettext's msgfmt is not installed; the PO output is not checked by it")
-    result = subprocess.run(["msgfmt", "-c", "-o", os.devnull, str(path)], capture_output=True,
-                            text=True)
+    # --use-fuzzy: without it msgfmt -c skips fuzzy entries, and every entry nmt fills is fuzzy
+    result = subprocess.run(["msgfmt", "-c", "--use-fuzzy", "-o", os.devnull, str(path)],
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 
@@ -254,6 +256,23 @@ def test_po_in_another_charset_and_without_header(tmp_path: Path) -> None:
     ("%(count)d files", "%(n)d Dateien", False),
     ("%s", "", False),
     ("no placeholder", "kein % Platzhalter", True),
+    # %% is a percent sign, no directive; lost, the % left reads the next letter
+    ("%%d of %%s", "%%s von %%d", True),
+    ("%%(name)s", "", True),
+    ("100%% done", "100% erledigt", False),  # "% e"
+    # a space is a flag in a format string, as msgfmt -c reads one: "% d" is a number
+    ("50% done", "50 % erledigt", False),
+    # what msgfmt reads and the protected spans keep: grouping, locale digits, the old wide
+    # conversions, Python's %r, gettext's <inttypes.h> macros
+    ("%'d items", "%'d Dinge", True),
+    ("%'d items", "%d Dinge", False),
+    ("%Id bytes", "Bytes", False),
+    ("%S and %C", "%S und %C", True),
+    ("%S", "%s", False),
+    ("%r is not %s", "%s ist nicht %r", False),
+    ("%(name)r is bad", "%(name)r ist schlecht", True),
+    ("%<PRIu64> bytes", "%<PRIu64> Bytes", True),
+    ("%<PRIu64> bytes", "<PRIu64> Bytes", False),
 ])
 def test_printf_check(source: str, translation: str, kept: bool) -> None:
     assert printf_kept(source, translation) is kept
@@ -264,6 +283,8 @@ def test_printf_check(source: str, translation: str, kept: bool) -> None:
     ("{0!r:>10} and {1}", "{1} und {0!r:>10}", True),
     ("{count} files", "{anzahl} Dateien", False),
     ("{{literal}} {x}", "{x} {{wörtlich}}", True),
+    ("{{{name}}}", "{{name}}", False),  # a brace, the field {name}, a brace
+    ("{name!r}", "{name}", False),
 ])
 def test_brace_check(source: str, translation: str, kept: bool) -> None:
     assert brace_kept(source, translation) is kept
@@ -278,15 +299,25 @@ def test_plural_table() -> None:
 
 
 def test_layout_keeps_lines_and_spaces() -> None:
+    """A string reaches the translator cut into its lines, all in one call, and is joined
+    again; the ends of each line are kept by the translation's layout (as the API's translator
+    lays out every line), not by the localisation code."""
     seen: list[list[str]] = []
 
-    def translate(texts: list[str]) -> list[str]:
+    def engine(texts: list[str]) -> list[str]:
         seen.append(texts)
         return shout(texts)
 
-    got = translate_texts(translate, ["  Indented\n\nsecond line \n", "", "\tone"])
+    texts = ["  Indented\n\nsecond line \n", "", "\tone"]
+    got = translate_texts(engine, texts)
+    assert got == ["  INDENTED\n\nSECOND LINE \n", "", "\tONE"]
+    assert seen == [["  Indented", "", "second line ", "", "", "\tone"]]  # lines as written
+    seen.clear()
+    got = translate_texts(lambda lines: translate_laid_out(lines, engine), texts)
     assert got == ["  INDENTED\n\nSECOND LINE \n", "", "\tONE"]
     assert seen == [["Indented", "second line", "one"]]  # one call, blank lines not sent
+    with pytest.raises(ValueError, match="1 translations for 2 lines"):
+        translate_texts(lambda lines: lines[:1], ["a\nb"])
 
 
 # --- generated entries --------------------------------------------------------------------------
@@ -506,6 +537,97 @@ def test_api_translate_file(tmp_path: Path) -> None:
     text.write_text("hello\n")
     assert translate_file(Shouting(), text, tmp_path / "out.txt").format == "text"
     assert (tmp_path / "out.txt").read_text() == "HELLO\n"
+
+
+FORMATS_PO = HEADER + r'''
+#, c-format
+msgid ""
+"\n"
+"  Usage: %s [OPTION]... FILE\n"
+"    -v, --verbose   say 100%% more \n"
+msgstr ""
+
+#, c-format
+msgid "%1$s of %2$s"
+msgstr ""
+
+#, c-format
+msgid "Cannot open %s"
+msgstr ""
+
+#, c-format
+msgid "Save the file"
+msgstr ""
+
+#, python-format
+msgid "%(count)d files in %(dir)s"
+msgstr ""
+
+#, python-format
+msgid "%(count)d files"
+msgstr ""
+
+#, python-brace-format
+msgid "{name} has {{literal}} {count} files"
+msgstr ""
+
+#, python-brace-format
+msgid "Hello {name}"
+msgstr ""
+'''
+
+
+@dataclass
+class Scripted(Shouting):
+    """A translator the API takes: the translations of ``script``, :func:`shout` for other
+    sentences; every batch it is given is kept in ``batches``."""
+
+    script: dict[str, str] = field(default_factory=dict)
+    batches: list[list[str]] = field(default_factory=list)
+
+    def translate_as_written(self, texts: Sequence[str],
+                             on_truncate: TruncateHook | None = None) -> list[str]:
+        self.batches.append(list(texts))
+        return [self.script.get(t, shout([t])[0]) for t in texts]
+
+
+def test_api_po_formats_and_lines(tmp_path: Path) -> None:
+    """Through the API as ``nmt translate`` goes: placeholders reordered where they may be,
+    a lost or invented one refuses the entry (left untranslated and reported), ``%%`` is a
+    percent sign, and a string of several lines comes back with the ends of its own."""
+    source, out = tmp_path / "messages.pot", tmp_path / "de.po"
+    source.write_text(FORMATS_PO, encoding="utf-8")
+    translator = Scripted(script={
+        "%1$s of %2$s": "%2$s von %1$s",  # numbered: their order is free
+        "Cannot open %s": "Kann nicht öffnen",  # lost
+        "Save the file": "Datei %s speichern",  # invented
+        "%(count)d files in %(dir)s": "in %(dir)s: %(count)d Dateien",  # named: free
+        "%(count)d files": "%(n)d Dateien",  # another name
+        "{name} has {{literal}} {count} files": "{count} {{wörtlich}} Dateien hat {name}",
+        "Hello {name}": "Hallo {Name}",  # another field
+    })
+    messages: list[str] = []
+    filled = translate_file(translator, source, out, warn=messages.append)
+    assert_msgfmt_accepts(out)
+    got = {e.msgid: e for e in polib.pofile(out.read_text(encoding="utf-8"))}
+    usage = "\n  Usage: %s [OPTION]... FILE\n    -v, --verbose   say 100%% more \n"
+    assert got[usage].msgstr == \
+        "\n  USAGE: %s [OPTION]... FILE\n    -V, --VERBOSE   SAY 100%% MORE \n"
+    assert got["%1$s of %2$s"].msgstr == "%2$s von %1$s"
+    assert got["%(count)d files in %(dir)s"].msgstr == "in %(dir)s: %(count)d Dateien"
+    assert got["{name} has {{literal}} {count} files"].msgstr == \
+        "{count} {{wörtlich}} Dateien hat {name}"
+    refused = {"Cannot open %s": "c-format", "Save the file": "c-format",
+               "%(count)d files": "python-format", "Hello {name}": "python-brace-format"}
+    for msgid, flag in refused.items():
+        assert got[msgid].msgstr == "" and "fuzzy" not in got[msgid].flags
+        assert any(f"its {flag} placeholders are not all kept; left untranslated (msgid "
+                   f"{msgid!r}" in m for m in messages)
+    assert all("fuzzy" in e.flags for e in got.values() if e.msgstr)
+    assert (filled.filled, filled.left, len(messages)) == (4, 4, 4)
+    # the layout kept the ends: the engine saw no blank line and no spaces at a sentence's ends
+    sentences = [s for batch in translator.batches for s in batch]
+    assert sentences and all(s and s == s.strip() for s in sentences)
 
 
 def test_cli_fills_a_po_file_with_a_trained_run(tmp_path: Path) -> None:

@@ -13,7 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nmt.config import from_dict
-from nmt.data.spans import KINDS, SpanRules, find_spans, mask, parse, rules, unmask
+from nmt.data.spans import (
+    KINDS,
+    SpanRules,
+    find_spans,
+    mask,
+    parse,
+    printf,
+    python_format,
+    rules,
+    unmask,
+)
 from nmt.data.spans.terms import MAX_BYTES, read_glossary
 from nmt.errors import ConfigError
 
@@ -116,6 +126,20 @@ def test_overlaps_go_to_the_leftmost_then_the_longest() -> None:
     # a kind left out leaves its text to the others, still without overlaps
     assert texts("{{ name }}", SpanRules(parse("python"))) == []
     assert texts("see https://x.org/a/b", SpanRules(parse("paths"))) == []
+
+
+def test_python_reads_literal_braces_first() -> None:
+    """As ``str.format`` reads a text: ``{{`` and ``}}`` before any field."""
+    text = "{{{name}}} {{x}} {y}}} {{0}"
+    assert [text[a:b] for a, b in python_format.find(text)] == ["{name}", "{y}"]
+
+
+def test_printf_reads_a_space_flag_only_in_a_format_string() -> None:
+    """In prose ``50% done`` is no conversion; in a string known to be a format string (a PO
+    entry flagged c-format) it is, as ``msgfmt -c`` reads it."""
+    text = "50% done, % 5d and %s"
+    assert texts(text) == ["%s"]
+    assert [m[0] for m in printf.IN_FORMAT_STRING.finditer(text)] == ["% d", "% 5d", "%s"]
 
 
 # --- properties ----------------------------------------------------------------------------------

@@ -6,6 +6,10 @@ One module per format (:mod:`~nmt.localisation.po`, :mod:`~nmt.localisation.xlif
 which format a file is, reading it whole within a bound, the checks every translation passes
 before it is written, and writing the result atomically (a failure leaves no half file).
 
+A string reaches the translator cut into its lines, all of a file in one call
+(:func:`~nmt.localisation.filled.translate_texts`); how a line comes back, its ends kept and a
+blank line unchanged, is the translation's rule, in one place (:mod:`nmt.translation.layout`).
+
 A string nmt writes is marked for review (PO: ``fuzzy``; XLIFF: ``needs-review-translation``);
 one whose translation fails a check (placeholders of a ``c-format`` entry, inline tags) is left
 untranslated and reported, never written broken.
@@ -19,8 +23,7 @@ from pathlib import Path
 from nmt.arguments import option
 from nmt.errors import DataError, os_reason
 from nmt.files import atomic_write_bytes, path_problem
-from nmt.localisation.filled import Filled, NamedCheck
-from nmt.localisation.layout import Translate
+from nmt.localisation.filled import Filled, NamedCheck, Translate
 from nmt.localisation.placeholders import Check
 
 FORMATS = ("po", "xliff", "text")
@@ -68,10 +71,12 @@ def fill_file(
     name: str | None = None, output_name: str | None = None,
 ) -> Filled:
     """Fill the untranslated strings of ``input`` (a ``format`` file) with ``translate`` and
-    write the whole file to ``output``, atomically. ``language``: gives the translator's target
-    language (the PO header's ``Language`` and ``Plural-Forms`` when the file has none), asked
-    once the file is read (so a translator opened on demand opens only for a good file);
-    ``check``: a further ``check(source, translation) -> bool`` every translation must pass."""
+    write the whole file to ``output``, atomically. ``translate``: lines as written -> their
+    translations, laid out as the source (:data:`~nmt.localisation.filled.Translate`);
+    ``language``: gives the translator's target language (the PO header's ``Language`` and
+    ``Plural-Forms`` when the file has none), asked once the file is read (so a translator
+    opened on demand opens only for a good file); ``check``: a further
+    ``check(source, translation) -> bool`` every translation must pass."""
     from nmt.localisation import po, xliff
 
     fill = {"po": po.fill, "xliff": xliff.fill}[format]

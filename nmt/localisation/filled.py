@@ -1,10 +1,33 @@
-"""What filling a localisation file reports, and the form of the checks a format applies."""
+"""What the formats share: how a string's lines reach the translator, what filling a file
+reports, and the form of the checks a format applies."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from nmt.localisation.placeholders import Check
+
+# lines as written -> their translations, in order, each laid out as its source line: its
+# leading and trailing whitespace kept, a blank line given back unchanged. That rule is the
+# translation's, in one place (nmt/translation/layout.py); nmt.api.translate_file gives the
+# translator's translate_stream, which follows it.
+Translate = Callable[[list[str]], list[str]]
+
+
+def translate_texts(translate: Translate, texts: Sequence[str]) -> list[str]:
+    """Translations of ``texts``: each is cut into its lines, every line of every text goes to
+    ``translate`` in one call, and each text's translated lines are joined again, so its line
+    breaks come back where they were (``msgfmt -c`` wants a translation to begin and end with
+    ``\\n`` as its source does) and each line keeps its ends (:data:`Translate`)."""
+    lines = [text.split("\n") for text in texts]
+    every = [line for text in lines for line in text]
+    translated = translate(every) if every else []
+    if len(translated) != len(every):
+        raise ValueError(f"{len(translated)} translations for {len(every)} lines")
+    out = iter(translated)
+    return ["\n".join(islice(out, len(text))) for text in lines]
 
 
 @dataclass

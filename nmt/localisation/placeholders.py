@@ -1,6 +1,11 @@
 """Whether a translation keeps the placeholders its source has: the checks ``msgfmt -c`` makes
-of a PO entry flagged ``c-format``, ``python-format`` or ``python-brace-format``, one function
-per flag, a regular expression each.
+of a PO entry flagged ``c-format``, ``python-format`` or ``python-brace-format``.
+
+What a placeholder is, is the protected spans' grammar, in one place: printf's directives
+(:mod:`nmt.data.spans.printf`, with a space as a flag, as ``msgfmt`` reads a format string) and
+Python's mappings and fields (:mod:`nmt.data.spans.python_format`); where two overlap, the
+leftmost is read (:func:`nmt.data.spans.resolve`: ``%%(name)s`` is a percent sign and text).
+Here is only what keeping them means.
 
 A check is any ``check(source, translation) -> bool``; :data:`FORMAT_CHECKS` maps a PO flag to
 its check, and a caller may add one of its own for every string (``check=`` of
@@ -9,36 +14,37 @@ its check, and a caller may add one of its own for every string (``check=`` of
 The rules, stricter than ``msgfmt -c`` where that keeps them short (a translation they refuse is
 left untranslated, never written broken):
 
-- printf (``c-format``): the directives (``%s``, ``%-10.3f``, ``%lld``, ``%1$s``), ``%%``
-  aside, are the same; numbered ones (``%2$s``) in any order, the others in the source's order
-  (their order is the order of the arguments).
-- Python ``%`` (``python-format``): as printf, with named ones (``%(name)s``) in any order.
-- Python braces (``python-brace-format``): the same fields (``{name}``, ``{0!r:>10}``), in any
-  order; ``{{`` and ``}}`` are literal braces.
+- ``%`` formats (``c-format``, ``python-format``: one rule, as a C string holds no Python
+  mapping): the directives (``%s``, ``%-10.3f``, ``%lld``, ``%1$s``, ``%(name)s``), ``%%``
+  aside, are the same, each as written; those that name their argument (``%2$s``,
+  ``%(name)s``) in any order, the others in the source's order (their order is the order of
+  the arguments).
+- Python braces (``python-brace-format``): the same fields (``{name}``, ``{0!r:>10}``), each
+  as written, in any order; ``{{`` and ``}}`` are literal braces.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
+
+from nmt.data.spans import Span, printf, python_format, resolve
 
 Check = Callable[[str, str], bool]  # (source, translation) -> the translation may be written
 
-_PRINTF = re.compile(
-    r"%(?:(?P<number>[1-9][0-9]*)\$|\((?P<name>[^)]*)\))?"  # %1$s, or Python's %(name)s
-    r"[-+ #0']*(?:\*|[0-9]+)?(?:\.(?:\*|[0-9]+))?"  # flags, width, precision
-    r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?"  # length
-    r"(?P<conversion>[diouxXeEfFgGaAcspnCSr%])")
-_BRACE = re.compile(r"\{\{|\}\}|\{[^{}]*\}")
-
 
 def printf_directives(text: str) -> list[str]:
-    """The printf directives of ``text`` (``%%`` aside) as a comparable list: numbered and
-    named ones sorted (their order is free), the others in order."""
-    found = [m for m in _PRINTF.finditer(text) if m["conversion"] != "%"]
-    keyed = [m[0] for m in found if m["number"] or m["name"] is not None]
-    plain = [m[0] for m in found if not (m["number"] or m["name"] is not None)]
-    return plain + sorted(keyed)
+    """The ``%`` directives of ``text`` (``%%`` aside) as a comparable list: those that name
+    their argument sorted (their order is free), the others in order."""
+    spans = [Span(*m.span(), "printf", m[0]) for m in printf.IN_FORMAT_STRING.finditer(text)]
+    spans += [Span(a, b, "python", text[a:b]) for a, b in python_format.find(text)
+              if text[a] == "%"]
+    found = [s.text for s in resolve(spans) if s.text != "%%"]
+    return [d for d in found if not _named(d)] + sorted(d for d in found if _named(d))
+
+
+def _named(directive: str) -> bool:
+    """``%2$s``, ``%(name)s``: a directive that names its argument, so its place is free."""
+    return "$" in directive or directive.startswith("%(")
 
 
 def printf_kept(source: str, translation: str) -> bool:
@@ -48,7 +54,7 @@ def printf_kept(source: str, translation: str) -> bool:
 
 def brace_fields(text: str) -> list[str]:
     """The ``{...}`` fields of ``text``, sorted (``{{`` and ``}}`` are literal braces)."""
-    return sorted(f for f in _BRACE.findall(text) if f not in ("{{", "}}"))
+    return sorted(text[a:b] for a, b in python_format.find(text) if text[a] == "{")
 
 
 def brace_kept(source: str, translation: str) -> bool:

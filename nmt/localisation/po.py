@@ -31,8 +31,7 @@ from collections.abc import Callable, Sequence
 import polib
 
 from nmt.errors import DataError
-from nmt.localisation.filled import Filled, NamedCheck
-from nmt.localisation.layout import Translate, translate_texts
+from nmt.localisation.filled import Filled, NamedCheck, Translate, translate_texts
 from nmt.localisation.placeholders import FORMAT_CHECKS
 from nmt.localisation.plurals import plural_count, plural_forms
 

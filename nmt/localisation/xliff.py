@@ -35,8 +35,7 @@ from xml.parsers import expat
 from xml.sax.saxutils import escape, quoteattr
 
 from nmt.errors import DataError
-from nmt.localisation.filled import Filled, NamedCheck
-from nmt.localisation.layout import Translate, translate_texts
+from nmt.localisation.filled import Filled, NamedCheck, Translate, translate_texts
 
 STATE = ("state", "needs-review-translation")
 STATE_QUALIFIER = ("state-qualifier", "mt-suggestion")

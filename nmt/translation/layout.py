@@ -28,6 +28,10 @@ printable line (:func:`_clean`).
 
 All the pieces of all the lines go to the engine as one batch (:func:`translate_laid_out`), so
 a paragraph's sentences are decoded together, as sentences of separate lines are.
+
+A string of a localisation file is laid out by this rule too: :mod:`nmt.localisation` only cuts
+it into its lines and joins their translations again, so a PO string's indentation and its
+leading and trailing ``\\n`` come back as in its ``msgid``.
 """
 
 from __future__ import annotations

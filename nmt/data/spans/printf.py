@@ -1,20 +1,38 @@
 """printf conversions, C and POSIX: ``%s``, ``%d``, ``%-10.3f``, ``%1$s``, ``%*d``, ``%lu``,
-and ``%%`` (a literal percent sign, which a format string must keep doubled).
+``%'d`` (digits grouped), ``%Id`` (glibc's locale digits, or Microsoft's size), the old wide
+``%C`` and ``%S``, Python's ``%r``, ``%<PRIu64>`` (how gettext writes ``"%" PRIu64`` of
+``<inttypes.h>``), and ``%%`` (a literal percent sign, which a format string must keep doubled).
 
 A space flag is not read (``100% sure`` is prose, not ``% s``), nor a ``%`` at the end of a
-line or before anything that is not a conversion (``50% off``): those are left as text."""
+line or before anything that is not a conversion (``50% off``): those are left as text.
+
+The grammar is also what a PO entry flagged ``c-format`` or ``python-format`` is checked with
+(:mod:`nmt.localisation.placeholders`): in a string known to be a format string a space is a
+flag, as ``msgfmt -c`` reads it (:data:`IN_FORMAT_STRING`). ``%m`` (glibc's error text, which
+takes no argument) is not read: it is strftime's month (:mod:`nmt.data.spans.strftime`).
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 
-_ARG = r"(?:[1-9]\d*\$)?"  # a numbered argument: %1$s
-PATTERN = re.compile(
-    r"%%"
-    rf"|%{_ARG}[-+#0']*(?:\d+|\*{_ARG})?(?:\.(?:\d+|\*{_ARG}))?"
-    r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32)?[diouxXeEfFgGaAcspn]"
-)
+_ARG = r"(?:[1-9]\d*\$)?"  # a numbered argument: %1$s, %*2$d
+_LENGTH = r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?"
+_INTTYPES = r"<PRI[diouxX](?:MAX|PTR|(?:LEAST|FAST)?(?:8|16|32|64))>"  # %<PRIu64>
+_FLAGS = "-+#0'I"
+
+
+def _directive(flags: str) -> re.Pattern[str]:
+    return re.compile(
+        r"%%"
+        rf"|%{_ARG}[{flags}]*(?:\d+|\*{_ARG})?(?:\.(?:\d+|\*{_ARG}))?"
+        rf"(?:{_LENGTH}[diouxXeEfFgGaAcCsSpnr]|{_INTTYPES})"
+    )
+
+
+PATTERN = _directive(_FLAGS)  # in any text
+IN_FORMAT_STRING = _directive(_FLAGS + " ")  # in a format string: a space is a flag too
 
 
 def find(text: str) -> Iterator[tuple[int, int]]:
