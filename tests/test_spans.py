@@ -73,10 +73,20 @@ GOLDEN = [
     ('See <a href="https://example.org/help" class=x>the help</a>.',
      ['<a href="https://example.org/help" class=x>', "</a>"]),
     ('<x:ph id="1"/> of <!-- a note --> 2', ['<x:ph id="1"/>', "<!-- a note -->"]),
+    ("Press <key>Enter</key> or <b>Esc", ["<key>", "</key>", "<b>"]),  # closed later; HTML
+    # usage texts' metavariables in angle brackets are words, translated
+    ("Set default hash table size close to <NUMBER>", []),
+    ("use [<prefix>] instead of [PATCH]; <corrupt X4>", []),
     # --help lines
     ("  -v, --verbose          print more", ["-v", "--verbose"]),
     ("      --output=FILE      write to FILE (default: ~/.config/nmt/out.txt)",
-     ["--output=FILE", "~/.config/nmt/out.txt"]),
+     ["--output=", "~/.config/nmt/out.txt"]),  # FILE: a metavariable, translated
+    ("      --color=auto       colour when a terminal", ["--color=auto"]),  # a literal value
+    ("--lang=CATALOGNAME      set 'Language' field", ["--lang="]),
+    ("-d, --dbname=CHAÎNE_CONNEX  chaîne de connexion", ["-d", "--dbname="]),
+    ("Usage: readelf <option(s)> fichier(s)-elf", []),
+    ("no <tool> given for --tool=<tool>", ["--tool="]),
+    ("Turning on the '-e' option; use « -a » to see it", ["-e", "-a"]),
     ("  -rf                    remove /tmp/x and C:\\Temp\\y.log",
      ["-rf", "/tmp/x", "C:\\Temp\\y.log"]),
     # addresses and paths
@@ -98,7 +108,7 @@ PROSE = [
     "100% sure, 50% off", "20 % of them", "Ends with %", "a well-known e-mail",
     "-5 degrees", "- an item", "It costs $5.", "a < b > c", "1/2 cup", "<b", "x {y",
     "{count, plural, one {# file}", "a } b { c",
-    "TCP/IP over w/o", "Try again.", "3.5/5 stars", "Is it 9:30 or 10?", "a 50%Mbps cap",
+    "TCP/IP over w/o", "Sun Type 7 USB (Japanese)/Japanese 106-key", "Try again.", "3.5/5 stars", "Is it 9:30 or 10?", "a 50%Mbps cap",
 ]
 
 

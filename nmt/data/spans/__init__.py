@@ -66,7 +66,7 @@ KINDS: dict[str, Kind] = {
     "printf": Kind(printf.find, "printf conversions",
                    ("%s", "%-10.3f", "%1$s", "%lu", "%'d", "%Id", "%S", "%r", "%<PRIu64>", "%%")),
     "strftime": Kind(strftime.find, "date and time formats", ("%Y", "%b", "%-m", "%H")),
-    "options": Kind(options.find, "command-line options", ("--force", "--output=FILE", "-x")),
+    "options": Kind(options.find, "command-line options", ("--force", "--color=auto", "-x")),
     "paths": Kind(paths.find, "file paths", ("/usr/bin/x", "~/.config", "C:\\x\\y.txt",
                                             "./configure", "docs/DATA.md")),
 }

@@ -1,7 +1,11 @@
-"""Command-line options: ``--force``, ``--output=FILE``, ``--no-color``, ``-x``, ``-rf``.
+"""Command-line options: ``--force``, ``--color=auto``, ``--no-color``, ``-x``, ``-rf``.
 
-An option starts a word (``e-mail`` and ``well-known`` are words) and its name starts with a
-letter (``-5`` is a number, ``- item`` a list)."""
+An option starts a word (``e-mail`` and ``well-known`` are words), or stands in quotes
+(``'-a'``, ``« -e »``), and its name starts with a letter (``-5`` is a number, ``- item`` a
+list). A value given with ``=`` is part of the span when it is a literal (``--color=auto``);
+a metavariable that names what to give (``--output=FILE``, ``--tool=<tool>``, ``--x=[N]``:
+capitals, or in brackets) is text that translators translate, and the span ends at the
+``=``."""
 
 from __future__ import annotations
 
@@ -9,12 +13,20 @@ import re
 from collections.abc import Iterator
 
 PATTERN = re.compile(
-    r"(?<![\w\-/.])--[A-Za-z0-9][\w-]*\w(?:=[^\s,;)\]'\"`]+)?"
+    r"(?<![\w\-/.])--[A-Za-z0-9][\w-]*\w(?:=(?P<value>[^\s,;)\]'\"`]*))?"
     r"|(?<![\w\-/.])--[A-Za-z0-9](?![\w-])"
-    r"|(?<![\w\-/.'’])-[A-Za-z][A-Za-z0-9]{0,3}(?![\w-])"
+    r"|(?<![\w\-/.)\]])(?<!\w['’])-[A-Za-z][A-Za-z0-9]{0,3}(?![\w-])"
 )
+
+
+def _metavariable(value: str) -> bool:
+    """``FILE``, ``CHAÎNE_CONNEX``, ``<tool>``, ``[N]``: what to give, in capitals or brackets."""
+    return value.isupper() or value[:1] in ("<", "[")
 
 
 def find(text: str) -> Iterator[tuple[int, int]]:
     for m in PATTERN.finditer(text):
-        yield m.span()
+        if m["value"] and _metavariable(m["value"]):
+            yield m.start(), m.start("value")
+        else:
+            yield m.span()

@@ -3,7 +3,8 @@
 ones that end in a file name with an extension (``docs/DATA.md``, ``src/main.c``).
 
 Two words joined by a slash are not a path: ``Install/Remove``, ``n/a``, ``input/output``,
-``km/h`` and ``and/or`` stay text (a slash after a letter or a digit starts no path)."""
+``km/h`` and ``and/or`` stay text (a slash after a letter, a digit or a closing bracket
+starts no path: ``(Japanese)/Japanese``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 
 _PART = r"[\w.@+~-]+"
 PATTERN = re.compile(
-    rf"(?<![\w/\\:<.~$@%-])(?:~|\.{{1,2}})?/(?:{_PART}/)*{_PART}/?"  # /usr/bin/x, ~/.config
+    rf"(?<![\w/\\:<.~$@%)\]-])(?:~|\.{{1,2}})?/(?:{_PART}/)*{_PART}/?"  # /usr/bin/x, ~/.config
     r"|(?<![\w\\])[A-Za-z]:\\(?:[^\\\s:*?\"<>|]+\\)*[^\\\s:*?\"<>|]*"  # C:\x\y.txt
     r"|(?<![\w\\])\\\\[\w.$-]+(?:\\[\w.$-]+)+"  # \\server\share
     rf"|(?<![\w/\\.@-])(?:[\w-]+/)+[\w-]+\.[A-Za-z][A-Za-z0-9]{{0,5}}(?![\w/])"  # docs/DATA.md

@@ -3,7 +3,14 @@
 
 Tags are kept one by one; a tag opened and not closed (``<b>Save``) keeps the tag it has.
 A ``<`` not followed by a name (``a < b``) is text, and so is ``<unk>``, the mark a word
-tokenizer writes for a word it does not know."""
+tokenizer writes for a word it does not know.
+
+A word in angle brackets is a tag only when something says it is markup: it closes (``</b>``)
+or closes itself (``<br/>``), it has an attribute with a value (``<a href="x">``), it is an
+element of HTML or of the inline markup localisation files carry (``<b>``, ``<em>``, ``<ph>``,
+:data:`ELEMENTS`), or the text closes it later (``<key>Enter</key>``). Otherwise it is the
+metavariable of a usage text (``<NUMBER>``, ``<file>``, ``[<prefix>]``, ``<corrupt X4>``),
+which translators translate (``<NOMBRE>``, ``<fichier>``): text, not a span."""
 
 from __future__ import annotations
 
@@ -12,11 +19,31 @@ from collections.abc import Iterator
 
 _VALUE = r"""(?:"[^"<>\n]*"|'[^'<>\n]*'|[^\s"'=<>`]+)"""
 PATTERN = re.compile(
-    rf"</?(?!unk>)[A-Za-z][\w:.-]*(?:\s+[A-Za-z_:][\w:.-]*(?:\s*=\s*{_VALUE})?)*\s*/?>"
+    rf"</?(?!unk>)(?P<name>[A-Za-z][\w:.-]*)(?P<attributes>(?:\s+[A-Za-z_:][\w:.-]*"
+    rf"(?:\s*=\s*{_VALUE})?)*)\s*(?P<self>/?)>"
     r"|<!--.*?-->"
 )
+
+# HTML's elements that stand in running text, and the inline elements of XLIFF, TMX and
+# DocBook-like help files: a tag of one of these is markup even when nothing closes it
+ELEMENTS = frozenset("""
+    a abbr b bdi bdo big blink br button cite code col del dfn em font hr i img input ins kbd
+    label li mark meta nobr ol p param q rp rt ruby s samp small source span strike strong sub
+    sup table tbody td th thead tr tt u ul var video wbr div h1 h2 h3 h4 h5 h6 pre blockquote
+    center dd dl dt figure option select textarea title
+    g x bx ex ph bpt ept it mrk sub hi qt
+""".split())
+
+
+def _is_markup(m: re.Match[str], text: str) -> bool:
+    if m["name"] is None:  # a comment
+        return True
+    name = m["name"]
+    return (m[0].startswith("</") or bool(m["self"]) or "=" in m["attributes"]
+            or name.lower() in ELEMENTS or f"</{name}>" in text[m.end():])
 
 
 def find(text: str) -> Iterator[tuple[int, int]]:
     for m in PATTERN.finditer(text):
-        yield m.span()
+        if _is_markup(m, text):
+            yield m.span()
