@@ -45,8 +45,9 @@ from nmt.files import (
 
 CACHE_VERSION = 4  # the layout of meta.json and the files; bump when it changes (4: the
 # files' digests in meta.json; an older cache is rebuilt)
-KEY_VERSION = 3  # in the key: bump when the prepared pairs or the key change meaning (a new
-# cache for all; 3: every setting that changes the arrays is in the key, whatever its value)
+KEY_VERSION = 4  # in the key: bump when the prepared pairs or the key change meaning (a new
+# cache for all; 3: every setting that changes the arrays is in the key, whatever its value;
+# 4: the span rules the filters and the augmentation read changed)
 SPLITS = ("train", "valid", "test")
 REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source, target
 # DataConfig fields that do not change the cached arrays (truncation happens when batching;
