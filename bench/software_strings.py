@@ -458,8 +458,10 @@ def filter_report(run: Path) -> list[dict[str, Any]]:
 
 def measure(work: Path, steps: int | None, config: Path, prose: str, weight: float,
             argos_venv: Path, data_dir: Path | None, prose_limit: int,
-            settings: Sequence[str] = ()) -> dict[str, Any]:
-    """Train on the mix, score both test sets through every engine; the results."""
+            settings: Sequence[str] = (), train: bool = True) -> dict[str, Any]:
+    """Train on the mix, score both test sets through every engine; the results. ``train``
+    False scores the run an earlier measurement trained in ``work`` again (after a change to
+    translation or to the span rules), on the prose test set that measurement wrote."""
     from nmt.config import load_config
 
     summary = json.loads((work / "corpus.json").read_text(encoding="utf-8"))
@@ -473,11 +475,18 @@ def measure(work: Path, steps: int | None, config: Path, prose: str, weight: flo
             for a in ("--set", s)]
     if steps is not None:
         sets += ["--set", f"train.max_steps={steps}", "--set", "train.max_minutes=0"]
-    nmt("train", "--config", str(mixed), "--runs-dir", str(work / "runs"), "--run-name",
-        RUN_NAME, "--overwrite", *common, *sets, log=log)
+    if train:
+        nmt("train", "--config", str(mixed), "--runs-dir", str(work / "runs"), "--run-name",
+            RUN_NAME, "--overwrite", *common, *sets, log=log)
+    elif not (run / "checkpoints" / "last.pt").is_file():
+        raise SystemExit(f"{run}: no trained run to score again (measure without --no-train)")
     spec = load_config(run / "config.toml").data.spans
+    prose_src = work / f"prose-test.{SOURCE}"
     tests = [TestSet("software", work / f"test.{SOURCE}", [work / f"test.{lang}"]),
-             prose_test_set(run, work, lang, prose_limit, data_dir)]
+             prose_test_set(run, work, lang, prose_limit, data_dir) if train
+             or not prose_src.is_file() else
+             TestSet("prose", prose_src, sorted(work.glob(f"prose-test*.{lang}"),
+                                                key=lambda p: (len(p.name), p.name)))]
     python = argos_python(argos_venv)
     package = work / f"{RUN_NAME}.argosmodel"
     if python is not None:
@@ -576,6 +585,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="prose test sentences at most (0: the whole test split)")
     m.add_argument("--set", dest="settings", action="append", default=[],
                    help="a config override for training, section.key=value (repeatable)")
+    m.add_argument("--no-train", action="store_true", help="score the run an earlier "
+                   "measurement trained in --work again, on the prose test set it wrote")
     args = p.parse_args(argv)
     if args.command == "corpus":
         if min(args.test_spans, args.test_plain) < 0:
@@ -589,7 +600,8 @@ def main(argv: list[str] | None = None) -> None:
     if not (args.work / "corpus.json").is_file():
         p.error(f"--work {args.work}: no corpus.json (run `corpus --out {args.work}` first)")
     result = measure(args.work, args.steps, args.config, args.prose, args.weight,
-                     args.argos_venv, args.data_dir, args.prose_limit, args.settings)
+                     args.argos_venv, args.data_dir, args.prose_limit, args.settings,
+                     train=not args.no_train)
     table = markdown(result)
     (args.work / "results.json").write_text(json.dumps(result, indent=1) + "\n",
                                             encoding="utf-8")
