@@ -36,9 +36,10 @@ def parent_held_out(parent: Path, data_dir: Path) -> tuple[set[str], set[str]]:
 
 
 def overlapping_child(parent: Path, data_dir: Path, tmp_path: Path, *sets: str,
-                      name: str = "child") -> tuple[int, str, str]:
+                      name: str = "child", from_: Path | None = None) -> tuple[int, str, str]:
     """A child trained on a corpus that holds every held-out pair of its parent, a share of
-    the parent's training pairs and new pairs."""
+    the parent's training pairs and new pairs (``from_``: continuing that, the parent's
+    export, instead)."""
     prepared = prepare(load_run(parent).config.data, data_dir, log=lambda s: None,
                        tokenizer=run_tokenizer(parent))
     pairs = [(s, t) for n in ("valid", "test", "train")
@@ -51,7 +52,7 @@ def overlapping_child(parent: Path, data_dir: Path, tmp_path: Path, *sets: str,
                         "data.span_augment=0",  # the training pairs counted are the split's
                         "train.max_steps=2", "train.eval_every=2", *sets)
             for x in ("--set", s)]
-    return invoke("train", "--from", str(parent), "--runs-dir", str(tmp_path / "runs"),
+    return invoke("train", "--from", str(from_ or parent), "--runs-dir", str(tmp_path / "runs"),
                   "--run-name", name, "--data-dir", str(data_dir), *args)
 
 
@@ -152,3 +153,35 @@ def test_a_damaged_record_of_left_out_sources_is_one_line(
     said = " ".join(err.split())
     assert code != 0 and "Traceback" not in err and len(err.strip().splitlines()) <= 3
     assert f"{child / 'excluded_sources.txt'}: unreadable" in said
+
+
+@pytest.mark.parametrize("through", ["run", "export"])
+def test_no_generation_trains_on_what_measured_an_earlier_one(
+        parent: Path, tmp_path: Path, tiny_data_dir: Path, through: str) -> None:
+    """A grandchild's training split holds no source its grandparent held out either: a child
+    records what it left out, passes it on, and an export with its checkpoint carries it."""
+    code, _, err = overlapping_child(parent, tiny_data_dir, tmp_path)
+    assert code == 0, err
+    child = tmp_path / "runs" / "child"
+    _, grandparent_held = parent_held_out(parent, tiny_data_dir)
+    inherited = read_excluded(child)
+    assert inherited is not None
+    given = child
+    if through == "export":
+        given = tmp_path / "child-ct2"
+        code, _, err = invoke("export", "--run", str(child), "--to", "ctranslate2", "--output",
+                              str(given), "--no-score", "--with-checkpoint")
+        assert code == 0, err
+        copied = read_excluded(given / "nmt-run")
+        assert copied is not None and (copied.hashes == inherited.hashes).all()
+    # the grandparent's held-out pairs in the grandchild's corpus again
+    code, out, err = overlapping_child(parent, tiny_data_dir, tmp_path, name="grandchild",
+                                       from_=given)
+    assert code == 0, err
+    grandchild = tmp_path / "runs" / "grandchild"
+    excluded = read_excluded(grandchild)
+    assert excluded is not None and "ancestors" in excluded.what
+    assert set(inherited.hashes) <= set(excluded.hashes)  # the grandparent's, passed down
+    mine = prepare(load_run(grandchild).config.data, tiny_data_dir, log=lambda s: None,
+                   tokenizer=run_tokenizer(grandchild), excluded=excluded)
+    assert not set(mine.splits["train"].src_text) & grandparent_held

@@ -116,6 +116,10 @@ class HeldOutSources:
     def __len__(self) -> int:
         return len(self.hashes)
 
+    def union(self, other: HeldOutSources, what: str) -> HeldOutSources:
+        """These sources and ``other``'s, said as ``what``."""
+        return HeldOutSources(np.union1d(self.hashes, other.hashes), what)
+
     def digest(self) -> str:
         """SHA-256 of the hashes: what a cache's key holds of them."""
         return hashlib.sha256(self.hashes.astype("<i8").tobytes()).hexdigest()

@@ -30,19 +30,28 @@ from nmt.data.tokenizers import FILES as TOKENIZER_FILES
 from nmt.data.tokenizers import META_FILE as TOKENIZER_META
 from nmt.errors import CheckpointError, NmtError, os_reason
 from nmt.files import Temporary, read_stored_text
-from nmt.runs.layout import CHECKPOINTS_DIR, CONFIG_FILE, CORPUS_FILE, PARENT_FILE, TOKENIZER_DIR
+from nmt.runs.layout import (
+    CHECKPOINTS_DIR,
+    CONFIG_FILE,
+    CORPUS_FILE,
+    EXCLUDED_FILE,
+    PARENT_FILE,
+    TOKENIZER_DIR,
+)
 
 if TYPE_CHECKING:
     from nmt.runs.loading import LoadedRun
 
 RUN_COPY = "nmt-run"
 META_FILE = "nmt-export.json"  # an export's metadata (nmt.export.ct2_directory reads it whole)
-RECORDS = (CONFIG_FILE, CORPUS_FILE, PARENT_FILE)  # unpacked when the run copy has them
+RECORDS = (CONFIG_FILE, CORPUS_FILE, PARENT_FILE, EXCLUDED_FILE)  # unpacked when the copy has
+# them
 CHECKPOINT = f"{CHECKPOINTS_DIR}/best.pt"  # the checkpoint of a run copy
 
 # What each file of a run copy may hold: a package is unpacked (and a copy on disk read) only
 # within these, so a member of zeros that deflates a thousandfold fills no disk
 RECORD_BYTES = 2**20  # the records, tokenizer.json and the export's nmt-export.json
+EXCLUDED_BYTES = 64 * 2**20  # the sources left out: 17 bytes a sentence, about 4 million
 TOKENIZER_BYTES = 64 * 2**20  # a SentencePiece model or word list (2**20 pieces: about 30 MB)
 CHECKPOINT_COPIES = 4  # a checkpoint holds the weights, their moving average, Adam's two moments
 CHECKPOINT_MARGIN = 64 * 2**20  # ... and its RNG states, config, progress and zip layout
@@ -104,6 +113,8 @@ def file_bound(name: str) -> int | None:
     may hold, its checkpoint aside (:func:`checkpoint_bound`); None for a name that is no file
     of a run copy."""
     folder, _, file = name.partition("/")
+    if name == EXCLUDED_FILE:
+        return EXCLUDED_BYTES
     if name in RECORDS or (folder == "tokenizer" and file == TOKENIZER_META):
         return RECORD_BYTES
     if folder == "tokenizer" and file in TOKENIZER_FILES:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmt.arguments import option
 from nmt.errors import CheckpointError, DataError, NmtError, first_line
-from nmt.files import atomic_write_text, read_json
+from nmt.files import atomic_write_text, read_json, read_stored_text
 from nmt.runs.layout import (
     CORPUS_FILE,
     EXCLUDED_FILE,
@@ -342,9 +342,14 @@ def without_paths(value: Any) -> Any:
 
 def write_portable_records(run_dir: Path, checkpoint: str, dest: Path) -> None:
     """Into the run copy ``dest`` (its checkpoint ``best.pt``): ``run_dir``'s data and parent
-    records and the test scores of ``checkpoint``, without a local path."""
+    records, the sources its training left out (so a model continued from the export keeps its
+    ancestors' held-out sentences out of training too) and the test scores of ``checkpoint``,
+    without a local path."""
     from nmt.runs.layout import scores_file
 
+    excluded = read_excluded(run_dir)
+    if excluded is not None:
+        write_excluded(dest, excluded)
     for name, read in ((CORPUS_FILE, read_corpus_record), (PARENT_FILE, read_parent)):
         record = read(run_dir)
         if record is not None:
@@ -364,14 +369,16 @@ def write_excluded(run_dir: Path, excluded: HeldOutSources) -> None:
 
 
 def read_excluded(run_dir: Path) -> HeldOutSources | None:
-    """The sources a run's training split left out (None: it left none out)."""
+    """The sources a run's training split left out (None: it left none out), read as every
+    stored file is (:func:`nmt.files.read_stored_text`: a FIFO or a link out of the run is
+    refused in one line)."""
     from nmt.data.split import HeldOutSources
 
     path = Path(run_dir) / EXCLUDED_FILE
-    try:
-        return HeldOutSources.from_text(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+    try:
+        return HeldOutSources.from_text(read_stored_text(path, Path(run_dir)))
+    except ValueError as e:
         raise DataError(f"{path}: unreadable ({first_line(e, 120)}); expected the sources "
                         "the run's training split left out, as nmt train writes them") from None

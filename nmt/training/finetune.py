@@ -51,6 +51,7 @@ TOKENIZER_KEYS = ("source", "target", "tokenizer", "sp_model_type", "vocab_size"
 PARENT_SET = "parent_valid"
 # where the sources a child's training split leaves out come from, as the prepare report says
 PARENT_HELD_OUT = "the parent's valid or test split"
+ANCESTORS_HELD_OUT = "the valid or test split of the parent's ancestors"
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,14 @@ class Parent:
         with self.speaking():
             loaded = load_run(self.run_dir, str(self.checkpoint), "cpu")
         return loaded.model.state_dict()
+
+    def excluded(self) -> HeldOutSources | None:
+        """The sources the parent's own training split left out (its ancestors' held-out
+        sentences), as it recorded them; None where it left none out."""
+        from nmt.runs.records import read_excluded
+
+        with self.speaking():
+            return read_excluded(self.run_dir)
 
     def record(self) -> dict[str, Any]:
         """What the child's ``parent.json`` says."""
@@ -258,7 +267,7 @@ def run_start(cfg: Config, parent: Parent | None, run_dir: Path, resume: bool) -
                      keep=(lambda state: keep_from_parent(parent, state, kept)) if kept else None,
                      valid_data={PARENT_SET: parent.config.data},
                      excluded=lambda data_dir, log: parent_held_out(
-                         parent.config.data, tokenizer, data_dir, log),
+                         parent.config.data, tokenizer, data_dir, log, parent.excluded()),
                      baseline=True,
                      files={PARENT_FILE: json.dumps(parent.record(), indent=1) + "\n"},
                      said=tuple(said))
@@ -274,12 +283,15 @@ def run_start(cfg: Config, parent: Parent | None, run_dir: Path, resume: bool) -
 
 
 def parent_held_out(data: DataConfig, tokenizer: Tokenizer, data_dir: Path,
-                    log: Callable[[str], None]) -> HeldOutSources | None:
+                    log: Callable[[str], None],
+                    inherited: HeldOutSources | None = None) -> HeldOutSources | None:
     """The sources of the valid and test splits of the parent's ``data`` (prepared with its
     ``tokenizer``, as its ``parent_valid`` set is; a split depends neither on the tokenizer nor
-    on what a training split left out, so they are the parent's own), which the child's
-    training split leaves out. None where there are none, or, said once, where its data cannot
-    be prepared here (an export from another machine)."""
+    on what a training split left out, so they are the parent's own), and the sources the
+    parent's own training left out (``inherited``: its ancestors' held-out sentences, so no
+    generation trains on what measured an earlier one), which the child's training split
+    leaves out. None where there are none; where the parent's data cannot be prepared here (an
+    export from another machine), the inherited ones alone, said once."""
     from nmt.data.prepare import prepare
     from nmt.data.split import HeldOutSources
 
@@ -287,10 +299,13 @@ def parent_held_out(data: DataConfig, tokenizer: Tokenizer, data_dir: Path,
         prepared = prepare(data, data_dir, log=lambda s: None, tokenizer=tokenizer)
     except NmtError as e:
         log(f"warning: the parent's data cannot be prepared here ({first_line(e, 160)}); the "
-            "training split is not kept apart from its valid and test sentences")
-        return None
+            "training split is not kept apart from its valid and test sentences"
+            + (" (only from those its ancestors held out)" if inherited else ""))
+        return HeldOutSources(inherited.hashes, ANCESTORS_HELD_OUT) if inherited else None
     held = HeldOutSources.of((s for name in ("valid", "test") if name in prepared.splits
                               for s in prepared.splits[name].src_text), PARENT_HELD_OUT)
+    if inherited:
+        held = held.union(inherited, f"{PARENT_HELD_OUT}, or its ancestors'")
     return held if len(held) else None
 
 
