@@ -13,7 +13,7 @@ from collections.abc import Iterator
 _VALUE = r"""(?:"[^"<>\n]*"|'[^'<>\n]*'|[^\s"'=<>`]+)"""
 PATTERN = re.compile(
     rf"</?(?!unk>)[A-Za-z][\w:.-]*(?:\s+[A-Za-z_:][\w:.-]*(?:\s*=\s*{_VALUE})?)*\s*/?>"
-    r"|<!--.*?-->"
+    r"|<!--(?:(?!<!--|-->).)*-->"  # a comment holds no other: a text of openings is read once
 )
 
 
