@@ -5,22 +5,27 @@ written. Lines that are blank are not translated."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 Translate = Callable[[list[str]], list[str]]  # sentences -> translations, in order
 
-_CORE = re.compile(r"^(\s*)(.*?)(\s*)$", re.DOTALL)
+
+def _parts(line: str) -> tuple[str, str, str]:
+    """The whitespace ``line`` starts with, what it holds between, and the whitespace it ends
+    with."""
+    core = line.strip()
+    start = len(line) - len(line.lstrip())
+    return line[:start], core, line[start + len(core):]
 
 
 def translate_texts(translate: Translate, texts: Sequence[str]) -> list[str]:
     """Translations of ``texts`` (each may hold several lines), all lines in one call to
     ``translate``."""
-    pieces = [[_CORE.fullmatch(line) for line in text.split("\n")] for text in texts]
-    cores = [m[2] for lines in pieces for m in lines if m is not None and m[2]]
+    pieces = [[_parts(line) for line in text.split("\n")] for text in texts]
+    cores = [core for lines in pieces for _, core, _ in lines if core]
     translated = iter(translate(cores) if cores else [])
     out = []
     for lines in pieces:
-        out.append("\n".join(m[1] + next(translated) + m[3] if m[2] else m[0]
-                             for m in lines if m is not None))
+        out.append("\n".join(before + next(translated) + after if core else before + after
+                              for before, core, after in lines))
     return out
