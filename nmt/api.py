@@ -266,6 +266,7 @@ def translate_file(
     line for each. ``translator`` may be a function that opens it, called only once the file
     is read."""
     from nmt.localisation import FORMATS, Filled, fill_file, format_of
+    from nmt.translation.structure import UnplacedSpan
     from nmt.translation.translator import StreamTranslator, check_output_is_not_input
 
     input_ = arguments.path(input, "input", optional=False)
@@ -292,14 +293,19 @@ def translate_file(
                           else translator())
         return opened[0]
 
+    name = f"--input {input_}"
+
     def translate(lines: list[str]) -> list[str]:  # laid out as written, as fill_file wants
         out: list[str] = []
-        engine().translate_stream(lines, out.append, on_truncate=lambda i, n, limit: warn(
-            f"warning: --input {input_}: a string of {n} source tokens, cut to {limit}"))
+        try:
+            engine().translate_stream(lines, out.append, on_truncate=lambda i, n, limit: warn(
+                f"warning: {name}: a string of {n} source tokens, cut to {limit}"))
+        except UnplacedSpan as e:  # said of the string's line: its index is no line of the file
+            raise DataError(f"{name}: the string {lines[e.index]!r:.60}: {e.reason}") from None
         return out
 
     filled = fill_file(input_, output_, translate, format=kind, check=check,
-                       language=lambda: engine().target_lang, name=f"--input {input_}",
+                       language=lambda: engine().target_lang, name=name,
                        output_name=f"--output {output_}")
     for message in filled.messages:
         warn(message)

@@ -108,7 +108,8 @@ PROSE = [
     "100% sure, 50% off", "20 % of them", "Ends with %", "a well-known e-mail",
     "-5 degrees", "- an item", "It costs $5.", "a < b > c", "1/2 cup", "<b", "x {y",
     "{count, plural, one {# file}", "a } b { c",
-    "TCP/IP over w/o", "Sun Type 7 USB (Japanese)/Japanese 106-key", "Try again.", "3.5/5 stars", "Is it 9:30 or 10?", "a 50%Mbps cap",
+    "TCP/IP over w/o", "Sun Type 7 USB (Japanese)/Japanese 106-key", "Try again.",
+    "3.5/5 stars", "Is it 9:30 or 10?", "a 50%Mbps cap",
 ]
 
 

@@ -2,8 +2,9 @@
 (and Weblate and Pootle write) for the languages most often translated into.
 
 A PO file's own ``Plural-Forms`` is always used; this table only fills a header that has none
-(or the template's ``nplurals=INTEGER``). A language missing here gets no ``Plural-Forms``
-written, and its plural entries are left untranslated with a message asking for the header.
+(or the template's ``nplurals=INTEGER``, or a count no language has: 0, over 100). A language
+missing here gets no ``Plural-Forms`` written, and its plural entries are left untranslated
+with a message asking for the header.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ PLURAL_FORMS: dict[str, str] = {
 }
 
 _NPLURALS = re.compile(r"nplurals\s*=\s*([0-9]+)")
+MAX_FORMS = 100  # far beyond any language's (Arabic has 6): a larger count is no count
 
 
 def plural_forms(language: str) -> str | None:
@@ -43,7 +45,10 @@ def plural_forms(language: str) -> str | None:
 
 
 def plural_count(header: str) -> int | None:
-    """``nplurals`` of a ``Plural-Forms`` value; None when it names no count of at least 1
-    (missing, or a template's ``nplurals=INTEGER``)."""
+    """``nplurals`` of a ``Plural-Forms`` value; None when it names no count from 1 to
+    :data:`MAX_FORMS` (missing, a template's ``nplurals=INTEGER``, ``nplurals=0``, a number
+    of 5,000 digits)."""
     found = _NPLURALS.search(header)
-    return int(found[1]) if found and int(found[1]) >= 1 else None
+    digits = found[1].lstrip("0") if found else ""
+    count = int(digits) if digits and len(digits) <= len(str(MAX_FORMS)) else 0
+    return count if 1 <= count <= MAX_FORMS else None

@@ -24,8 +24,8 @@ Rules (those of gettext's tools and of Weblate's and Pootle's machine translatio
 
 from __future__ import annotations
 
-import codecs
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import polib
@@ -41,6 +41,8 @@ _CHARSET = re.compile(rb'"Content-Type:[^"]*charset=([A-Za-z0-9_.:-]+)', re.IGNO
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _LINE = re.compile(rf"|#.*|(?:msgctxt|msgid|msgid_plural|msgstr(?:\[[0-9]+\])?)\s*{_QUOTED}"
                    rf"|{_QUOTED}")  # what a line of a PO file may be, surrounding spaces aside
+_SKIPPED = re.compile(r"|#[:,.]|#~\|(?:\s.*)?")  # lines polib reads as nothing
+_STRINGS = re.compile(r"\s*(?:#~\s+)?(?:msg|\")")  # a line of an entry's own, live or obsolete
 _SYNTAX = re.compile(r"\(line ([0-9]+)\)(?::\s*(.*))?")
 _TWO_FORMS = {"n!=1", "n>1"}  # plural expressions whose form 0 serves one number (msgfmt's view)
 
@@ -112,31 +114,83 @@ def decode(data: bytes, name: str) -> str:
     if charset.upper() == "CHARSET":
         charset = "utf-8"
     try:
-        codecs.lookup(charset)
-    except LookupError:
-        raise DataError(f"{name}: the header's charset {charset} is unknown") from None
-    try:
         text = data.decode(charset)
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise DataError(f"{name}: line {line}: not valid {charset} (the header's charset); "
-                        "convert the file or correct the header") from None
+        text.encode("utf-8")  # what it is written in: no lone surrogate (utf-7, unicode_escape)
+    except LookupError:  # unknown, or no text encoding (rot13, base64)
+        raise DataError(f"{name}: the header's charset {charset} is unknown; expected a text "
+                        "encoding such as UTF-8") from None
+    except UnicodeError as e:  # a byte it cannot read, a character UTF-8 cannot write, or
+        # the codec's own refusal (idna)
+        line = (data.count(b"\n", 0, e.start) + 1 if isinstance(e, UnicodeDecodeError) else
+                e.object.count("\n", 0, e.start) + 1 if isinstance(e, UnicodeEncodeError)
+                else None)
+        where = f"line {line}: " if line else ""
+        raise DataError(f"{name}: {where}not valid {charset} (the header's charset); convert "
+                        "the file or correct the header") from None
     return text.removeprefix("\ufeff")
 
 
-def parse(text: str, name: str) -> polib.POFile:
+class _Catalogue(polib.POFile):
+    """polib's catalogue, which keeps the header entry it takes out of the list of entries
+    (wherever the file has it)."""
+
+    header_entry: polib.POEntry | None = None
+
+    def remove(self, entry: polib.POEntry) -> None:
+        self.header_entry = entry
+        super().remove(entry)
+
+
+def parse(text: str, name: str) -> _Catalogue:
     """The catalogue of ``text``; a syntax error is one line naming the file and line."""
     for number, line in enumerate(text.splitlines(), 1):  # polib lets some through
         if not _LINE.fullmatch(line.strip()):
             raise DataError(f"{name}: line {number}: not a valid PO file (expected a comment, "
                             'a keyword and a quoted string, or a quoted string: "...")')
+    # polib reads an entry once a line after it starts another or ends the file: a line it
+    # skips (an empty "#,") after the last entry would make it drop that entry
+    lines = text.splitlines(keepends=True)
+    last = max((i for i, line in enumerate(lines) if not _SKIPPED.fullmatch(line.strip())),
+               default=-1)
+    body = "".join(lines[:last + 1]).rstrip("\r\n") + "\n"
     try:  # with a line end polib never reads the text as a file name
-        return polib.pofile(text if text.endswith("\n") else text + "\n", wrapwidth=WIDTH)
+        catalogue = polib.pofile(body, wrapwidth=WIDTH, klass=_Catalogue)
     except (OSError, ValueError, LookupError, IndexError) as e:
         found = _SYNTAX.search(str(e))
         where = f"line {found[1]}: " if found else ""
         reason = found[2] if found and found[2] else "syntax error"
         raise DataError(f"{name}: {where}not a valid PO file ({reason})") from None
+    headers = 0
+    for entry in _in_order(catalogue):  # what polib lets through too
+        headers += not (entry.msgid or entry.obsolete or entry.msgctxt is not None)
+        why = "a second header (an entry with an empty msgid)" if headers > 1 else _flaw(
+            entry, entry is catalogue.header_entry)
+        if why:
+            at = _start(entry, text.splitlines()) + 1
+            raise DataError(f"{name}: line {at}: not a valid PO file ({why})")
+    return catalogue
+
+
+def _flaw(entry: polib.POEntry, header: bool) -> str | None:
+    """What makes ``entry`` (the ``header``, or not) one that polib reads and msgfmt does
+    not, or that the two read differently; None when nothing does."""
+    if entry.msgid_plural and not entry.msgstr_plural:
+        return "msgid_plural without msgstr[N]"
+    if entry.msgstr_plural and not entry.msgid_plural:
+        return "msgstr[N] without msgid_plural"
+    if header:
+        fields = Counter(line.partition(":")[0] for line in entry.msgstr.splitlines()
+                         if ":" in line)
+        twice = next((field for field, n in fields.items() if n > 1), None)
+        if twice:
+            return f"the header gives {twice} twice; expected each field once"
+    return None
+
+
+def _in_order(catalogue: _Catalogue) -> list[polib.POEntry]:
+    """The entries of ``catalogue``, its header entry too, in the order of the file."""
+    found = catalogue.header_entry
+    return sorted([*catalogue, *([found] if found else [])], key=lambda e: e.linenum)
 
 
 def _untranslated(entry: polib.POEntry) -> bool:
@@ -174,33 +228,50 @@ def _with_utf8(content_type: str) -> str:
     return re.sub(r"charset=[^;\s]*", "charset=UTF-8", content_type)
 
 
-def write(text: str, catalog: polib.POFile, header: dict[str, str], changed: set[int]) -> str:
-    """``text`` with its header set to ``header`` and the entries in ``changed`` (their ids)
-    written again; every other line as it was."""
+def write(text: str, catalog: _Catalogue, header: dict[str, str], changed: set[int]) -> str:
+    """``text`` with its header set to ``header`` (a new one before the first entry when it
+    had none) and the entries in ``changed`` (their ids) written again; every other line as it
+    was."""
     lines = text.splitlines(keepends=True)  # as polib numbers them
     newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
-    starts = [e.linenum - 1 for e in catalog] + [len(lines)]
-    out = [_header(lines[: starts[0]], header, newline)]
-    for entry, start, end in zip(catalog, starts, starts[1:], strict=False):
+    found = catalog.header_entry
+    entries = _in_order(catalog)
+    starts = [_start(e, lines) for e in entries] + [len(lines)]
+    top = "".join(lines[:starts[0]])  # the file's own comments
+    if found is None:  # a new header after them, on a line of its own
+        ended = not top or top.endswith(("\n", "\r"))
+        top += ("" if ended else newline) + _header([], header, newline) + newline
+    out = [top]
+    for entry, start, end in zip(entries, starts, starts[1:], strict=False):
         block = lines[start:end]
+        if entry is found:
+            out.append(_header(block, header, newline))
+            continue
         if id(entry) not in changed:
             out.extend(block)
             continue
-        own = max(i for i, line in enumerate(block) if line.lstrip().startswith(("msgstr", '"')))
+        own = max(i for i, line in enumerate(block) if _STRINGS.match(line))
         out.append(entry.__unicode__(WIDTH).rstrip("\n").replace("\n", newline) + newline)
-        out.extend(block[own + 1:])  # blank lines and stray comments after it
+        out.extend(block[own + 1:])  # the blank lines after it
     return "".join(out)
 
 
-def _header(lines: list[str], header: dict[str, str], newline: str) -> str:
-    """The lines before the first entry with the header's ``msgstr`` set to ``header``: its
-    comments and flags as they were, or a new header before them when there was none."""
-    at = next((i for i, line in enumerate(lines) if line.startswith("msgid")), None)
+def _start(entry: polib.POEntry, lines: list[str]) -> int:
+    """The index of the first line of ``entry``, its comments included. polib numbers it from
+    1, but says 0 of the first entry of a file: that one starts after the comments at the top
+    (the file's, for polib), at its first keyword or comment of its own (``#.``, ``#:``...)."""
+    if entry.linenum:
+        return int(entry.linenum) - 1
+    return next((i for i, line in enumerate(lines) if line.strip() and not
+                 re.match(r"#(?:\s|#|$)", line.strip())), 0)
+
+
+def _header(block: list[str], header: dict[str, str], newline: str) -> str:
+    """The header entry's lines with its strings set to ``header``, its comments and flags as
+    they were (a new header when ``block`` is empty)."""
     fields = "".join(f'"{polib.escape(key)}: {polib.escape(value)}\\n"{newline}'
                      for key, value in header.items())
     written = f'msgid ""{newline}msgstr ""{newline}{fields}'
-    if at is None:
-        return written + newline + "".join(lines)
-    end = next((i for i in range(at + 1, len(lines))
-                if not lines[i].lstrip().startswith(("msgstr", '"'))), len(lines))
-    return "".join(lines[:at]) + written + "".join(lines[end:])
+    own = [i for i, line in enumerate(block) if _STRINGS.match(line)]
+    at, end = (own[0], own[-1] + 1) if own else (len(block), len(block))
+    return "".join(block[:at]) + written + "".join(block[end:])

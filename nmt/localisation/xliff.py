@@ -45,7 +45,7 @@ _ENCODINGS = {"utf-8", "utf8", "us-ascii", "ascii"}
 
 @dataclass
 class _Event:
-    kind: str  # start, end, text or other
+    kind: str  # start, end, text, other, or declaration (its text: the encoding)
     start: int  # byte offsets of what it covers in the document
     end: int = 0
     name: str = ""  # an element's local name
@@ -73,7 +73,11 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
          checks: Sequence[NamedCheck]) -> tuple[bytes, Filled]:
     """The XLIFF 1.2 document ``data`` (``name`` in messages) with its untranslated units
     filled (``language`` is not asked: an XLIFF file names its own target-language)."""
-    units = _units(_events(data, name), data, name)
+    events = _events(data, name)
+    units = _units(events, data, name)
+    # what the targets are written in: a document declared ASCII stays ASCII (é as &#233;)
+    encoding = "ascii" if any(e.kind == "declaration" and "ascii" in e.text
+                              for e in events[:1]) else "utf-8"
     report = Filled("xliff")
     for unit in units:
         if unit.segmented:
@@ -93,7 +97,7 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
                                    "left untranslated")
             report.left += 1
             continue
-        edits.append(_target_edit(unit, content or ""))
+        edits.append(_target_edit(unit, content or "", encoding))
         report.filled += 1
     for start, end, new in sorted(edits, reverse=True):
         data = data[:start] + new + data[end:]
@@ -121,6 +125,7 @@ def _events(data: bytes, name: str) -> list[_Event]:
     def declaration(version: str, encoding: str | None, standalone: int) -> None:
         if encoding and encoding.lower() not in _ENCODINGS:
             raise DataError(f"{name}: in {encoding}; only UTF-8 XLIFF is read (convert it)")
+        add("declaration", text=(encoding or "utf-8").lower())
 
     parser.StartElementHandler = start
     parser.EndElementHandler = lambda qname: add("end", name=qname.rpartition(":")[2])
@@ -253,9 +258,10 @@ def _tag_name(markup: str) -> str:
     return re.split(r"[\s/>]", markup.lstrip("</"), maxsplit=1)[0]
 
 
-def _target_edit(unit: _Unit, content: str) -> tuple[int, int, bytes]:
+def _target_edit(unit: _Unit, content: str, encoding: str) -> tuple[int, int, bytes]:
     """(start, end, bytes) replacing ``unit``'s empty target, or inserting one after its
-    source, with ``content`` marked for review."""
+    source, with ``content`` marked for review, in ``encoding`` (a character it lacks as a
+    character reference)."""
     prefix = unit.qname.rpartition(":")[0]
     qname = f"{prefix}:target" if prefix else "target"
     kept = [(k, v) for k, v in _attributes(unit.target).items()
@@ -263,5 +269,6 @@ def _target_edit(unit: _Unit, content: str) -> tuple[int, int, bytes]:
     attributes = "".join(f" {k}={quoteattr(v)}" for k, v in [*kept, STATE, STATE_QUALIFIER])
     element = f"<{qname}{attributes}>{content}</{qname}>"
     if unit.target is not None:
-        return unit.target.start, unit.target_end, element.encode("utf-8")
-    return unit.insert_at, unit.insert_at, (unit.indent + element).encode("utf-8")
+        return unit.target.start, unit.target_end, element.encode(encoding, "xmlcharrefreplace")
+    return unit.insert_at, unit.insert_at, (unit.indent + element).encode(encoding,
+                                                                          "xmlcharrefreplace")

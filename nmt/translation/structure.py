@@ -20,7 +20,10 @@ in the order they are tried:
 refuses a line that needs a guess (:class:`UnplacedSpan`, naming the spans); ``off`` leaves
 outputs as the engine wrote them. The result is checked: a line that still does not hold
 exactly its source's spans (a span put beside a word that makes another of them, spaced apart
-and still not) is refused in both modes, never given back broken.
+and still not) is refused in both modes, never given back broken. A sentence of more than
+:data:`MAX_SPANS` spans, source or output (a minified page or a data dump, not a sentence), is
+not repaired but refused the same way, as the engine wrote it: placing each of its spans would
+cost the square of their number.
 
 The engine's attention is not used: the CTranslate2 engine has none to give, and one rule for
 every engine is the point. Masking spans with sentinels before encoding (``nmt.data.spans.mask``)
@@ -29,6 +32,7 @@ is not done either: no model trained today has seen a sentinel.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -44,6 +48,7 @@ UNKNOWN_MARKS = ("⁇", "<unk>")  # SentencePiece's surface of an unknown piece;
 _UNKNOWN = re.compile("|".join(re.escape(m) for m in UNKNOWN_MARKS))
 _CLOSING = ".!?:;…。！？"
 _WORD = re.compile(r"\S+")
+MAX_SPANS = 100  # spans of a sentence the repair takes on (a sentence of prose has a few)
 _ENCLOSING = ("»«", "«»", '""', "''", "„“", "“”", "‘’", "`'", "()", "[]", "「」")
 
 
@@ -52,12 +57,14 @@ class UnplacedSpan(DataError):
 
     def __init__(self, index: int, spans: Sequence[str], strict: bool = True) -> None:
         self.index, self.spans, self.strict = index, list(spans), strict
-        shown = ", ".join(repr(s)[:60] for s in spans)
+        shown = ", ".join(repr(s)[:60] for s in spans[:5]) + (
+            f" and {len(spans) - 5:,} more" if len(spans) > 5 else "")
         flag = option("spans")
         hint = (f"{flag} strict; {flag} repair guesses one from its position in the source"
                 if strict else f"{flag} off keeps the model's text")
-        super().__init__(f"line {index + 1}: the translation lost {shown} and no place for "
-                         f"{'it' if len(spans) == 1 else 'them'} is known ({hint})")
+        self.reason = (f"the translation lost {shown} and no place for "
+                       f"{'it' if len(spans) == 1 else 'them'} is known ({hint})")
+        super().__init__(f"line {index + 1}: {self.reason}")
 
     def at(self, first_line: int) -> UnplacedSpan:
         """The same error, counting lines from ``first_line`` (0: the first)."""
@@ -186,15 +193,19 @@ def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     return text
 
 
-def _prose_share(source: str, span: Span, spans: Sequence[Span]) -> tuple[float, bool]:
-    """The share of the source's words (spans aside) before ``span``, and whether one comes
-    after it."""
+def _prose_words(source: str, spans: Sequence[Span]) -> list[int]:
+    """Where the words of ``source`` start, its ``spans`` aside."""
     blank = list(source)
     for s in spans:
         blank[s.start:s.end] = " " * (s.end - s.start)
-    words = [m.start() for m in _WORD.finditer("".join(blank))
-             if any(c.isalnum() for c in m.group())]
-    before = sum(1 for w in words if w < span.start)
+    return [m.start() for m in _WORD.finditer("".join(blank))
+            if any(c.isalnum() for c in m.group())]
+
+
+def _prose_share(words: list[int], span: Span) -> tuple[float, bool]:
+    """The share of the source's ``words`` (:func:`_prose_words`) before ``span``, and whether
+    one comes after it."""
+    before = bisect.bisect_left(words, span.start)
     return (before / len(words) if words else 0.0), before < len(words)
 
 
@@ -239,6 +250,10 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True) 
     if not wanted and not found:
         return Repair(output)
     n = len(wanted)
+    if max(n, len(found)) > MAX_SPANS:  # no sentence: as written, said unless it holds them
+        want, got = Counter(s.text for s in wanted), Counter(s.text for s in found)
+        return Repair(output, n, unplaced=tuple((want - got).elements())
+                      or tuple((got - want).elements()))
     need = Counter(s.text for s in wanted)
     kept: list[Span] = []
     extra: list[Span] = []
@@ -291,10 +306,11 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True) 
         return Repair(text, n, restored, 0, removed, wrong)
     if not guess:
         return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost))
+    words = _prose_words(source, wanted)
     for spaced in (False, True):  # spaced apart when joining made another span of them
         placed = text
         for s in reversed(lost):  # 3. by position, the last first so that earlier shares hold
-            share, after = _prose_share(source, s, wanted)
+            share, after = _prose_share(words, s)
             placed = _insert(placed, source, s, share, not after, rules, spaced)
         if Counter(s.text for s in rules.find(placed)) == want:
             return Repair(placed, n, restored + len(lost), len(lost), removed)

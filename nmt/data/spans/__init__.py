@@ -110,11 +110,12 @@ class Span:
 
 def resolve(candidates: Iterable[Span]) -> list[Span]:
     """Spans that do not overlap, in the order of the text: the leftmost candidate wins, then
-    the longest, then the kind first in :data:`KINDS`."""
+    the longest, then the kind first in :data:`KINDS` (another, such as a sentinel, last)."""
     order = {name: i for i, name in enumerate(KINDS)}
     kept: list[Span] = []
     end = 0
-    for span in sorted(candidates, key=lambda s: (s.start, s.start - s.end, order[s.kind])):
+    for span in sorted(candidates, key=lambda s: (s.start, s.start - s.end,
+                                                  order.get(s.kind, len(order)))):
         if span.start >= end:
             kept.append(span)
             end = span.end
@@ -169,7 +170,7 @@ def rules(spec: str, glossary: str = "", term_list: str = "",
 
 # --- sentinels ---------------------------------------------------------------------------------
 
-SENTINEL = re.compile(r"｟(\d+)｠")
+SENTINEL = re.compile(r"｟(\d{1,9})｠")  # an index: more digits are text, never a number
 
 
 def sentinel(index: int) -> str:
@@ -178,7 +179,11 @@ def sentinel(index: int) -> str:
 
 def mask(text: str, spans: Sequence[Span]) -> tuple[str, list[str]]:
     """``text`` with its ``spans`` (from :meth:`SpanRules.find`) replaced by ``｟0｠``,
-    ``｟1｠``... in order, and the texts they stand for."""
+    ``｟1｠``... in order, and the texts they stand for. A sentinel the text itself holds is
+    masked too (it stands for itself), so :func:`unmask` gives the text back."""
+    written = [Span(m.start(), m.end(), "sentinel", m.group()) for m in SENTINEL.finditer(text)]
+    if written:
+        spans = resolve([*spans, *written])
     out, last = [], 0
     for i, span in enumerate(spans):
         out += [text[last:span.start], sentinel(i)]

@@ -14,25 +14,28 @@ BLOCK_START = re.compile(
     r"\{\s*[\w.]+\s*,\s*(?:plural|select|selectordinal|choice|number|date|time|spellout|"
     r"ordinal|duration)\b")
 MAX_BLOCK = 10_000  # characters an ICU block may span before it is taken for text
+BRACE = re.compile(r"[{}]")
 
 
-def _closing(text: str, start: int) -> int | None:
-    """The index after the brace that closes the one at ``start``, or None."""
-    depth = 0
-    for i in range(start, min(len(text), start + MAX_BLOCK)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
+def _closings(text: str) -> dict[int, int]:
+    """Each ``{`` of ``text`` that a ``}`` closes -> the index after that ``}``: one pass, the
+    braces paired as they nest."""
+    pairs: dict[int, int] = {}
+    opened: list[int] = []
+    for m in BRACE.finditer(text):
+        if m.group() == "{":
+            opened.append(m.start())
+        elif opened:
+            pairs[opened.pop()] = m.end()
+    return pairs
 
 
 def find(text: str) -> Iterator[tuple[int, int]]:
     for m in SIMPLE.finditer(text):
         yield m.span()
+    closings: dict[int, int] | None = None
     for m in BLOCK_START.finditer(text):
-        end = _closing(text, m.start())
-        if end is not None:
+        closings = _closings(text) if closings is None else closings
+        end = closings.get(m.start())
+        if end is not None and end - m.start() <= MAX_BLOCK:
             yield m.start(), end

@@ -1,7 +1,8 @@
 """Shell variables and template fields: ``${VAR}``, ``${1}``, ``$VAR``, ``{{ var }}``,
 ``{{ user.name | upper }}`` and ``{% if x %}`` (Jinja, Django, Mustache, Handlebars).
 
-``$5`` is money, not a variable: ``$`` is followed by a letter or an underscore."""
+``$5`` is money, not a variable: ``$`` is followed by a letter or an underscore. A tag ends at
+the first ``%}`` and holds no ``{%``: an opening without its end is text, found in one pass."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ PATTERN = re.compile(
     r"\$\{[^{}\s]+\}"
     r"|\$[A-Za-z_]\w*"
     r"|\{\{[^{}\n]*\}\}"
-    r"|\{%[^\n]*?%\}"
+    r"|\{%(?:(?!\{%|%\})[^\n])*%\}"
 )
 
 

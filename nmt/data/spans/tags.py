@@ -21,7 +21,7 @@ _VALUE = r"""(?:"[^"<>\n]*"|'[^'<>\n]*'|[^\s"'=<>`]+)"""
 PATTERN = re.compile(
     rf"</?(?!unk>)(?P<name>[A-Za-z][\w:.-]*)(?P<attributes>(?:\s+[A-Za-z_:][\w:.-]*"
     rf"(?:\s*=\s*{_VALUE})?)*)\s*(?P<self>/?)>"
-    r"|<!--.*?-->"
+    r"|<!--(?:(?!<!--|-->).)*-->"  # a comment holds no other: a text of openings is read once
 )
 
 # HTML's elements that stand in running text, and the inline elements of XLIFF, TMX and
@@ -35,15 +35,18 @@ ELEMENTS = frozenset("""
 """.split())
 
 
-def _is_markup(m: re.Match[str], text: str) -> bool:
+def _is_markup(m: re.Match[str], last_close: dict[str, int]) -> bool:
+    """Whether the tag ``m`` is markup (the module's rule); ``last_close``: where the text
+    closes each element last."""
     if m["name"] is None:  # a comment
         return True
-    name = m["name"]
     return (m[0].startswith("</") or bool(m["self"]) or "=" in m["attributes"]
-            or name.lower() in ELEMENTS or f"</{name}>" in text[m.end():])
+            or m["name"].lower() in ELEMENTS or last_close.get(m["name"], -1) > m.start())
 
 
 def find(text: str) -> Iterator[tuple[int, int]]:
-    for m in PATTERN.finditer(text):
-        if _is_markup(m, text):
+    tags = list(PATTERN.finditer(text))
+    last_close = {m["name"]: m.start() for m in tags if m[0].startswith("</")}
+    for m in tags:
+        if _is_markup(m, last_close):
             yield m.span()

@@ -13,16 +13,21 @@ PATTERN = re.compile(
     r"|\bwww\.[\w-]+(?:\.[\w-]+)+(?:/[^\s<>\"'`]*)?"
 )
 _TRAILING = ".,;:!?'\"’”»"
+_OPENING = {")": "(", "]": "[", "}": "{"}
 
 
 def trim(text: str, start: int, end: int) -> int:
     """The end of the address ``text[start:end]`` without the punctuation that follows it."""
+    # counted once (what is cut is never an opening bracket), so a long run of them is cut in
+    # one pass
+    unopened = {c: text.count(c, start, end) - text.count(o, start, end)
+                for c, o in _OPENING.items()}
     while end > start:
         last = text[end - 1]
         if last in _TRAILING:
             end -= 1
-        elif last in ")]}" and text.count("([{"[")]}".index(last)], start, end) < text.count(
-                last, start, end):
+        elif unopened.get(last, 0) > 0:
+            unopened[last] -= 1
             end -= 1
         else:
             break
