@@ -195,9 +195,10 @@ def test_config_range_defaults_and_presets() -> None:
     for bad in ("1.5", "-0.1"):
         with pytest.raises(ConfigError, match="data.span_augment"):
             load_config(None, [f"data.span_augment={bad}"])
-    for preset in ("d2l-gru", "d2l-transformer"):
+    # the textbook's pairs as they are; the demo's prose, where it cost BLEU
+    for preset in ("d2l-gru", "d2l-transformer", "demo"):
         assert load_config(ROOT / "configs" / f"{preset}.toml").data.span_augment == 0
-    for shipped in ("demo", "transformer", "gru", "cpu-hour"):
+    for shipped in ("transformer", "gru", "cpu-hour"):
         assert load_config(ROOT / "configs" / f"{shipped}.toml").data.span_augment > 0
     # a run saved before the setting rewrote no pair
     assert from_dict({"data": {}}, saved=True).data.span_augment == 0
