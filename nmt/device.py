@@ -51,13 +51,7 @@ def hardware(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     if device.type != "cpu":
         return device.type
-    model = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f
-                          if line.startswith("model name")), "")
-    except OSError:
-        pass
+    model = first_cpu().get("model name", "")
     import platform
 
     return f"{model or platform.processor() or platform.machine()}, " \
@@ -68,20 +62,27 @@ BF16_UNITS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo flags of CPUs with bf1
 CPUINFO = "/proc/cpuinfo"
 
 
-def _cpu_vendor_and_flags() -> tuple[str, set[str]]:
-    """``vendor_id`` and ``flags`` of the first CPU in :data:`CPUINFO` (empty where unread)."""
-    vendor, flags = "", set()
+def first_cpu() -> dict[str, str]:
+    """The fields :data:`CPUINFO` gives of the first CPU (``vendor_id``, ``model name``,
+    ``flags``, ...); none where it cannot be read."""
+    fields: dict[str, str] = {}
     try:
         with open(CPUINFO, encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith("vendor_id") and not vendor:
-                    vendor = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
+                key, colon, value = line.partition(":")
+                if not colon:
+                    if fields:  # the blank line after the first CPU's block
+                        break
+                    continue
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return vendor, flags
+    return fields
+
+
+def _cpu_vendor_and_flags() -> tuple[str, set[str]]:
+    cpu = first_cpu()
+    return cpu.get("vendor_id", ""), set(cpu.get("flags", "").split())
 
 
 @functools.lru_cache(maxsize=1)
