@@ -21,10 +21,12 @@ import json
 import os
 import random
 import shutil
+import signal
 import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +160,27 @@ def reseal_cache(cache: Path) -> None:
     meta["files"] = file_digests(cache)
     meta["digest"] = meta_digest(meta)
     (cache / "meta.json").write_text(json.dumps(meta))
+
+
+class Hung(BaseException):
+    """Raised by :func:`deadline`: not an Exception, so no handler in nmt can take it for an
+    error it reports."""
+
+
+@contextmanager
+def deadline(seconds: int, what: str = "") -> Iterator[None]:
+    """Fail the block (a blocking open or read included: the signal interrupts it) when it
+    runs for more than ``seconds``: a guard against hanging, not a timing."""
+    def expire(*_: Any) -> None:
+        raise Hung(f"{what + ': ' if what else ''}still running after {seconds} s: hung")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def invoke(*args: str, input: bytes | str | None = None) -> tuple[int, str, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import reseal_cache
+from conftest import deadline, reseal_cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference_split import grouped_split
@@ -298,17 +297,10 @@ def test_a_worker_that_dies_is_one_error_not_a_hang(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(parallel, "CHUNK", 16)
     pairs = (("a", "b") for _ in range(500))
 
-    def hung(*_: object) -> None:
-        raise TimeoutError("judged_pairs waited a minute on a dead worker")
-
-    before = signal.signal(signal.SIGALRM, hung)  # a hang fails the test instead of the suite
-    signal.alarm(60)
-    try:
-        with pytest.raises(DataError, match="a worker process judging pairs ended abruptly"):
-            list(parallel.judged_pairs(DiesInAWorker(), pairs, workers=2))
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, before)
+    # a hang fails the test instead of the suite
+    with deadline(60, "judged_pairs, a worker dead"), pytest.raises(
+            DataError, match="a worker process judging pairs ended abruptly"):
+        list(parallel.judged_pairs(DiesInAWorker(), pairs, workers=2))
 
 
 @settings(max_examples=60, deadline=None)

@@ -11,16 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import stat
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import invoke
+from conftest import Hung, deadline, invoke
 from test_decode import make_run
 
 from nmt.config import DataConfig
@@ -34,27 +31,6 @@ KINDS = HOSTILE + DAMAGED
 SECONDS = 20  # a command slower than this on a tiny cache or run is taken for a hang
 DATA = ("--set", "data.vocab_size=64", "--set", "data.valid_frac=0.1", "--set",
         "data.test_frac=0.1")  # tiny_data_config on the command line
-
-
-class Hung(BaseException):
-    """Raised by the deadline: not an Exception, so no handler in nmt can take it for an error
-    it reports."""
-
-
-@contextmanager
-def deadline(seconds: int = SECONDS) -> Iterator[None]:
-    """Fail the block (a blocking open or read included: the signal interrupts it) when it
-    runs for more than ``seconds``."""
-    def expire(*_: Any) -> None:
-        raise Hung(f"still running after {seconds} s: hung")
-
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def spoil(path: Path, kind: str, outside: Path) -> None:
@@ -139,7 +115,7 @@ def test_every_cache_file_spoiled_is_refused_naming_it(
         shutil.copytree(original, cache)
         spoil(cache / file.name, kind, outside)
         try:
-            with deadline():
+            with deadline(SECONDS):
                 load_cache(cache)
             failures.append(f"{file.name}: loaded")
         except DataError as e:
@@ -160,7 +136,7 @@ def test_a_spoiled_cache_file_is_rebuilt_by_the_commands(
     line names the file, the command succeeds, and the cache holds the file again."""
     cache = cache_copy(built_cache, tiny_data_dir)
     spoil(cache / name, kind, tmp_path)
-    with deadline():
+    with deadline(SECONDS):
         code, out, err = invoke("data", command, *DATA)
     assert code == 0, err
     notes = [line for line in err.splitlines() if "rebuilding" in line]  # notes: stderr
@@ -179,7 +155,7 @@ def test_every_spoiled_cache_file_is_rebuilt_by_data_stats(
         shutil.rmtree(tiny_data_dir / "cache", ignore_errors=True)
         cache = cache_copy(built_cache, tiny_data_dir)
         spoil(cache / file.name, kind, tmp_path)
-        with deadline():
+        with deadline(SECONDS):
             code, out, err = invoke("data", "stats", *DATA)
         assert code == 0 and f"{cache / file.name}" in err and "rebuilding" in err, (file, err)
         load_cache(cache)
@@ -312,7 +288,7 @@ def test_every_run_file_spoiled_ends_each_command_in_one_line(
             shutil.copytree(run_dir, run)
             spoil(run / relative, kind, outside)
             try:
-                with deadline():
+                with deadline(SECONDS):
                     code, out, err = invoke(*_run_commands(run, inputs)[name])
             except Hung as e:
                 failures.append(f"{name} with {relative}: {e}")

@@ -19,17 +19,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import polib
 import pytest
-from conftest import invoke
+from conftest import deadline, invoke
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_localisation import CATALOGUE, XLIFF, shout, shout_xml
@@ -67,24 +65,6 @@ SIZE = 200_000  # characters of a text whose spans are found under a hang guard
 HANG = 30  # seconds: a guard against hanging, not a speed test. Finding the spans of SIZE
 # characters takes a fraction of a second; a finder whose time grows with the square of the
 # text took 2-25 s at 50,000 characters, so 16 times that here
-
-
-class Hung(BaseException):
-    """Raised by the guard: not an Exception, so no handler in nmt can take it for an error."""
-
-
-@contextmanager
-def hang_guard(what: str) -> Iterator[None]:
-    def expire(*_: object) -> None:
-        raise Hung(f"{what}: still running after {HANG} s")
-
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(HANG)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def spans_of(text: str, rules_: SpanRules = ALL) -> Counter[str]:
@@ -127,7 +107,7 @@ def test_finding_the_spans_of_a_long_text_never_hangs(prefix: str, unit: str,
     every kind finds its spans without hanging."""
     text = prefix + unit * (SIZE // len(unit) + 1) + suffix
     for name, find in FINDERS.items():
-        with hang_guard(f"{name}: {unit!r:.40} x {SIZE // len(unit)}"):
+        with deadline(HANG, f"{name}: {unit!r:.40} x {SIZE // len(unit)}"):
             for _ in find(text):
                 pass
 
@@ -206,7 +186,7 @@ def test_laying_out_and_repairing_a_long_line_never_hangs(unit: str) -> None:
     from nmt.localisation.filled import translate_texts
 
     line = "x" + unit * (SIZE // len(unit)) + "y"
-    with hang_guard(f"{unit!r} x {SIZE // len(unit)}"):
+    with deadline(HANG, f"{unit!r} x {SIZE // len(unit)}"):
         assert translate_texts(lambda xs: xs, [line]) == [line]
         lay_out([line])
         repair_line(line[:20_000], "x y", DEFAULT)
