@@ -97,24 +97,25 @@ class Fields:
             raise self.bad(key, "a table", value)
         return Fields(value, self.path, self.name(key), self.error)
 
-    def subs(self, key: str, cap: int = 1000) -> list[Fields]:
-        """The tables listed at ``key`` (none when absent)."""
+    def _listed(self, key: str, cap: int, what: str) -> list[Any]:
+        """The list at ``key`` (empty when absent), of at most ``cap`` ``what``."""
         value = self.table.get(key)
         if value is None:
             return []
         if not (isinstance(value, list) and len(value) <= cap):
-            raise self.bad(key, f"a list of at most {cap} tables", value)
+            raise self.bad(key, f"a list of at most {cap} {what}", value)
+        return value
+
+    def subs(self, key: str, cap: int = 1000) -> list[Fields]:
+        """The tables listed at ``key`` (none when absent)."""
+        value = self._listed(key, cap, "tables")
         return [Fields(item, self.path, f"{self.name(key)}[{i}]", self.error)
                 if isinstance(item, dict) else _raise(self.bad(f"{key}[{i}]", "a table", item))
                 for i, item in enumerate(value)]
 
     def texts(self, key: str, cap: int = 1000) -> list[str]:
         """The texts listed at ``key`` (none when absent)."""
-        value = self.table.get(key)
-        if value is None:
-            return []
-        if not (isinstance(value, list) and len(value) <= cap):
-            raise self.bad(key, f"a list of at most {cap} texts", value)
+        value = self._listed(key, cap, "texts")
         holder = Fields({str(i): v for i, v in enumerate(value)}, self.path, self.name(key),
                         self.error)
         return [holder.text(str(i)) for i in range(len(value))]
