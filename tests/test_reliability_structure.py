@@ -301,6 +301,14 @@ def mutate(data: bytes, mutation: tuple[Any, ...]) -> bytes:
     return b"".join(lines)
 
 
+def mutated(text: str, edits: Sequence[tuple[Any, ...]]) -> bytes:
+    """``text`` in UTF-8 with ``edits`` (:func:`mutate`) applied in turn."""
+    data = text.encode("utf-8")
+    for edit in edits:
+        data = mutate(data, edit)
+    return data
+
+
 def run_mutated(tmp_path: Path, name: str, data: bytes, previous: bytes | None,
                 translator: StreamTranslator) -> tuple[Path, Path, Any]:
     """``translate_file`` on ``data``: the input, the output and what it returned, or the error
@@ -418,9 +426,7 @@ def test_the_catalogue_mutated_is_valid_and_filled(tmp_path: Path) -> None:
 def test_a_mutated_po_file_is_filled_validly_or_refused_in_one_line(
         tmp_path: Path, edits: list[tuple[Any, ...]], previous: bytes | None,
         engine: tuple[Callable[[Sequence[str]], list[str]], str]) -> None:
-    data = PO.encode("utf-8")
-    for edit in edits:
-        data = mutate(data, edit)
+    data = mutated(PO, edits)
     source, out, result = run_mutated(tmp_path, "po", data, previous, Fake(*engine))
     if isinstance(result, NmtError):
         return
@@ -472,9 +478,7 @@ def test_a_mutated_xliff_file_is_filled_well_formed_or_refused_in_one_line(
         engine: tuple[Callable[[Sequence[str]], list[str]], str]) -> None:
     from xml.parsers import expat
 
-    data = XLF.encode("utf-8")
-    for edit in edits:
-        data = mutate(data, edit)
+    data = mutated(XLF, edits)
     source, out, result = run_mutated(tmp_path, "xlf", data, previous, Fake(*engine))
     if isinstance(result, NmtError):
         return
@@ -558,9 +562,7 @@ def test_nmt_translate_refuses_a_bad_po_file_in_one_error_line(
         tmp_path: Path, edits: list[tuple[Any, ...]]) -> None:
     """Without a run to translate with, ``nmt translate`` refuses every file: a bad one for
     what it is (before a model is looked for), a good one for the missing run."""
-    data = PO.encode("utf-8")
-    for edit in edits:
-        data = mutate(data, edit)
+    data = mutated(PO, edits)
     source, out = tmp_path / "in.po", tmp_path / "out.po"
     source.write_bytes(data)
     out.write_bytes(b"earlier\n")
