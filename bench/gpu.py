@@ -18,8 +18,9 @@ whole check fits one lease of a GPU machine, start included), each step taking i
 - ``speed``: target tokens/s, model-FLOPs utilisation (:mod:`nmt.training.cost`) and peak memory of
   real training steps of ``configs/transformer.toml`` and ``configs/gru.toml``, at the
   config's batch and at the largest batch that fits (doubled until the GPU runs out of
-  memory); with ``train.compile`` too where the step has the time to compile
-  (:data:`COMPILE_SECONDS`); each beside the memory model's estimate, and with how many
+  memory); compiled too where the step has the time to compile (:data:`COMPILE_SECONDS`),
+  with torch.compile's default mode and with ``reduce-overhead`` (CUDA graphs); each beside
+  the memory model's estimate, and with how many
   distinct batch shapes an epoch has and its padding (the Transformer with its config's
   ``train.pad_to_multiple`` and without: :mod:`nmt.data.fixed_shapes`).
 - ``transformer``, ``gru``: ``nmt train`` of the config on the full corpus for what the step's
@@ -316,23 +317,28 @@ def step_tests(step: Step, workers: int) -> tuple[dict[str, Any], str]:
 
 # --- step: speed ------------------------------------------------------------------------------
 
-# config, compile, overrides, share of the step's time at most. The Transformer is measured
-# with its config's train.pad_to_multiple (batch shapes that repeat) and without (the shapes
-# its batches had before), so one check gives the before and after.
+# config, train.compile_mode ("" for eager), overrides, share of the step's time at most. The
+# Transformer is measured with its config's train.pad_to_multiple (batch shapes that repeat)
+# and without (the shapes its batches had before), eager, compiled, and compiled with CUDA
+# graphs (which need the repeated shapes), so one check gives the before and after. The GRU's
+# decoder is a loop over target positions, a graph per length: eager only.
 UNPADDED = ("train.pad_to_multiple=0",)
-SPEED_PLAN: tuple[tuple[str, bool, tuple[str, ...], float], ...] = (
-    ("transformer", False, (), 0.15), ("transformer", False, UNPADDED, 0.1),
-    ("transformer", True, (), 0.28), ("transformer", True, UNPADDED, 0.12),
-    ("gru", False, (), 0.15), ("gru", True, (), 0.2))
+SPEED_PLAN: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
+    ("transformer", "", (), 0.12), ("transformer", "", UNPADDED, 0.08),
+    ("transformer", "default", (), 0.3), ("transformer", "reduce-overhead", (), 0.35),
+    ("gru", "", (), 0.15))
 
 
-def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings: int,
+def speed_child(config: Path, compile_mode: str, steps: int, warmup: int, doublings: int,
                 data_dir: Path | None, device_name: str = "cuda",
                 overrides: Sequence[str] = ()) -> None:
     """Inside the child: real training steps (:func:`nmt.training.loop.train_step`, the moving
     average too) at the config's batch, then at doubled batches until one runs out of memory, then
-    at the largest that fitted. Prints one JSON line per measurement as it is made. (On the CPU,
-    ``device_name="cpu"``, the same runs without memory figures: what the tests try.)"""
+    at the largest that fitted; compiled with ``train.compile_mode`` unless ``compile_mode`` is
+    empty. The timed batches are each run once first (with ``warmup`` more), so that a compiled
+    graph or CUDA graph of every shape timed is built before the timing. Prints one JSON line
+    per measurement as it is made. (On the CPU, ``device_name="cpu"``, the same runs without
+    memory figures: what the tests try.)"""
     import gc
     import statistics
 
@@ -345,8 +351,10 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
     from nmt.data.fixed_shapes import batch_shapes, distinct_shapes, padding_share
     from nmt.training.cost import mfu, training_flops_per_target_token, training_memory
 
+    compiling = [f"train.compile_mode={compile_mode}"] if compile_mode else []
     cfg = load_config(config, [f"train.device={device_name}",
-                               f"train.compile={str(compile_).lower()}", *overrides])
+                               f"train.compile={str(bool(compile_mode)).lower()}", *compiling,
+                               *overrides])
     t, device = cfg.train, torch.device(device_name)
     cuda = device.type == "cuda"
     trainer = training_steps(cfg, data_dir or default_data_dir(), device)
@@ -361,30 +369,31 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
 
     def measure(size: int, which: str) -> dict[str, Any]:
         listed = batches(size)  # a large batch makes few: they are taken again in turn
-        chosen = [listed[i % len(listed)] for i in range(warmup + steps)]
+        timed = [listed[i % len(listed)] for i in range(steps)]
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         start = time.perf_counter()
-        for group in chosen[:warmup]:
+        for group in listed[-warmup:] + timed if warmup else timed:
             step(group)
         synchronize()
         warm_s = time.perf_counter() - start
         times, tokens = [], 0
-        for group in chosen[warmup:]:
+        for group in timed:
             begin = time.perf_counter()
             tokens += step(group)
             synchronize()
             times.append(time.perf_counter() - begin)
-        timed = np.concatenate(chosen[warmup:])
+        timed_pairs = np.concatenate(timed)
         flops = training_flops_per_target_token(cfg.model, tok.tgt_vocab_size,
-                                                float(src_len[timed].mean()),
-                                                float(tgt_len[timed].mean()))
+                                                float(src_len[timed_pairs].mean()),
+                                                float(tgt_len[timed_pairs].mean()))
         per_s = tokens / sum(times)
         estimate = training_memory(cfg, tok.src_vocab_size, tok.tgt_vocab_size,
                                    joint_vocab=tok.joint, batch_tokens=size)
         lengths = (split.src_lengths(), split.tgt_lengths(), listed, t.pad_to_multiple,
                    cfg.data.truncate)
-        return {"which": which, "batch_size": size, "batch_by": t.batch_by,
+        return {"which": which, "compile_mode": compile_mode, "batch_size": size,
+                "batch_by": t.batch_by,
                 "pad_to_multiple": t.pad_to_multiple,
                 # an epoch's batch shapes (pairs, source, target width): graphs built per shape
                 "epoch_batches": len(listed),
@@ -418,6 +427,9 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
             return False
 
     print(json.dumps(measure(t.batch_size, "config")), flush=True)
+    if trainer.state.ema is not None and not compile_mode:
+        print(json.dumps(average_update_times(trainer.state.ema, trainer.state.model,
+                                              synchronize)), flush=True)
     largest, oom_at = t.batch_size, None
     for _ in range(doublings):
         if not fits(2 * largest):
@@ -440,6 +452,33 @@ def speed_child(config: Path, compile_: bool, steps: int, warmup: int, doublings
             largest //= 2
 
 
+def average_update_times(ema: Any, model: Any, synchronize: Callable[[], None],
+                         repeats: int = 20) -> dict[str, Any]:
+    """Milliseconds (median) of the moving average's update as written (one multi-tensor
+    lerp) and as it was before (one ``lerp_`` per parameter), the same arithmetic."""
+    import statistics
+
+    import torch
+
+    def one_by_one() -> None:
+        with torch.no_grad():
+            for avg, w in zip(ema.model.parameters(), model.parameters(), strict=True):
+                avg.lerp_(w.detach(), 1.0 - ema.rate())
+
+    times: dict[str, list[float]] = {"foreach": [], "per_parameter": []}
+    for _ in range(repeats + 2):  # the first two of each warm up
+        for name, update in (("foreach", lambda: ema.update(model)),
+                             ("per_parameter", one_by_one)):
+            synchronize()
+            begin = time.perf_counter()
+            update()
+            synchronize()
+            times[name].append(time.perf_counter() - begin)
+    return {"which": "average update",
+            "parameters": sum(1 for _ in model.parameters()),
+            **{f"{k}_ms": round(1000 * statistics.median(v[2:]), 3) for k, v in times.items()}}
+
+
 def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
                doublings: int, device: str = "cuda") -> tuple[dict[str, Any], str]:
     prep = prepare_data("transformer", data_dir, step)  # gru.toml reads the same data
@@ -449,32 +488,36 @@ def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
     plan = [(c, k, o, share) for c, k, o, share in SPEED_PLAN if compiling or not k]
     whole = sum(share for *_, share in plan)
     budget = step.left()
-    for config, compiled, overrides, share in plan:
+    averaging: list[dict[str, Any]] = []
+    for config, mode, overrides, share in plan:
         seconds = budget * share / whole
         cmd = [sys.executable, "-m", "bench.gpu", "speed-child", str(CONFIGS / f"{config}.toml"),
-               "--steps", str(steps), "--warmup", str(warmup + (5 if compiled else 0)),
+               "--steps", str(steps), "--warmup", str(warmup),
                "--doublings", str(doublings), "--device", device]
-        if compiled:
-            cmd.append("--compile")
+        if mode:
+            cmd += ["--compile-mode", mode]
         for override in overrides:
             cmd += ["--set", override]
         if data_dir is not None:
             cmd += ["--data-dir", str(data_dir.resolve())]
         child = step.child(cmd, seconds)
         found = json_lines(child.stdout)
-        measured = [dict(r, config=config, compile=compiled) for r in found
+        measured = [dict(r, config=config, compile=mode) for r in found
                     if r.get("which") in ("config", "largest")]
         search = next((r for r in found if r.get("which") == "search"), None)
+        averaging += [dict(r, config=config) for r in found if r.get("which") == "average update"
+                      and not any(a["config"] == config for a in averaging)]
         rows += measured
         if child.returncode != 0 or search is None:
-            problems.append(f"{config}{' compiled' if compiled else ''}"
+            problems.append(f"{config}{' compiled ' + mode if mode else ''}"
                             f"{''.join(' ' + o for o in overrides)}: {failure(child)}"
                             + ("" if measured else ", nothing measured"))
         for r in measured:
             if search is not None:
                 r.update(largest=search["largest"], out_of_memory_at=search["out_of_memory_at"])
     result = {"status": "failed" if problems else "passed", "data_prepare_s": prep,
-              "rows": rows, "problems": problems, "compile_measured": compiling,
+              "rows": rows, "average_update": averaging, "problems": problems,
+              "compile_measured": compiling,
               "mfu_note": "MFU: achieved FLOP/s over the GPU's dense bf16 peak "
                           "(nmt.training.cost); '-' for a GPU not in its table"}
     table = ["| config | compile | pad to | shapes/epoch (padding) | batch (target tokens) | "
@@ -482,7 +525,7 @@ def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         batch = f"{r['batch_size']:,}" + (" (largest)" if r["which"] == "largest" else "")
-        table.append(f"| {r['config']} | {'yes' if r['compile'] else 'no'} | "
+        table.append(f"| {r['config']} | {r['compile'] or 'no'} | "
                      f"{r['pad_to_multiple'] or 'off'} | {r['epoch_distinct_shapes']:,} "
                      f"({100 * r['epoch_padding_share']:.0f}%) | {batch} | "
                      f"{r['target_tokens_per_s']:,} | "
@@ -492,8 +535,11 @@ def step_speed(step: Step, data_dir: Path | None, steps: int, warmup: int,
     largest = sorted({(r["config"], r["compile"], r.get("pad_to_multiple"), r.get("largest"),
                        r.get("out_of_memory_at")) for r in rows}, key=str)
     table += ["", "Largest batch that fitted (out of memory at): " + "; ".join(
-        f"{c}{' compiled' if k else ''}{'' if m else ' unpadded'} {_f(b)} "
+        f"{c}{' compiled ' + k if k else ''}{'' if m else ' unpadded'} {_f(b)} "
         f"({_f(o) if o else 'not reached'})" for c, k, m, b, o in largest)]
+    table += [f"\nThe moving average's update ({r['config']}, {r['parameters']} parameters): "
+              f"{r['foreach_ms']} ms as one multi-tensor lerp, {r['per_parameter_ms']} ms one "
+              "parameter at a time" for r in averaging]
     if not compiling:
         table.append(f"\ntrain.compile not measured: the step had {budget:.0f} s, compiling "
                      f"takes a step of {COMPILE_SECONDS} s (`--seconds`).")
@@ -690,7 +736,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="cpu: try the steps' plumbing without a GPU (figures mean little)")
     s = sub.add_parser("speed-child", help=argparse.SUPPRESS)
     s.add_argument("config", type=Path)
-    s.add_argument("--compile", action="store_true")
+    s.add_argument("--compile-mode", default="", help="torch.compile's mode; empty: eager")
     s.add_argument("--steps", type=int, default=20)
     s.add_argument("--warmup", type=int, default=3)
     s.add_argument("--doublings", type=int, default=6)
@@ -718,7 +764,7 @@ def main(argv: list[str] | None = None) -> None:
             if any(r["status"] in ("failed", "error") for r in results):
                 sys.exit(1)
         else:
-            speed_child(args.config, args.compile, args.steps, args.warmup, args.doublings,
+            speed_child(args.config, args.compile_mode, args.steps, args.warmup, args.doublings,
                         args.data_dir, args.device, args.set)
     except NmtError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -329,6 +329,10 @@ class TrainConfig:
     compile: bool = False  # torch.compile the model for the training steps (validation and
     # decoding run it as it is; checkpoints hold its plain weights); compiling costs the first
     # steps a minute or more (`make gpu-check STEP=speed` measures what it gains on a GPU)
+    compile_mode: str = field(default="default", metadata=_choice(
+        "default", "reduce-overhead", "max-autotune-no-cudagraphs"))  # torch.compile's mode:
+    # reduce-overhead also replays each batch shape's kernels as a CUDA graph (pad_to_multiple
+    # keeps the shapes few)
     threads: int = 0  # CPU threads for torch (0: torch's default)
     seed: int = 1  # seeds random, numpy and torch
     log_every: int = 50  # steps between metric lines

@@ -240,12 +240,12 @@ def test_compile_option_compiles_the_training_forward(monkeypatch: pytest.Monkey
     real_compile = torch.compile
 
     def traced_only(model: torch.nn.Module, **kwargs: Any) -> Any:
-        compiled.append(model)
+        compiled.append(kwargs.get("mode"))
         return real_compile(model, backend="eager", **kwargs)
 
     monkeypatch.setattr(torch, "compile", traced_only)
     plain, with_compile = compiled_and_plain(tiny_data_dir, tmp_path)
-    assert len(compiled) == 1
+    assert compiled == ["default"]  # train.compile_mode's default
     assert with_compile == plain
 
 
@@ -460,19 +460,24 @@ def test_speed_measurement_runs_on_the_cpu(tiny_data_dir: Path,
     tiny = ["data.vocab_size=64", "data.valid_frac=0.1", "data.test_frac=0.1",
             "model.d_model=16", "model.d_ff=32", "model.n_heads=2", "model.n_layers=1",
             "train.batch_size=300"]
-    speed_child(Path("configs/transformer.toml"), False, steps=2, warmup=1, doublings=1,
+    speed_child(Path("configs/transformer.toml"), "", steps=2, warmup=1, doublings=1,
                 data_dir=tiny_data_dir, device_name="cpu", overrides=tiny)
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["which"] for r in rows] == ["config", "fits", "search", "largest"]
-    assert rows[2] == {"which": "search", "largest": 600, "out_of_memory_at": None}
-    for r in (rows[0], rows[3]):
+    assert [r["which"] for r in rows] == ["config", "average update", "fits", "search",
+                                          "largest"]
+    assert rows[3] == {"which": "search", "largest": 600, "out_of_memory_at": None}
+    averaging = rows[1]
+    assert averaging["parameters"] > 10
+    assert averaging["foreach_ms"] > 0 and averaging["per_parameter_ms"] > 0
+    for r in (rows[0], rows[4]):
+        assert r["compile_mode"] == ""
         assert r["target_tokens_per_s"] > 0 and r["steps"] == 2 and r["flops_per_token"] > 0
         assert r["mfu"] is None and r["peak_memory_bytes"] is None
         # the config pads to repeating shapes: the epoch's distinct shapes are counted
         assert r["pad_to_multiple"] == 8
         assert 0 < r["epoch_distinct_shapes"] <= r["epoch_batches"]
         assert 0 < r["epoch_padding_share"] < 1
-    assert 0 < rows[0]["estimated_memory_bytes"] < rows[3]["estimated_memory_bytes"]
+    assert 0 < rows[0]["estimated_memory_bytes"] < rows[4]["estimated_memory_bytes"]
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -194,6 +194,25 @@ def test_moving_average_equals_a_hand_computation() -> None:
     assert ema.updates == 4 and not ema.model.weight.requires_grad
 
 
+def test_moving_average_of_many_parameters_is_each_ones_lerp() -> None:
+    """The update moves all parameters at once (one kernel on a GPU); each must be exactly
+    what ``avg.lerp_(w, 1 - d)`` of that parameter alone gives."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.GRU(7, 3), torch.nn.Embedding(4, 2))
+    ema = ExponentialMovingAverage(model, decay=0.9)
+    by_hand = [p.detach().clone() for p in model.parameters()]
+    for _ in range(3):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p))
+        d = ema.rate()
+        for avg, p in zip(by_hand, model.parameters(), strict=True):
+            avg.lerp_(p.detach(), 1.0 - d)
+        ema.update(model)
+        for avg, mine in zip(by_hand, ema.model.parameters(), strict=True):
+            assert torch.equal(avg, mine)
+
+
 def test_moving_average_warm_up_follows_the_weights_early() -> None:
     model = torch.nn.Linear(2, 2)
     ema = ExponentialMovingAverage(model, decay=0.999)

@@ -41,8 +41,14 @@ class ExponentialMovingAverage(Generic[M]):
     def update(self, model: nn.Module) -> None:
         """Move the average towards ``model``'s current parameters."""
         d = self.rate()
-        for avg, w in zip(self.model.parameters(), model.parameters(), strict=True):
-            avg.lerp_(w.detach(), 1.0 - d)
+        averages: list[torch.Tensor] = list(self.model.parameters())
+        weights: list[torch.Tensor] = [w.detach() for w in model.parameters()]
+        if len(averages) != len(weights):
+            raise ValueError(f"the average has {len(averages)} parameters, the model "
+                             f"{len(weights)}")
+        # avg.lerp_(w, 1 - d) for every pair, in one kernel for all on a GPU (as
+        # torch.optim.swa_utils averages) instead of one launch per parameter
+        torch._foreach_lerp_(averages, weights, 1.0 - d)
         self.updates += 1
 
     def state_dict(self) -> dict[str, Any]:

@@ -346,7 +346,9 @@ def training_forward(model: nn.Module, t: TrainConfig, dist: Dist,
 
         wrapped = DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None)
-    return torch.compile(wrapped) if t.compile else wrapped  # type: ignore[return-value]
+    if not t.compile:
+        return wrapped
+    return torch.compile(wrapped, mode=t.compile_mode)  # type: ignore[return-value]
 
 
 # --- stopping ----------------------------------------------------------------------------------
