@@ -116,6 +116,27 @@ def test_length_grouping_reduces_padding() -> None:
     assert padding(bucketed) < padding(plain) / 4
 
 
+@pytest.mark.parametrize("multiple", [0, 8])
+def test_batches_are_alike_on_both_sides(multiple: int) -> None:
+    """A batch is as wide as its longest source and its longest target: pairs whose targets
+    are alike but whose sources are not (a target length shared by sources of 1 to 60 tokens)
+    must not share a batch, or most source positions are padding."""
+    rng = np.random.default_rng(3)
+    tgt_len = rng.integers(4, 12, 6000)
+    src_len = rng.integers(1, 61, 6000)
+
+    def source_padding(batches: list[np.ndarray]) -> float:
+        return 1 - sum(int(src_len[b].sum()) for b in batches) / sum(
+            len(b) * int(src_len[b].max()) for b in batches)
+    batches = make_batches(src_len, tgt_len, batch_size=2000, by="tokens", seed=1, epoch=0,
+                           pad_to_multiple=multiple)
+    assert np.array_equal(np.sort(np.concatenate(batches)), np.arange(6000))
+    assert source_padding(batches) < 0.12  # sorted by the target alone: 0.32
+    if multiple:  # and still one padded target width a batch
+        assert all(len({-(-(int(t) + 1) // multiple) for t in tgt_len[b]}) == 1
+                   for b in batches)
+
+
 def test_deterministic_for_seed_and_epoch() -> None:
     src_len, tgt_len = lengths(1000)
 

@@ -459,7 +459,7 @@ def test_speed_measurement_runs_on_the_cpu(tiny_data_dir: Path,
 
     tiny = ["data.vocab_size=64", "data.valid_frac=0.1", "data.test_frac=0.1",
             "model.d_model=16", "model.d_ff=32", "model.n_heads=2", "model.n_layers=1",
-            "train.batch_size=300"]
+            "train.batch_size=300", "train.pad_to_multiple=8"]
     speed_child(Path("configs/transformer.toml"), "", steps=2, warmup=1, doublings=1,
                 data_dir=tiny_data_dir, device_name="cpu", overrides=tiny)
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -473,7 +473,7 @@ def test_speed_measurement_runs_on_the_cpu(tiny_data_dir: Path,
         assert r["compile_mode"] == ""
         assert r["target_tokens_per_s"] > 0 and r["steps"] == 2 and r["flops_per_token"] > 0
         assert r["mfu"] is None and r["peak_memory_bytes"] is None
-        # the config pads to repeating shapes: the epoch's distinct shapes are counted
+        # padded to repeating shapes, the epoch's distinct shapes are counted
         assert r["pad_to_multiple"] == 8
         assert 0 < r["epoch_distinct_shapes"] <= r["epoch_batches"]
         assert 0 < r["epoch_padding_share"] < 1
