@@ -102,21 +102,23 @@ def test_every_filter_has_a_noisy_example() -> None:
 
 
 # software strings of several formats, correctly translated: (source, target, languages, the
-# filter that removed the pair when it read the spans as text, None: none did)
+# filter that removes the pair when it reads the spans as text, None: none does). nonalnum and
+# brackets no longer remove any of them even so: the symbols of usage lines, placeholders and
+# named brackets are carried over by the translation, which those two filters now ask.
 SOFTWARE = [
     # gettext C: reordered, quoted, doubled, glued placeholders, date formats
     ("--%s argument %s too large", "Argument %2$s für Option --%1$s zu groß", EN, DE, "digits"),
-    ("%1$s of %2$s", "%2$s : %1$s", EN, FR, "nonalnum"),
+    ("%1$s of %2$s", "%2$s : %1$s", EN, FR, None),
     ("Cannot open `%s'", "Kann »%s« nicht öffnen", EN, DE, None),
     ("%s/%s", "%s/%s", EN, FR, "identical"),  # nothing to translate: removed either way
     ("%s%s%s%s%s", "%s%s%s%s%s", EN, DE, "identical"),
     ("%s-%s-%s %s:%s", "%s.%s.%s %s:%s", EN, DE, "repeated_words"),
     ("Date: %a %b %d %Y", "Date : %a %d %b %Y", EN, FR, None),
-    ("%a %b %d %Y", "%a, %d. %b %Y", EN, DE, "nonalnum"),
-    ("%s of %s (%d%%)", "%s de %s (%d %%)", EN, FR, "nonalnum"),
+    ("%a %b %d %Y", "%a, %d. %b %Y", EN, DE, None),
+    ("%s of %s (%d%%)", "%s de %s (%d %%)", EN, FR, None),
     # Python and ICU
     ("%(name)s is %(age)d years old", "%(name)s ist %(age)d Jahre alt", EN, DE, None),
-    ("{0}-{1} of {2}", "{0}–{1} von {2}", EN, DE, "nonalnum"),
+    ("{0}-{1} of {2}", "{0}–{1} von {2}", EN, DE, None),
     ("{count, plural, one {# file} other {# files}} copied",
      "{count, plural, one {# Datei} other {# Dateien}} kopiert", EN, DE, None),
     ("Step {1} of {2}", "Étape {1} sur {2}", EN, FR, None),
@@ -125,7 +127,7 @@ SOFTWARE = [
     ("${HOME}/.config not found", "${HOME}/.config introuvable", EN, FR, None),
     ("Hello {{ user.name }}!", "Hallo {{ user.name }}!", EN, DE, None),
     # HTML
-    ("<b>%s</b>: %d new", "<b>%s</b> : %d nouveaux", EN, FR, "nonalnum"),
+    ("<b>%s</b>: %d new", "<b>%s</b> : %d nouveaux", EN, FR, None),
     ("Click <a href=\"%s\">here</a>.", "Klicken Sie <a href=\"%s\">hier</a>.", EN, DE, None),
     # --help lines, options and paths
     ("-v, --verbose  explain what is being done", "-v, --verbose  explique ce qui est fait",
@@ -140,6 +142,20 @@ SOFTWARE = [
     ("input/output error", "Ein-/Ausgabefehler", EN, DE, None),
     ("Map/Scenario Editor", "Karten-/Szenarioeditor", EN, DE, None),
     ("Read/Write", "Lecture/Écriture", EN, FR, None),
+    # usage lines and prompts: symbols the translation carries over (Debian's catalogues)
+    ("[Y/n]", "[O/n]", EN, FR, None),
+    ("[FILE...]", "[FICHIER...]", EN, FR, None),
+    ("cd [-L|[-P [-e]] [-@]] [dir]", "cd [-L|[-P [-e]] [-@]] [rép]", EN, FR, None),
+    ("need --%s, --%s or --%s", "requiert --%s, --%s ou --%s", EN, FR, None),
+    ("--- No Tip ---", "--- Pas de conseil du jour ---", EN, FR, None),
+    # messages that name a bracket or stop where the program goes on: unpaired alike
+    ("`)' expected", "« ) » attendue", EN, FR, None),
+    ("unexpected token `%s', expected `)'", "symbole inattendu « %s » au lieu de « ) »",
+     EN, FR, None),
+    ("%s: first non-whitespace character is not `\"'",
+     "%s : le premier caractère non vide n'est pas « \" »", EN, FR, None),
+    ("Unmatched ) or \\)", ") ou \\) sans vis-à-vis", EN, FR, None),
+    ("(Reading database ...", "(Lecture de la base de données...", EN, FR, None),
 ]
 
 
@@ -163,6 +179,11 @@ SOFTWARE_NOISY = [
     ("digits", "Copied %d files in 3 seconds.", "%d Dateien in 5 Sekunden kopiert.", EN, DE),
     ("digits", "%1$s of %2$s (page 2)", "%2$s : %1$s (page 3)", EN, FR),
     ("brackets", "Open the file (%s", "Datei öffnen (%s)", EN, DE),
+    ("brackets", "<not-found>", "<pas-trouvé>)", EN, FR),  # a bracket the translation added
+    ("brackets", "--quiet Suppress \"no symbols\" diagnostic",
+     "--quiet Supprimer le diagnostique « pas de symboles n", EN, FR),  # a cut translation
+    ("nonalnum", "%s <<<>>> ### ***", "%s Titre", EN, FR),
+    ("nonalnum", "==> %s <==", "%s", EN, FR),  # the arrows dropped
     ("identical", "%s", "%s", EN, FR),
     ("identical", "--force", "--force", EN, DE),
     ("repeated_words", "yes yes yes yes yes %s", "oui %s", EN, FR),

@@ -28,6 +28,7 @@ import functools
 import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -93,37 +94,54 @@ def repeated_words(src: str, tgt: str, sl: Language, tl: Language, limit: float)
 
 
 _NOT_WORD = re.compile(r"[^\w\s]")
+_QUOTES = frozenset("\"'`«»‹›“”„‘’‚「」『』")  # one kind of symbol: a translation changes the style
+
+
+def _symbols(side: str) -> Counter[str]:
+    """A side's symbols (neither letters, marks, digits nor spaces), each quotation mark
+    counted as one kind."""
+    return Counter("\"" if c in _QUOTES else c for c in _NOT_WORD.findall(side)
+                   if unicodedata.category(c)[0] != "M")
 
 
 def nonalnum(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
     """More than ``limit`` of a side's characters (spaces aside) are neither letters, marks nor
-    digits: markup, emoticons, lines of symbols."""
-    for side in (src, tgt):
-        other = [c for c in _NOT_WORD.findall(side) if unicodedata.category(c)[0] != "M"]
-        if other and len(other) > limit * (len(side) - side.count(" ") - side.count("\u202f")):
-            return True
-    return False
+    digits, and the other side does not carry at least half of the same symbols: markup,
+    emoticons, lines of symbols. Symbols a translation carries over are the string's
+    structure (``[Y/n]`` -> ``[O/n]``, ``[FILE...]`` -> ``[FICHIER...]``, ``--- No Tip ---``),
+    not noise."""
+    counts = (_symbols(src), _symbols(tgt))
+    if not any(sum(c.values()) > limit * (len(side) - side.count(" ") - side.count("\u202f"))
+               for c, side in zip(counts, (src, tgt), strict=True)):
+        return False
+    shared = sum((counts[0] & counts[1]).values())
+    return shared < 0.5 * max(sum(c.values()) for c in counts)
 
 
 # opening and closing marks that must pair up on a side (’ is left out: it is an apostrophe too)
-_PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("«", "»"), ("「", "」"), ("『", "』"),
-          ("（", "）"))
-_MARKS = re.compile("[" + re.escape("".join(o + c for o, c in _PAIRS) + '"“”„') + "]")
+_PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("「", "」"), ("『", "』"), ("（", "）"))
+_MARKS = re.compile("[" + re.escape("".join(o + c for o, c in _PAIRS) + '"“”„«»') + "]")
+_PAIRED = (0,) * (len(_PAIRS) + 2)  # what _unpaired says of a side whose marks pair up
+
+
+def _unpaired(side: str) -> tuple[int, ...]:
+    """How a side's brackets and quotes fail to pair up: opened less closed for each kind of
+    bracket, the parity of straight double quotes, opening less closing quotation marks
+    (English “…”, German „…“, French «…» and German »…« alike: a translation changes the
+    style). :data:`_PAIRED` where they pair up."""
+    if not _MARKS.search(side):
+        return _PAIRED
+    opened, closed = ("„", "“") if "„" in side else ("“", "”")  # „…“ closes with English's opening
+    quotes = side.count(opened) + side.count("«") - side.count(closed) - side.count("»")
+    return (*(side.count(o) - side.count(c) for o, c in _PAIRS), side.count('"') % 2, quotes)
 
 
 def brackets(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
-    """A side whose brackets or quotes do not pair up: more opened than closed or the other way,
-    or an odd number of straight double quotes (a sentence cut in two, a quoted field)."""
-    for side in (src, tgt):
-        if not _MARKS.search(side):
-            continue
-        if side.count('"') % 2 or any(side.count(o) != side.count(c) for o, c in _PAIRS):
-            return True
-        # English quotes “…”, German „…“ (closing with the mark English opens with)
-        opened, closed = ("„", "“") if "„" in side else ("“", "”")
-        if side.count(opened) != side.count(closed):
-            return True
-    return False
+    """A side whose brackets or quotes do not pair up (more opened than closed or the other
+    way, an odd number of straight double quotes: a sentence cut in two, a quoted field),
+    unless the other side is unpaired alike: software strings name a bracket
+    (`` `)' expected`` -> ``« ) » attendue``) or are cut where the program goes on."""
+    return _unpaired(src) != _unpaired(tgt)
 
 
 _ADDRESSES: tuple[Finder, ...] = (urls.find, emails.find)  # what the spans call addresses
@@ -230,9 +248,10 @@ FILTERS: dict[str, Filter] = {
     "digits": Filter(digits, 1, "numbers that differ between the sides"),
     "repeated_chars": Filter(repeated_chars, 10, "a character N times in a row", COUNT),
     "repeated_words": Filter(repeated_words, 5, "a word N times in a row", COUNT),
-    "nonalnum": Filter(nonalnum, 0.5, "over a share N of a side neither letters nor digits",
-                       SHARE_EXCEEDED),
-    "brackets": Filter(brackets, 1, "brackets or quotes that do not pair up on a side"),
+    "nonalnum": Filter(nonalnum, 0.5, "over a share N of a side neither letters nor digits, "
+                       "symbols the other side does not carry", SHARE_EXCEEDED),
+    "brackets": Filter(brackets, 1, "brackets or quotes that do not pair up on a side, unless "
+                                    "the other is unpaired alike"),
     "url": Filter(url, 1, "a side that is only a web or e-mail address or a file path, or an "
                           "address on one side only", as_written=True),
     "script": Filter(script, 0.5, "under a share N of a side's letters in its script", SHARE),
