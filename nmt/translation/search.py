@@ -34,6 +34,7 @@ from nmt.config import DecodeConfig
 from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID
 from nmt.device import bound_kernel_cache, decode_dtype
 from nmt.models.base import EncoderDecoder, select_rows
+from nmt.translation import blocked_argmax
 from nmt.translation.limits import output_limit
 from nmt.translation.rules import decode_batches, length_penalty  # noqa: F401 - used here and re-exported
 
@@ -76,11 +77,22 @@ def _log_probs(logits: Tensor) -> Tensor:
     return _never_special(torch.log_softmax(logits[:, -1].float(), dim=-1))
 
 
+def _argmax(scores: Tensor, never: Sequence[int] = ()) -> Tensor:
+    """``(n, V)`` scores -> each row's best index ``(n,)``, never one of ``never``: the
+    argmax (on the CPU by blocks, :mod:`nmt.translation.blocked_argmax`)."""
+    if blocked_argmax.applies(scores):
+        return blocked_argmax.argmax_rows(scores, never)
+    if never:
+        scores = scores.clone()
+        scores[:, list(never)] = -math.inf
+    return scores.argmax(dim=1)
+
+
 def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
     """``(n, t, V)`` logits -> the last position's best token ``(n,)`` (never ``<pad>`` or
     ``<bos>``) and its log-probability ``(n,)``: what greedy search needs."""
     logp = _log_probs(logits)
-    token = logp.argmax(dim=1)
+    token = _argmax(logp)
     return logp.gather(1, token[:, None]).squeeze(1), token
 
 
@@ -89,7 +101,7 @@ def _best_unscored(logits: Tensor) -> tuple[Tensor, Tensor]:
     is the best log-probability, so no log-softmax over the vocabulary is taken. What greedy
     search uses where nothing reads its scores (``nmt translate``, ``nmt bleu``, validation;
     measured in docs/BENCHMARKS.md, "Decoding the test split")."""
-    token = _never_special(logits[:, -1].to(torch.float32, copy=True)).argmax(dim=1)
+    token = _argmax(logits[:, -1], never=(PAD_ID, BOS_ID))
     return torch.full(token.shape, math.nan, device=token.device), token
 
 
