@@ -37,7 +37,8 @@ def argmax_rows(scores: Tensor, never: Sequence[int] = ()) -> Tensor:
     """Each row's index of its largest score, the first of equal ones, never one of ``never``:
     ``torch.argmax`` of ``scores`` with those columns at -inf. ``scores`` is not changed."""
     rows, width = scores.shape
-    head = -(-(max(never, default=-1) + 1) // BLOCK) * BLOCK  # the blocks holding `never`
+    # the blocks holding `never` (at most the whole row)
+    head = min(-(-(max(never, default=-1) + 1) // BLOCK) * BLOCK, width)
     whole = head + (width - head) // BLOCK * BLOCK  # where the last whole block ends
     parts: list[tuple[Tensor, Tensor]] = []  # each part's best score and its index, in order
     if head:
