@@ -373,7 +373,7 @@ def speed_child(config: Path, compile_mode: str, steps: int, warmup: int, doubli
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         start = time.perf_counter()
-        for group in listed[-warmup:] + timed if warmup else timed:
+        for group in (listed[-warmup:] if warmup else []) + timed:
             step(group)
         synchronize()
         warm_s = time.perf_counter() - start

@@ -149,8 +149,8 @@ def length_order(src_lengths: np.ndarray, tgt_lengths: np.ndarray,
     padded target width comes first, as :func:`fixed_shape_token_batches` cuts by it, then
     the source length."""
     if pad_to_multiple > 1:
-        widths = -(-(tgt_lengths + 1) // pad_to_multiple)  # the padded width, in multiples
-        return np.lexsort((tgt_lengths, src_lengths, widths))
+        return np.lexsort((tgt_lengths, src_lengths,
+                           padded_width(tgt_lengths + 1, pad_to_multiple)))
     return np.lexsort((src_lengths, tgt_lengths, np.maximum(src_lengths, tgt_lengths)))
 
 

@@ -111,11 +111,11 @@ def nonalnum(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bo
     structure (``[Y/n]`` -> ``[O/n]``, ``[FILE...]`` -> ``[FICHIER...]``, ``--- No Tip ---``),
     not noise."""
     counts = (_symbols(src), _symbols(tgt))
-    if not any(sum(c.values()) > limit * (len(side) - side.count(" ") - side.count("\u202f"))
-               for c, side in zip(counts, (src, tgt), strict=True)):
+    totals = [c.total() for c in counts]
+    if not any(n > limit * (len(side) - side.count(" ") - side.count("\u202f"))
+               for n, side in zip(totals, (src, tgt), strict=True)):
         return False
-    shared = sum((counts[0] & counts[1]).values())
-    return shared < 0.5 * max(sum(c.values()) for c in counts)
+    return (counts[0] & counts[1]).total() < 0.5 * max(totals)
 
 
 # opening and closing marks that must pair up on a side (’ is left out: it is an apostrophe too)

@@ -20,14 +20,18 @@ padding: tokens computed for nothing, which the same bench reports beside the co
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
 import numpy as np
 
 from nmt.data.token_budget import token_batches
 
+Width = TypeVar("Width", int, np.ndarray)  # one width, or an array of them
 
-def padded_width(width: int, multiple: int) -> int:
-    """``width`` rounded up to a multiple of ``multiple`` (as it is when ``multiple`` <= 1)."""
+
+def padded_width(width: Width, multiple: int) -> Width:
+    """``width`` rounded up to a multiple of ``multiple`` (as it is when ``multiple`` <= 1);
+    an array of widths, each."""
     return -(-width // multiple) * multiple if multiple > 1 else width
 
 
@@ -37,7 +41,7 @@ def fixed_shape_token_batches(order: np.ndarray, lengths: np.ndarray, budget: in
     ``<eos>``) into batches of at most ``budget`` padded target tokens, each holding pairs of
     one padded width (:func:`padded_width`), measured at that width: every full batch of a
     width has the same number of pairs."""
-    widths = -(-np.asarray(lengths, dtype=np.int64) // multiple) * multiple
+    widths = padded_width(np.asarray(lengths, dtype=np.int64), multiple)
     bounds = np.flatnonzero(np.diff(widths)) + 1  # where the padded width changes
     batches: list[np.ndarray] = []
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):

@@ -61,10 +61,12 @@ class Hypothesis:
 
 
 
+NEVER_OUTPUT = (PAD_ID, BOS_ID)  # tokens a search never writes
+
+
 def _never_special(x: Tensor) -> Tensor:
-    """``(n, V)`` scores with ``<pad>`` and ``<bos>`` at -inf, in place: they are never outputs."""
-    x[:, PAD_ID] = -math.inf
-    x[:, BOS_ID] = -math.inf
+    """``(n, V)`` scores with :data:`NEVER_OUTPUT` at -inf, in place."""
+    x[:, list(NEVER_OUTPUT)] = -math.inf
     return x
 
 
@@ -101,7 +103,7 @@ def _best_unscored(logits: Tensor) -> tuple[Tensor, Tensor]:
     is the best log-probability, so no log-softmax over the vocabulary is taken. What greedy
     search uses where nothing reads its scores (``nmt translate``, ``nmt bleu``, validation;
     measured in docs/BENCHMARKS.md, "Decoding the test split")."""
-    token = _argmax(logits[:, -1], never=(PAD_ID, BOS_ID))
+    token = _argmax(logits[:, -1], never=NEVER_OUTPUT)
     return torch.full(token.shape, math.nan, device=token.device), token
 
 
