@@ -197,7 +197,10 @@ def _runtime_lines(card: dict[str, Any]) -> list[str]:
             "translate` checks every output against its source and puts back what the model "
             "dropped or garbled, with either engine (`--spans`). Run without nmt (argostranslate, "
             "LibreTranslate, or CTranslate2 directly), the model's output is used as it is: a "
-            "placeholder it drops or invents stays dropped or invented."]
+            "placeholder it drops or invents stays dropped or invented. argostranslate (1.11) "
+            "also writes every `_` of a translation as a space (its SentencePiece decoding), so "
+            "a span with an underscore (`%(file_name)s`, `--dry_run`) comes out broken there "
+            "even where the model wrote it right."]
 
 
 def card_markdown(card: dict[str, Any]) -> str:
