@@ -24,7 +24,6 @@ from nmt.data.span_augment import (
     VARIABLES,
     augment_pair,
     augment_spans,
-    option_words,
     shared_units,
 )
 from nmt.data.spans import SpanRules, find_spans, parse
@@ -105,7 +104,6 @@ def test_every_style_is_drawn_and_stays_in_the_inventory() -> None:
     inventory = {*NAMES, *VARIABLES, *OPTIONS, *LONE_TAGS, *(t for p in TAG_PAIRS for t in p)}
     seen: Counter[str] = Counter()
     for src, tgt, _ in PAIRS:
-        words = set(option_words(src))
         for a, _ in augmented(src, tgt, range(200)):
             for span in span_texts(a):
                 style = ("printf" if span.startswith("%") else
@@ -114,39 +112,9 @@ def test_every_style_is_drawn_and_stays_in_the_inventory() -> None:
                          "options" if span.startswith("-") else
                          "icu" if re.fullmatch(r"\{\d+\}", span) else "python")
                 seen[style] += 1
-                made_of_words = style == "options" and (
-                    re.fullmatch(r"-[a-z]", span) and span[1] in {w[0] for w in words}
-                    or set(span.removeprefix("--no-").removeprefix("--").split("-")) <= words)
                 assert (style in ("printf", "icu") or span in inventory
-                        or span.strip("{}") in inventory or made_of_words), span
+                        or span.strip("{}") in inventory), span
     assert set(seen) == set(STYLES)
-
-
-def options_of(src: str) -> set[str]:
-    """Every option augmentation may name from ``src``'s words, and the known ones."""
-    words = option_words(src)
-    names = [*words, *(f"{a}-{b}" for a in words for b in words if a != b)]
-    return ({*OPTIONS} | {f"{dashes}{name}" for dashes in ("--", "--no-") for name in names}
-            | {f"-{w[0]}" for w in words})
-
-
-def test_options_are_made_of_the_pairs_own_words() -> None:
-    """Most options are named with the source's lower-case words, any of them, so the model
-    learns to copy a name it has never seen; a pair with no such word gets a known option."""
-    english = "Tom keeps the index and working tree."
-    assert option_words(english) == ["and", "index", "keeps", "the", "tree", "working"]
-    assert option_words("Jérôme a vu 3 кошки, MP3.") == []
-    for src, tgt in [(english, "Tom garde l'index et l'arbre."),
-                     ("Tom has 3 cats.", "У Тома 3 кошки."),
-                     ("Том купил 3 книги.", "Tom bought 3 books.")]:
-        options = [span for seed in range(300)
-                   for a, _ in [augment_spans(src, tgt, random.Random(seed)) or ("", "")]
-                   for span in span_texts(a) if span.startswith("-")]
-        assert len(options) > 20 and set(options) <= options_of(src), src
-        if option_words(src):
-            assert sum(o not in OPTIONS for o in options) > len(options) / 2
-        else:
-            assert set(options) <= set(OPTIONS)
 
 
 def test_only_the_kinds_a_run_keeps() -> None:

@@ -63,31 +63,18 @@ class Unit:
         return self.text[0].isdigit()
 
 
-# style: (units in the source's order, whether the target keeps that order, the source's
-# lower-case words (:func:`option_words`), rng) -> a mark each
-Style = Callable[[Sequence[Unit], bool, Sequence[str], random.Random], list[Mark]]
+# style: (units in the source's order, whether the target keeps that order, rng) -> a mark each
+Style = Callable[[Sequence[Unit], bool, random.Random], list[Mark]]
 
 NAMES = ("name", "count", "file", "user", "path", "title", "n", "value")
 VARIABLES = ("$HOME", "$USER", "$NAME", "$FILE", "${COUNT}", "${PATH}", "$1")
 OPTIONS = ("--force", "--output", "--verbose", "--name", "--all", "--help", "-n", "-f")
-# an option's name is mostly made of the pair's own words (``--keep-index``), whatever they are,
-# so the model learns to copy any name, as real options have (``--cumulative``), rather than
-# to recognise a few; then one of OPTIONS, a short option (``-k``) or a negated one (``--no-x``)
-OPTION_WORD = re.compile(r"\b[a-z]{3,12}\b")  # a whole word of ASCII lower-case letters
-OPTION_FORMS = (("words", 0.7), ("known", 0.15), ("short", 0.1), ("negated", 0.05))
 TAG_PAIRS = (("<b>", "</b>"), ("<i>", "</i>"), ("<em>", "</em>"), ("<strong>", "</strong>"),
              ('<a href="#">', "</a>"), ('<span class="x">', "</span>"))
 LONE_TAGS = ("<br/>", "<br>", '<img src="x.png"/>')
 
 
-def option_words(src: str) -> list[str]:
-    """The words of ``src`` an option's name can be made of: whole words of 3 to 12 ASCII
-    lower-case letters (``index``, not ``Tom``, ``café`` or ``кошка``), sorted, each once."""
-    return sorted(set(OPTION_WORD.findall(src)))
-
-
-def _printf(units: Sequence[Unit], in_order: bool, words: Sequence[str],
-            rng: random.Random) -> list[Mark]:
+def _printf(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
     """``%s`` (``%d`` for a number) in order; numbered ``%1$s``, ``%2$d`` where the target
     reorders them, and in half the other pairs of several."""
     numbered = len(units) > 1 and (not in_order or rng.random() < 0.5)
@@ -98,43 +85,23 @@ def _printf(units: Sequence[Unit], in_order: bool, words: Sequence[str],
     return marks
 
 
-def _icu(units: Sequence[Unit], in_order: bool, words: Sequence[str],
-         rng: random.Random) -> list[Mark]:
+def _icu(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
     return [Mark(f"{{{i}}}") for i in range(len(units))]
 
 
-def _python(units: Sequence[Unit], in_order: bool, words: Sequence[str],
-            rng: random.Random) -> list[Mark]:
+def _python(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
     return [Mark(f"{{{name}}}") for name in rng.sample(NAMES, len(units))]
 
 
-def _shell(units: Sequence[Unit], in_order: bool, words: Sequence[str],
-           rng: random.Random) -> list[Mark]:
+def _shell(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
     return [Mark(v) for v in rng.sample(VARIABLES, len(units))]
 
 
-def _option(words: Sequence[str], rng: random.Random) -> str:
-    """One option, of a form drawn from :data:`OPTION_FORMS` (the pair's words where it has
-    any, else one of :data:`OPTIONS`)."""
-    form = rng.choices([f for f, _ in OPTION_FORMS], [w for _, w in OPTION_FORMS])[0]
-    if not words or form == "known":
-        return rng.choice(OPTIONS)
-    if form == "short":
-        return "-" + rng.choice(words)[0]
-    name = "-".join(rng.sample(words, min(len(words), rng.choice((1, 1, 2)))))
-    return ("--no-" if form == "negated" else "--") + name
+def _options(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
+    return [Mark(o) for o in rng.sample(OPTIONS, len(units))]
 
 
-def _options(units: Sequence[Unit], in_order: bool, words: Sequence[str],
-             rng: random.Random) -> list[Mark]:
-    """A different option for each unit (:func:`_option`); a pair with too few distinct ones
-    drawn gets none (the caller draws another style)."""
-    drawn = list(dict.fromkeys(_option(words, rng) for _ in range(3 * len(units))))
-    return [Mark(o) for o in drawn[:len(units)]]
-
-
-def _tags(units: Sequence[Unit], in_order: bool, words: Sequence[str],
-          rng: random.Random) -> list[Mark]:
+def _tags(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
     """A tag pair around each unit (different pairs), or a lone tag in place of one unit."""
     if len(units) == 1 and rng.random() < 0.25:
         return [Mark(rng.choice(LONE_TAGS))]
@@ -227,11 +194,8 @@ def augment_spans(src: str, tgt: str, rng: random.Random, *,
     k = min(rng.choice(UNITS_DRAWN), len(units))
     chosen = sorted(rng.sample(units, k), key=lambda u: u.src)
     in_order = sorted(chosen, key=lambda u: u.tgt) == chosen
-    words = option_words(src)
     for _ in range(TRIES):
-        marks = STYLES[rng.choice(styles)](chosen, in_order, words, rng)
-        if len(marks) < len(chosen):
-            continue
+        marks = STYLES[rng.choice(styles)](chosen, in_order, rng)
         src_places = [(u.src, m) for u, m in zip(chosen, marks, strict=True)]
         tgt_places = [(u.tgt, m) for u, m in zip(chosen, marks, strict=True)]
         new_src, new_tgt = _rewrite(src, src_places), _rewrite(tgt, tgt_places)
