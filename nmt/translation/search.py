@@ -64,9 +64,9 @@ class Hypothesis:
 NEVER_OUTPUT = (PAD_ID, BOS_ID)  # tokens a search never writes
 
 
-def _never_special(x: Tensor) -> Tensor:
-    """``(n, V)`` scores with :data:`NEVER_OUTPUT` at -inf, in place."""
-    x[:, list(NEVER_OUTPUT)] = -math.inf
+def _never_special(x: Tensor, never: Sequence[int] = NEVER_OUTPUT) -> Tensor:
+    """``(n, V)`` scores with ``never`` (:data:`NEVER_OUTPUT`) at -inf, in place."""
+    x[:, list(never)] = -math.inf
     return x
 
 
@@ -84,10 +84,7 @@ def _argmax(scores: Tensor, never: Sequence[int] = ()) -> Tensor:
     argmax (on the CPU by blocks, :mod:`nmt.translation.blocked_argmax`)."""
     if blocked_argmax.applies(scores):
         return blocked_argmax.argmax_rows(scores, never)
-    if never:
-        scores = scores.clone()
-        scores[:, list(never)] = -math.inf
-    return scores.argmax(dim=1)
+    return (_never_special(scores.clone(), never) if never else scores).argmax(dim=1)
 
 
 def _best(logits: Tensor) -> tuple[Tensor, Tensor]:
