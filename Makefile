@@ -141,11 +141,12 @@ demo: install ## download, train the small CPU demo model (about 10 min), transl
 
 # The GPU check (docs/BENCHMARKS.md). gpu-bundle, where a package registry is reachable: the
 # wheels of every dependency but torch for the GPU machine's CPython 3.12, and the corpus
-# (GPU_PRESENT=FILE, that machine's `pip list --format=freeze`, leaves out what it has).
+# (GPU_PRESENT=FILE, that machine's `pip list --format=freeze`, leaves out what it has; the
+# software strings of SPANS_DIR go along where it holds a corpus).
 # gpu-check, on the GPU machine: installs the bundle offline, then runs STEP (tests, speed,
-# transformer, gru, decode; default all, in that order) within GPU_SECONDS (default 480: one
-# lease's command), writing GPU_OUT/STEP.json and STEP.md. Without a CUDA device each step
-# says it is skipped.
+# transformer, gru, decode; default all, in that order; spans only by name) within
+# GPU_SECONDS (default 480: one lease's command), writing GPU_OUT/STEP.json and STEP.md.
+# Without a CUDA device each step says it is skipped.
 GPU_BUNDLE ?= build/gpu-bundle
 GPU_PYTHON ?= python3
 GPU_OUT ?= bench/out/gpu
@@ -154,9 +155,10 @@ GPU_SECONDS ?= 480
 
 gpu-bundle: ## download what the GPU check needs besides torch into build/gpu-bundle/
 	$(PYTHON) -m bench.gpu bundle --dest $(GPU_BUNDLE) $(if $(GPU_PRESENT),--present $(GPU_PRESENT)) \
-		$(if $(wildcard $(NMT_DATA_MIRROR)),--corpus $(NMT_DATA_MIRROR))
+		$(if $(wildcard $(NMT_DATA_MIRROR)),--corpus $(NMT_DATA_MIRROR)) \
+		$(if $(wildcard $(SPANS_DIR)/corpus.json),--spans $(SPANS_DIR))
 
-gpu-check: ## on a CUDA machine: STEP=tests|speed|transformer|gru|decode (default all); bench/out/gpu/
+gpu-check: ## on a CUDA machine: STEP=tests|speed|transformer|gru|decode|spans (default all); bench/out/gpu/
 	if [ -f $(GPU_BUNDLE)/requirements.txt ]; then \
 	  $(GPU_PYTHON) -m pip install --quiet --no-index --find-links $(GPU_BUNDLE)/wheels \
 	    -r $(GPU_BUNDLE)/requirements.txt; \

@@ -28,6 +28,15 @@ whole check fits one lease of a GPU machine, start included), each step taking i
   split.
 - ``decode``: the runs those two steps trained, decoding the test split greedy and beam 5 at
   several batch sizes: sentences/s.
+- ``spans`` (only when asked for by name, in a command of its own): the software-strings
+  measurement (:mod:`bench.software_strings`) of ``configs/transformer.toml`` trained on the
+  GPU, on the prose and the software strings ``bundle --spans DIR`` put into the bundle, for
+  what the step leaves after :data:`SPANS_RESERVE_SECONDS`: spans kept, span lines exact, lines
+  invented, BLEU and chrF through nmt and CTranslate2. A GPU machine has no Argos Translate,
+  so the Argos package comes back in parts (``DIR/spans-package.tar.00-of-NN``, ...: files of
+  16 MiB at most travel back from a borrowed GPU machine), for ``python -m
+  bench.software_strings argos --work W --unpack DIR`` to score through argostranslate where
+  it is installed.
 
 Where no CUDA device is visible every step is skipped, and says so in its files and on the
 terminal (exit status 0, so a CPU-only CI stays green; ``--require-gpu`` makes it 1).
@@ -51,11 +60,13 @@ from bench import CONFIGS, ROOT
 from bench.processes import ChildRun, child_env, run_child
 from nmt.errors import NmtError
 
-STEPS = ("tests", "speed", "transformer", "gru", "decode")
+STEPS = ("tests", "speed", "transformer", "gru", "decode")  # "all", in this order
+ON_REQUEST = ("spans",)  # run only when named
 # The whole check fits one command of eight minutes: a GPU machine borrowed by the quarter hour,
 # its start (one to two minutes) included, leaves the time to run it again.
 CHECK_SECONDS = 480
-SHARES = {"tests": 0.28, "speed": 0.2, "transformer": 0.25, "gru": 0.15, "decode": 0.12}
+SHARES = {"tests": 0.28, "speed": 0.2, "transformer": 0.25, "gru": 0.15, "decode": 0.12,
+          "spans": 1.0}
 COMPILE_SECONDS = 300  # a speed step shorter than this measures eager mode only
 SCORING_SECONDS = 50  # a training step keeps this for data preparation and two nmt bleu
 BUNDLE = ROOT / "build" / "gpu-bundle"
@@ -116,10 +127,33 @@ def wheel_name(path: Path) -> str:
     return normalize_name(path.name.split("-", 1)[0])
 
 
+def copy_spans_corpus(corpus: Path, dest: Path) -> list[str]:
+    """The files of a software-strings corpus (``bench.software_strings corpus --out CORPUS``)
+    that a measurement reads, copied into ``dest``; their names."""
+    try:
+        lang = json.loads((corpus / "corpus.json").read_text(encoding="utf-8"))["target"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise NmtError(f"--spans {corpus}: no software-strings corpus there (corpus.json: "
+                       f"{getattr(e, 'strerror', None) or e}); `python -m bench.software_strings "
+                       "corpus --out DIR` makes one") from None
+    names = ["corpus.json", "README", "sources.tsv"] + [
+        f"{side}.{code}" for side in ("software", "test") for code in ("en", lang)]
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if not (corpus / name).is_file():
+            raise NmtError(f"--spans {corpus}: no {name} there")
+        shutil.copyfile(corpus / name, dest / name)
+    return names
+
+
 def make_bundle(dest: Path, *, present: frozenset[str] | set[str] = frozenset(),
-                corpus: Path | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
+                corpus: Path | None = None, spans: Path | None = None,
+                log: Callable[[str], None] = print) -> dict[str, Any]:
     """Download the wheels into ``dest/wheels``, write ``dest/requirements.txt`` and copy the
-    corpus zip; drop the wheels of projects in ``present``. Returns what the bundle holds."""
+    corpus zip (and the software strings of ``spans``, into ``dest/spans``); drop the wheels of
+    projects in ``present``. Returns what the bundle holds."""
+    if spans is not None:
+        copy_spans_corpus(spans, dest / "spans")
     requirements = bundle_requirements()
     wheels = dest / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
@@ -147,11 +181,13 @@ def make_bundle(dest: Path, *, present: frozenset[str] | set[str] = frozenset(),
                 "requirements": requirements, "wheels": [w.name for w in kept],
                 "left_out_as_present": left_out,
                 "megabytes": round(sum(w.stat().st_size for w in kept) / 1e6, 1),
-                "corpus": (dest / "fra-eng.zip").is_file()}
+                "corpus": (dest / "fra-eng.zip").is_file(),
+                "spans": (dest / "spans" / "corpus.json").is_file()}
     (dest / "bundle.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     log(f"{dest}: {len(kept)} wheels, {manifest['megabytes']} MB"
         + (f" ({len(left_out)} left out as present)" if left_out else "")
-        + (", the corpus" if manifest["corpus"] else ", no corpus (give --corpus)"))
+        + (", the corpus" if manifest["corpus"] else ", no corpus (give --corpus)")
+        + (", the software strings" if manifest["spans"] else ""))
     return manifest
 
 
@@ -656,13 +692,58 @@ def step_decode(step: Step, data_dir: Path | None = None,
     return result, "\n".join(table)
 
 
+# --- step: spans ------------------------------------------------------------------------------
+
+# Kept from the training's minutes: preparing the data (SentencePiece on the mix), exporting,
+# and scoring eight test sets through nmt and CTranslate2, with a margin.
+SPANS_RESERVE_SECONDS = 210
+
+
+def step_spans(step: Step, data_dir: Path | None, corpus: Path, device: str = "cuda",
+               config: str = "transformer",
+               settings: Sequence[str] = ()) -> tuple[dict[str, Any], str]:
+    """``bench.software_strings measure`` of ``configs/CONFIG.toml`` on ``device`` in
+    ``runs/gpu-spans``, trained for what the step leaves after :data:`SPANS_RESERVE_SECONDS`;
+    its results, and the Argos package and test sets packed into the step's folder."""
+    from bench import software_strings
+
+    work = ROOT / "runs" / "gpu-spans"
+    shutil.rmtree(work, ignore_errors=True)
+    copy_spans_corpus(corpus, work)
+    minutes = round(max(0.25, (step.left() - SPANS_RESERVE_SECONDS) / 60), 2)
+    # auto: nmt on the GPU, and CTranslate2 too where its wheel's CUDA libraries are there
+    # (else on the CPU, saying so), rather than a failed step
+    cmd = [sys.executable, "-m", "bench.software_strings", "measure", "--work", str(work),
+           "--config", str(CONFIGS / f"{config}.toml"),
+           "--device", "auto" if device == "cuda" else device,
+           "--argos-venv", str(work / "no-argos-here"),
+           *(a for kv in [f"train.max_minutes={minutes!r}", *settings] for a in ("--set", kv))]
+    if data_dir is not None:
+        cmd += ["--data-dir", str(data_dir.resolve())]
+    child = step.child(cmd, step.left())
+    if child.returncode != 0:
+        return {"status": "failed", "reason": f"measure: {failure(child)}"}, ""
+    results = json.loads((work / "results.json").read_text(encoding="utf-8"))
+    parts = software_strings.pack(work, step.out)
+    rows = [r for r in results["rows"] if r["engine"] != "argos"]
+    result = {"status": "passed", "config": f"configs/{config}.toml", "minutes": minutes,
+              "trained_steps": results["trained_steps"], "rows": rows,
+              "filters": results["filters"], "parts": [p.name for p in parts],
+              "parts_megabytes": round(sum(p.stat().st_size for p in parts) / 1e6, 1)}
+    table = ((work / "results.md").read_text(encoding="utf-8") + "\n"
+             f"The Argos package and the test sets: {len(parts)} part(s), "
+             f"{result['parts_megabytes']} MB; where Argos Translate is installed: "
+             "`python -m bench.software_strings argos --work DIR --unpack FOLDER`.")
+    return result, table
+
+
 # --- the check --------------------------------------------------------------------------------
 
 
 def check(steps: Sequence[str], out: Path, *, bundle: Path = BUNDLE,
           data_dir: Path | None = None, seconds: float = CHECK_SECONDS, workers: int = 0,
           speed_steps: int = 20, speed_warmup: int = 3, doublings: int = 6,
-          require_gpu: bool = False, device: str = "cuda",
+          require_gpu: bool = False, device: str = "cuda", spans: Path | None = None,
           log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Run ``steps`` in order within ``seconds``, shared by :data:`SHARES`; each writes
     ``out/STEP.json`` and ``out/STEP.md``.
@@ -689,6 +770,8 @@ def check(steps: Sequence[str], out: Path, *, bundle: Path = BUNDLE,
                                            device)
             elif name in ("transformer", "gru"):
                 result, table = step_train(step, name, data_dir, device)
+            elif name == "spans":
+                result, table = step_spans(step, data_dir, spans or bundle / "spans", device)
             else:
                 result, table = step_decode(step, data_dir, device)
         except NmtError as e:
@@ -720,8 +803,13 @@ def main(argv: list[str] | None = None) -> None:
     b.add_argument("--present", type=Path, default=None,
                    help="pip list --format=freeze of the GPU machine: leave those out")
     b.add_argument("--corpus", type=Path, default=None, help="fra-eng.zip or its folder")
+    b.add_argument("--spans", type=Path, default=None, help="a software-strings corpus "
+                   "(bench.software_strings corpus --out DIR) for the spans step")
     c = sub.add_parser("check", help="run the GPU check (make gpu-check)")
-    c.add_argument("--step", default="all", help=f"all, or one of {', '.join(STEPS)}")
+    c.add_argument("--step", default="all", help=f"all ({', '.join(STEPS)}), or one of "
+                   f"those or {', '.join(ON_REQUEST)}")
+    c.add_argument("--spans", type=Path, default=None, help="the software strings of the spans "
+                   "step (default: the bundle's spans/)")
     c.add_argument("--out", type=Path, default=OUT)
     c.add_argument("--bundle", type=Path, default=BUNDLE, help="its fra-eng.zip is the corpus "
                    "when NMT_DATA_MIRROR is not set")
@@ -749,18 +837,20 @@ def main(argv: list[str] | None = None) -> None:
             present = read_present(args.present) if args.present is not None else set()
             mirror = os.environ.get("NMT_DATA_MIRROR")
             corpus = args.corpus or (Path(mirror) if mirror else None)
-            make_bundle(args.dest, present=present, corpus=corpus)
+            make_bundle(args.dest, present=present, corpus=corpus, spans=args.spans)
         elif args.command == "check":
             steps = list(STEPS) if args.step == "all" else [args.step]
-            if not set(steps) <= set(STEPS):
-                raise NmtError(f"--step {args.step}: expected all or one of {', '.join(STEPS)}")
+            if not set(steps) <= set(STEPS + ON_REQUEST):
+                raise NmtError(f"--step {args.step}: expected all or one of "
+                               f"{', '.join(STEPS + ON_REQUEST)}")
             if not 60 <= args.seconds <= 3600:
                 raise NmtError(f"--seconds {args.seconds:g}: expected 60 to 3600")
             if args.workers < 0:
                 raise NmtError(f"--workers {args.workers}: expected 0 or more")
             results = check(steps, args.out, bundle=args.bundle, data_dir=args.data_dir,
                             seconds=args.seconds, workers=args.workers,
-                            require_gpu=args.require_gpu, device=args.device)
+                            require_gpu=args.require_gpu, device=args.device,
+                            spans=args.spans)
             if any(r["status"] in ("failed", "error") for r in results):
                 sys.exit(1)
         else:

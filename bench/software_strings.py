@@ -27,6 +27,11 @@ engine and test set: spans kept, span-bearing lines exact, lines with an invente
 all lines: a span in a translation of a line without any counts), BLEU and chrF; and what
 each filter removed of the software strings. It prints a Markdown table stamped with the
 machine and writes it to ``DIR/results.md`` (the rows also to ``DIR/results.json``).
+``--device`` is where nmt trains and translates (``auto``: a GPU where there is one).
+
+``python -m bench.software_strings argos --work DIR`` scores the ``.argosmodel`` a measurement
+exported into ``DIR`` on another machine (a GPU's, which has no Argos Translate) through
+argostranslate here, and puts its rows into ``DIR/results.json`` and ``DIR/results.md``.
 """
 
 from __future__ import annotations
@@ -396,12 +401,12 @@ def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[st
 
 
 def score_nmt(run: Path, test: TestSet, engine: str, spans: str, spec: str,
-              log: list[str]) -> dict[str, Any]:
-    """``nmt bleu`` of ``test`` through ``engine`` with ``--spans spans``, and the integrity
-    of its saved translations."""
+              log: list[str], device: str = "cpu") -> dict[str, Any]:
+    """``nmt bleu`` of ``test`` through ``engine`` with ``--spans spans`` on ``device``, and
+    the integrity of its saved translations."""
     refs = [a for r in test.refs for a in ("--ref", str(r))]
     report = json.loads(nmt("bleu", "--run", str(run), "--src", str(test.src), *refs,
-                            "--engine", engine, "--spans", spans, "--device", "cpu", "--json",
+                            "--engine", engine, "--spans", spans, "--device", device, "--json",
                             log=log).strip().splitlines()[-1])
     hyps = Path(report["hypotheses"]).read_text(encoding="utf-8").splitlines()
     return {**integrity(test.sources(), hyps, spec), "bleu": report["multi"]["bleu"],
@@ -456,12 +461,34 @@ def filter_report(run: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def saved_prose_test(work: Path, lang: str) -> TestSet:
+    """The prose test set an earlier measurement wrote into ``work``."""
+    return TestSet("prose", work / f"prose-test.{SOURCE}",
+                   sorted(work.glob(f"prose-test*.{lang}"), key=lambda p: (len(p.name), p.name)))
+
+
+def trained_steps(run: Path) -> int | None:
+    """The last step the run's metrics record."""
+    from nmt.runs.directory import read_metrics
+
+    return max((int(r["step"]) for r in read_metrics(run) if isinstance(r.get("step"), int)),
+               default=None)
+
+
+def argos_note(venv: Path) -> str:
+    return (f"not measured: no Argos Translate environment at {venv} (`make test-argos` makes "
+            "one; `python -m bench.software_strings argos --work DIR` scores the package later)")
+
+
 def measure(work: Path, steps: int | None, config: Path, prose: str, weight: float,
             argos_venv: Path, data_dir: Path | None, prose_limit: int,
-            settings: Sequence[str] = (), train: bool = True) -> dict[str, Any]:
+            settings: Sequence[str] = (), train: bool = True,
+            device: str = "cpu") -> dict[str, Any]:
     """Train on the mix, score both test sets through every engine; the results. ``train``
     False scores the run an earlier measurement trained in ``work`` again (after a change to
-    translation or to the span rules), on the prose test set that measurement wrote."""
+    translation or to the span rules), on the prose test set that measurement wrote. The Argos
+    package is exported to ``work`` either way, to be scored later where there is no Argos
+    Translate environment here."""
     from nmt.config import load_config
 
     summary = json.loads((work / "corpus.json").read_text(encoding="utf-8"))
@@ -471,7 +498,8 @@ def measure(work: Path, steps: int | None, config: Path, prose: str, weight: flo
     mixed = mix_config(work, config, prose, weight)
     run = work / "runs" / RUN_NAME
     common = [*(["--data-dir", str(data_dir)] if data_dir else [])]
-    sets = [a for s in [f"data.source={SOURCE}", f"data.target={lang}", *settings]
+    sets = [a for s in [f"data.source={SOURCE}", f"data.target={lang}",
+                        *([f"train.device={device}"] if device != "cpu" else []), *settings]
             for a in ("--set", s)]
     if steps is not None:
         sets += ["--set", f"train.max_steps={steps}", "--set", "train.max_minutes=0"]
@@ -481,33 +509,131 @@ def measure(work: Path, steps: int | None, config: Path, prose: str, weight: flo
     elif not (run / "checkpoints" / "last.pt").is_file():
         raise SystemExit(f"{run}: no trained run to score again (measure without --no-train)")
     spec = load_config(run / "config.toml").data.spans
-    prose_src = work / f"prose-test.{SOURCE}"
     tests = [TestSet("software", work / f"test.{SOURCE}", [work / f"test.{lang}"]),
              prose_test_set(run, work, lang, prose_limit, data_dir) if train
-             or not prose_src.is_file() else
-             TestSet("prose", prose_src, sorted(work.glob(f"prose-test*.{lang}"),
-                                                key=lambda p: (len(p.name), p.name)))]
+             or not (work / f"prose-test.{SOURCE}").is_file() else saved_prose_test(work, lang)]
     python = argos_python(argos_venv)
     package = work / f"{RUN_NAME}.argosmodel"
-    if python is not None:
-        nmt("export", "--run", str(run), "--to", "argos", "--output", str(package),
-            "--overwrite", "--no-score", log=log)
+    nmt("export", "--run", str(run), "--to", "argos", "--output", str(package), "--overwrite",
+        "--no-score", log=log)
     rows = []
     for test in tests:
         for engine, spans in ENGINES:
             row: dict[str, Any] = {"test": test.name, "engine": engine, "spans": spans}
             if engine == "argos":
                 if python is None:
-                    row["note"] = (f"not measured: no Argos Translate environment at "
-                                   f"{argos_venv} (`make test-argos` makes one)")
+                    row["note"] = argos_note(argos_venv)
                 else:
                     row.update(score_argos(package, python, test, lang, spec, work, log))
             else:
-                row.update(score_nmt(run, test, engine, spans, spec, log))
+                row.update(score_nmt(run, test, engine, spans, spec, log, device))
             rows.append(row)
-    return {"machine": machine(), "steps": steps, "config": str(config), "prose": prose,
-            "weight": weight, "corpus": summary, "rows": rows, "filters": filter_report(run),
+    stamp = machine()
+    if device != "cpu":
+        import torch
+
+        if torch.cuda.is_available():
+            stamp["gpu"] = torch.cuda.get_device_name(0)
+    return {"machine": stamp, "steps": steps, "trained_steps": trained_steps(run),
+            "config": str(config), "prose": prose, "weight": weight, "device": device,
+            "spans_spec": spec, "corpus": summary, "rows": rows, "filters": filter_report(run),
             "log": log, "minutes": round((time.perf_counter() - start) / 60, 1)}
+
+
+def score_package(work: Path, argos_venv: Path) -> dict[str, Any]:
+    """The Argos rows of ``work/results.json`` scored through the package a measurement
+    exported there (on another machine, say): the results with those rows replaced."""
+    results = work / "results.json"
+    package = work / f"{RUN_NAME}.argosmodel"
+    for needed in (results, package, work / f"prose-test.{SOURCE}"):
+        if not needed.is_file():
+            raise SystemExit(f"--work {work}: no {needed.name} (a measurement writes it)")
+    python = argos_python(argos_venv)
+    if python is None:
+        raise SystemExit(f"--argos-venv {argos_venv}: no Argos Translate environment there "
+                         "(`make test-argos` makes one)")
+    try:
+        result = json.loads(results.read_text(encoding="utf-8"))
+        lang, spec = result["corpus"]["target"], result["spans_spec"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"{results}: not a measurement's results ({e})") from None
+    tests = {"software": TestSet("software", work / f"test.{SOURCE}", [work / f"test.{lang}"]),
+             "prose": saved_prose_test(work, lang)}
+    log: list[str] = []
+    for row in result["rows"]:
+        if row["engine"] == "argos":
+            row.pop("note", None)
+            row.update(score_argos(package, python, tests[row["test"]], lang, spec, work, log))
+    result["argos_machine"] = machine()
+    result["log"] = [*result.get("log", []), *log]
+    return result
+
+
+# What a measurement on another machine brings back for its Argos rows: the package and the
+# test sets, as one tar cut into parts small enough to travel (a GPU machine's files come back
+# 16 MiB at most each).
+PACKED = "spans-package.tar"
+PART_BYTES = 15 * 2**20
+
+
+def packed_files(work: Path, lang: str) -> list[Path]:
+    names = ("corpus.json", "results.json", "results.md", f"{RUN_NAME}.argosmodel",
+             f"test.{SOURCE}", f"test.{lang}")
+    return [work / name for name in names] + sorted(work.glob(f"prose-test*.{SOURCE}")) \
+        + sorted(work.glob(f"prose-test*.{lang}"))
+
+
+def pack(work: Path, out: Path, part_bytes: int = PART_BYTES) -> list[Path]:
+    """``work``'s package, test sets and results as ``out/spans-package.tar.00-of-NN``,
+    ``.01-of-NN``, ... of ``part_bytes`` at most (the names say how many, so a missing part
+    is seen); the parts."""
+    import tarfile
+
+    lang = json.loads((work / "corpus.json").read_text(encoding="utf-8"))["target"]
+    whole = work / PACKED
+    with tarfile.open(whole, "w") as tar:
+        for path in packed_files(work, lang):
+            tar.add(path, arcname=path.name)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob(f"{PACKED}.*"):
+        old.unlink()
+    count = -(-whole.stat().st_size // part_bytes)
+    parts: list[Path] = []
+    with whole.open("rb") as f:
+        while chunk := f.read(part_bytes):
+            parts.append(out / f"{PACKED}.{len(parts):02d}-of-{count:02d}")
+            parts[-1].write_bytes(chunk)
+    whole.unlink()
+    return parts
+
+
+def unpack(parts_dir: Path, work: Path) -> list[str]:
+    """The parts :func:`pack` wrote into ``parts_dir``, joined and unpacked into ``work``; the
+    names unpacked."""
+    import tarfile
+
+    parts = sorted(parts_dir.glob(f"{PACKED}.[0-9][0-9]-of-[0-9][0-9]"))
+    if not parts:
+        raise SystemExit(f"--unpack {parts_dir}: no {PACKED}.00-of-NN there")
+    count = int(parts[0].name[-2:])
+    expected = [f"{PACKED}.{k:02d}-of-{count:02d}" for k in range(count)]
+    if [p.name for p in parts] != expected:
+        raise SystemExit(f"--unpack {parts_dir}: parts missing (found "
+                         f"{', '.join(p.name for p in parts)})")
+    work.mkdir(parents=True, exist_ok=True)
+    whole = work / PACKED
+    with whole.open("wb") as f:
+        for part in parts:
+            f.write(part.read_bytes())
+    try:
+        with tarfile.open(whole) as tar:
+            names = tar.getnames()
+            tar.extractall(work, filter="data")
+    except (tarfile.TarError, OSError) as e:
+        raise SystemExit(f"--unpack {parts_dir}: not whole ({e})") from None
+    finally:
+        whole.unlink()
+    return names
 
 
 def percent(value: float | None) -> str:
@@ -517,10 +643,16 @@ def percent(value: float | None) -> str:
 def markdown(r: dict[str, Any]) -> str:
     m, c = r["machine"], r["corpus"]
     steps = "the config's steps" if r["steps"] is None else f"{r['steps']} steps"
+    if r.get("trained_steps") is not None and r["trained_steps"] != r["steps"]:
+        steps += f" ({r['trained_steps']:,} trained)"
+    where = f"{m['gpu']} ({m.get('cpu', '?')})" if m.get("gpu") else m.get("cpu", "?")
     lines = [
         f"`python -m bench.software_strings measure`, {Path(r['config']).name}, {steps}, "
-        f"prose `{r['prose']}` + software strings (weight {r['weight']}); {m.get('cpu', '?')}, "
+        f"prose `{r['prose']}` + software strings (weight {r['weight']}); {where}, "
         f"{m.get('date', '?')}, commit {m.get('commit', '?')}; {r['minutes']} minutes in all.",
+        *([f"The Argos rows: `python -m bench.software_strings argos`, "
+           f"{r['argos_machine'].get('cpu', '?')}, {r['argos_machine'].get('date', '?')}, "
+           f"commit {r['argos_machine'].get('commit', '?')}."] if "argos_machine" in r else []),
         "",
         f"Software strings: {c['catalogues']} gettext catalogues of {c['locales']} "
         f"({c['entries']:,} entries, {c['pairs']:,} distinct pairs); training "
@@ -587,7 +719,23 @@ def main(argv: list[str] | None = None) -> None:
                    help="a config override for training, section.key=value (repeatable)")
     m.add_argument("--no-train", action="store_true", help="score the run an earlier "
                    "measurement trained in --work again, on the prose test set it wrote")
+    m.add_argument("--device", default="cpu", help="where nmt trains and translates: cpu, "
+                   "cuda, auto (a GPU where there is one)")
+    a = sub.add_parser("argos", help="score the Argos package a measurement exported into "
+                       "--work (on a machine without Argos Translate) here")
+    a.add_argument("--work", type=Path, required=True, help="a measurement's directory")
+    a.add_argument("--argos-venv", type=Path, default=m.get_default("argos_venv"),
+                   help="a virtual environment with argostranslate (default build/argos-venv)")
+    a.add_argument("--unpack", type=Path, default=None, help=f"a folder with the parts "
+                   f"({PACKED}.00-of-NN, ...) a GPU check's spans step wrote: unpacked into "
+                   "--work first")
     args = p.parse_args(argv)
+    if args.command == "argos":
+        if args.unpack is not None:
+            unpack(args.unpack, args.work)
+        result = score_package(args.work, args.argos_venv)
+        write_results(args.work, result)
+        return
     if args.command == "corpus":
         if min(args.test_spans, args.test_plain) < 0:
             p.error("--test-spans, --test-plain: expected 0 or more")
@@ -601,11 +749,15 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"--work {args.work}: no corpus.json (run `corpus --out {args.work}` first)")
     result = measure(args.work, args.steps, args.config, args.prose, args.weight,
                      args.argos_venv, args.data_dir, args.prose_limit, args.settings,
-                     train=not args.no_train)
+                     train=not args.no_train, device=args.device)
+    write_results(args.work, result)
+
+
+def write_results(work: Path, result: dict[str, Any]) -> None:
+    """``work/results.json`` and ``work/results.md``; the table printed."""
     table = markdown(result)
-    (args.work / "results.json").write_text(json.dumps(result, indent=1) + "\n",
-                                            encoding="utf-8")
-    (args.work / "results.md").write_text(table, encoding="utf-8")
+    (work / "results.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    (work / "results.md").write_text(table, encoding="utf-8")
     print(table, end="")
 
 

@@ -133,4 +133,68 @@ def test_measure_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
     assert len(rows) == len(software_strings.ENGINES)
     assert "[[data.sources]]" in (work / "software-mix.toml").read_text()
 
+    # Where Argos Translate is not installed, the package is exported all the same, and it
+    # comes back with the test sets in parts to be scored where it is (a GPU machine's run)
+    assert result["spans_spec"] and result["trained_steps"] == 3
+    parts = software_strings.pack(work, tmp_path / "parts", part_bytes=64 * 1024)
+    assert len(parts) > 1 and all(p.stat().st_size <= 64 * 1024 for p in parts)
+    elsewhere = tmp_path / "elsewhere"
+    software_strings.main(["argos", "--work", str(elsewhere), "--unpack",
+                           str(tmp_path / "parts"), "--argos-venv", str(echo_venv(tmp_path))])
+    scored = json.loads((elsewhere / "results.json").read_text())
+    argos = [r for r in scored["rows"] if r["engine"] == "argos"]
+    assert [r["test"] for r in argos] == ["software", "prose"]
+    for row in argos:  # the stand-in "translates" by copying: every span kept, none invented
+        assert "note" not in row and row["lines_invented"] == 0
+        assert row["lines"] == (5 if row["test"] == "software" else row["lines"]) > 0
+    assert argos[0]["spans_kept"] == 100 and argos[0]["lines_exact"] == 100
+    assert [r for r in scored["rows"] if r["engine"] != "argos"] == \
+        [r for r in result["rows"] if r["engine"] != "argos"]
+    assert "The Argos rows: `python -m bench.software_strings argos`" in \
+        (elsewhere / "results.md").read_text()
+
+
+def echo_venv(root: Path) -> Path:
+    """A stand-in for Argos Translate's environment: its ``bin/python``, given the Argos
+    script's arguments, writes each source line as its own translation."""
+    import sys
+
+    venv = root / "echo-venv"
+    (venv / "bin").mkdir(parents=True)
+    script = venv / "bin" / "python"
+    echo = ("import json, sys; json.dump(open(sys.argv[4], encoding='utf-8').read()"
+            ".splitlines(), open(sys.argv[5], 'w', encoding='utf-8'))")
+    # called as: python -c SCRIPT package source target lines out
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "{echo}" "$3" "$4" "$5" "$6" "$7"\n')
+    script.chmod(0o755)
+    return venv
+
+
+def test_packed_parts_must_all_be_there_and_whole(tmp_path: Path) -> None:
+    import pytest
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "corpus.json").write_text('{"target": "fr"}')
+    for name in ("results.json", "results.md", "test.en", "test.fr", "prose-test.en",
+                 "prose-test.fr", "prose-test.2.fr"):
+        (work / name).write_text(name * 40)
+    (work / "software-mix.argosmodel").write_bytes(bytes(range(256)) * 64)
+    parts = software_strings.pack(work, tmp_path / "parts", part_bytes=4096)
+    n = len(parts)
+    assert [p.name for p in parts] == [f"spans-package.tar.{k:02d}-of-{n:02d}" for k in range(n)]
+    names = software_strings.unpack(tmp_path / "parts", tmp_path / "back")
+    assert sorted(names) == sorted(p.name for p in work.iterdir())
+    for name in names:
+        assert (tmp_path / "back" / name).read_bytes() == (work / name).read_bytes()
+    assert not (tmp_path / "back" / "spans-package.tar").exists()
+    with pytest.raises(SystemExit, match="no spans-package.tar.00-of-NN there"):
+        software_strings.unpack(tmp_path / "nothing", tmp_path / "x")
+    parts[0].write_bytes(parts[0].read_bytes()[:100])  # a part cut short in transit
+    with pytest.raises(SystemExit, match="not whole"):
+        software_strings.unpack(tmp_path / "parts", tmp_path / "y")
+    parts[-1].unlink()  # the last part lost: the names say there were more
+    with pytest.raises(SystemExit, match="parts missing"):
+        software_strings.unpack(tmp_path / "parts", tmp_path / "z")
+
 

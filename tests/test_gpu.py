@@ -433,6 +433,9 @@ def test_check_without_cuda_skips_every_step_and_says_so(tmp_path: Path,
         assert result["status"] == "skipped" and "no CUDA device" in result["reason"]
         assert "skipped: no CUDA device is visible" in (tmp_path / f"{step}.md").read_text()
         assert f"gpu-check {step}: skipped: no CUDA device is visible" in shown
+    assert not (tmp_path / "spans.json").exists()  # run only when named
+    main(["check", "--step", "spans", "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "spans.json").read_text())["status"] == "skipped"
     with pytest.raises(SystemExit) as stopped:
         main(["check", "--step", "speed", "--out", str(tmp_path), "--require-gpu"])
     assert stopped.value.code == 1
@@ -478,6 +481,71 @@ def test_speed_measurement_runs_on_the_cpu(tiny_data_dir: Path,
         assert 0 < r["epoch_distinct_shapes"] <= r["epoch_batches"]
         assert 0 < r["epoch_padding_share"] < 1
     assert 0 < rows[0]["estimated_memory_bytes"] < rows[4]["estimated_memory_bytes"]
+
+
+def write_spans_corpus(folder: Path, lines: int = 3) -> Path:
+    import json
+
+    folder.mkdir(parents=True)
+    (folder / "corpus.json").write_text(json.dumps({
+        "target": "fr", "locales": "made for the test", "catalogues": 1, "entries": 2 * lines,
+        "pairs": 2 * lines, "training_pairs": lines, "training_pairs_with_spans": lines,
+        "test_lines": lines, "test_lines_with_spans": lines}))
+    for name in ("README", "sources.tsv"):
+        (folder / name).write_text(name + "\n")
+    for side in ("software", "test"):
+        (folder / f"{side}.en").write_text("".join(f"Cannot open file {k} %s\n"
+                                                   for k in range(lines)))
+        (folder / f"{side}.fr").write_text("".join(f"Impossible d'ouvrir le fichier {k} %s\n"
+                                                   for k in range(lines)))
+    return folder
+
+
+def test_bundle_carries_the_software_strings(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    import subprocess
+
+    import bench.gpu as gpu
+    from nmt.errors import NmtError
+
+    monkeypatch.setattr(subprocess, "run",
+                        lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, "", ""))
+    corpus = write_spans_corpus(tmp_path / "corpus")
+    (corpus / "software.origin").write_text("not needed\n")
+    manifest = gpu.make_bundle(tmp_path / "bundle", spans=corpus, log=lambda s: None)
+    assert manifest["spans"]
+    carried = sorted(p.name for p in (tmp_path / "bundle" / "spans").iterdir())
+    assert carried == ["README", "corpus.json", "software.en", "software.fr", "sources.tsv",
+                       "test.en", "test.fr"]
+    with pytest.raises(NmtError, match=r"^--spans .*: no software-strings corpus there"):
+        gpu.make_bundle(tmp_path / "b2", spans=tmp_path / "nowhere", log=lambda s: None)
+    (corpus / "test.fr").unlink()
+    with pytest.raises(NmtError, match=r"^--spans .*: no test.fr there$"):
+        gpu.copy_spans_corpus(corpus, tmp_path / "b3")
+
+
+@pytest.mark.slow
+def test_spans_step_runs_on_the_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                    tiny_data_dir: Path) -> None:
+    """The spans step's plumbing with a tiny model: the measurement's rows for nmt and
+    CTranslate2, and the parts that carry the Argos package back, whole."""
+    import bench.gpu as gpu
+    from bench import software_strings
+
+    monkeypatch.setattr(gpu, "ROOT", tmp_path)
+    step = gpu.Step("spans", tmp_path / "out", lambda s: None, 600)
+    result, table = gpu.step_spans(step, tiny_data_dir, write_spans_corpus(tmp_path / "c", 12),
+                                   device="cpu", config="demo",
+                                   settings=["train.max_steps=2", "data.vocab_size=120",
+                                             "train.threads=1"])
+    assert result["status"] == "passed", result
+    assert result["trained_steps"] == 2
+    assert [(r["test"], r["engine"], r["spans"]) for r in result["rows"]] == [
+        (t, e, s) for t in ("software", "prose") for e, s in software_strings.ENGINES
+        if e != "argos"]
+    assert "| software | nmt | repair |" in table
+    names = software_strings.unpack(tmp_path / "out", tmp_path / "back")
+    assert {"software-mix.argosmodel", "results.json", "test.en", "prose-test.en"} <= set(names)
 
 
 @pytest.mark.parametrize(("args", "message"), [
