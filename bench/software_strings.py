@@ -382,14 +382,21 @@ def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[st
 
     found = rules(spec)
     span_lines = spans = kept = exact = invented = 0
+    by_kind: dict[str, list[int]] = {}  # kind -> [kept, of]
     for source, hyp in zip(sources, hyps, strict=True):
-        wanted = collections.Counter(s.text for s in found.find(source))
+        in_source = found.find(source)
+        wanted = collections.Counter(s.text for s in in_source)
         got = collections.Counter(s.text for s in found.find(hyp))
         if wanted:
             span_lines += 1
             spans += sum(wanted.values())
             kept += sum((wanted & got).values())
             exact += got == wanted
+            kinds = {s.text: s.kind for s in in_source}
+            for text, n in wanted.items():
+                counts = by_kind.setdefault(kinds[text], [0, 0])
+                counts[0] += min(n, got[text])
+                counts[1] += n
         invented += bool(got - wanted)
 
     def share(n: int, of: int) -> float | None:
@@ -397,7 +404,8 @@ def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[st
 
     return {"lines": len(sources), "span_lines": span_lines, "span_count": spans,
             "spans_kept": share(kept, spans), "lines_exact": share(exact, span_lines),
-            "lines_invented": share(invented, len(sources))}
+            "lines_invented": share(invented, len(sources)),
+            "kept_by_kind": {k: by_kind[k] for k in sorted(by_kind, key=lambda k: -by_kind[k][1])}}
 
 
 def score_nmt(run: Path, test: TestSet, engine: str, spans: str, spec: str,
@@ -674,6 +682,17 @@ def markdown(r: dict[str, Any]) -> str:
             f"{row['span_lines']:,} | {percent(row['spans_kept'])} | "
             f"{percent(row['lines_exact'])} | {percent(row['lines_invented'])} | "
             f"{row['bleu']:.2f} | {row['chrf']:.2f} |")
+    counted = [row for row in r["rows"] if row.get("kept_by_kind")]
+    kinds = list(dict.fromkeys(k for row in counted for k in row["kept_by_kind"]))
+    if counted:
+        lines += ["", "Spans kept by kind, of the test lines' spans of each kind:", "",
+                  "| test | engine | --spans | " + " | ".join(kinds) + " |",
+                  "|---|---|---|" + "---:|" * len(kinds)]
+        for row in counted:
+            cells = [(f"{row['kept_by_kind'][k][0]:,} / {row['kept_by_kind'][k][1]:,}"
+                      if k in row["kept_by_kind"] else "") for k in kinds]
+            lines.append(f"| {row['test']} | {row['engine']} | {row['spans']} | "
+                         + " | ".join(cells) + " |")
     lines += ["", "What cleaning removed of each source (`nmt data prepare`'s report; the pairs "
               "are in the cache's rejected.tsv):", "",
               "| source | pairs read | kept | removed by each filter | duplicates, empty, too "

@@ -90,7 +90,13 @@ def test_integrity_counts_kept_exact_and_invented_over_every_line() -> None:
         ["Open %s", "Copy %s to %s", "Done.", "Hello"],
         ["Ouvrir %s", "Copier %s", "Fait %d.", "Bonjour"], "default")
     assert got == {"lines": 4, "span_lines": 2, "span_count": 3, "spans_kept": 66.67,
-                   "lines_exact": 50.0, "lines_invented": 25.0}
+                   "lines_exact": 50.0, "lines_invented": 25.0,
+                   "kept_by_kind": {"printf": [2, 3]}}
+    by_kind = software_strings.integrity(
+        ["Run --force on %s", "See <b>{name}</b> and --force"],
+        ["Lancer --forcer sur %s", "Voir <b>{name}</b> et --force"], "default")["kept_by_kind"]
+    assert by_kind == {"options": [1, 2], "tags": [2, 2], "printf": [1, 1], "python": [1, 1]}
+    assert list(by_kind)[:2] == ["options", "tags"]  # the most spans first
 
 
 def test_measure_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
@@ -130,7 +136,8 @@ def test_measure_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
     assert ("| test | engine | --spans | lines | span lines | spans kept | span lines exact "
             "| lines invented | BLEU | chrF |") in table
     rows = re.findall(r"^\| software \| (nmt|ctranslate2|argos) ", table, re.M)
-    assert len(rows) == len(software_strings.ENGINES)
+    assert len(rows) == len(software_strings.ENGINES) + 4  # and four by kind (not Argos')
+    assert "Spans kept by kind" in table
     assert "[[data.sources]]" in (work / "software-mix.toml").read_text()
 
     # Where Argos Translate is not installed, the package is exported all the same, and it
