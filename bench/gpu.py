@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import CONFIGS, ROOT
+from bench import CONFIGS, ROOT, software_strings
 from bench.processes import ChildRun, child_env, run_child
 from nmt.errors import NmtError
 
@@ -136,8 +136,7 @@ def copy_spans_corpus(corpus: Path, dest: Path) -> list[str]:
         raise NmtError(f"--spans {corpus}: no software-strings corpus there (corpus.json: "
                        f"{getattr(e, 'strerror', None) or e}); `python -m bench.software_strings "
                        "corpus --out DIR` makes one") from None
-    names = ["corpus.json", "README", "sources.tsv"] + [
-        f"{side}.{code}" for side in ("software", "test") for code in ("en", lang)]
+    names = software_strings.corpus_inputs(lang)
     dest.mkdir(parents=True, exist_ok=True)
     for name in names:
         if not (corpus / name).is_file():
@@ -630,8 +629,7 @@ def step_train(step: Step, config: str, data_dir: Path | None,
     summary = (child.stdout.strip().splitlines() or [""])[-1]
     speed = re.search(r"([\d,]+) tokens/sec", child.stdout)
     scores = [bleu(step, run, beam, device=device, data_dir=data_dir) for beam in (1, 5)]
-    steps = max((int(r["step"]) for r in records if isinstance(r.get("step"), int)),
-                default=None)  # the metrics' last step (the summary line gives a range)
+    steps = software_strings.last_step(records)
     tokens_per_s = int(speed.group(1).replace(",", "")) if speed else None
     best = max((r["valid_bleu"] for r in valid), default=None)
     result = {"status": "failed" if any("error" in s for s in scores) else "passed",
@@ -705,8 +703,6 @@ def step_spans(step: Step, data_dir: Path | None, corpus: Path, device: str = "c
     """``bench.software_strings measure`` of ``configs/CONFIG.toml`` on ``device`` in
     ``runs/gpu-spans``, trained for what the step leaves after :data:`SPANS_RESERVE_SECONDS`;
     its results, and the Argos package and test sets packed into the step's folder."""
-    from bench import software_strings
-
     work = ROOT / "runs" / "gpu-spans"
     shutil.rmtree(work, ignore_errors=True)
     copy_spans_corpus(corpus, work)

@@ -469,17 +469,27 @@ def filter_report(run: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def corpus_inputs(lang: str) -> list[str]:
+    """The files of a corpus ``corpus`` wrote that a measurement reads (and its provenance)."""
+    return ["corpus.json", "README", "sources.tsv"] + [
+        f"{side}.{code}" for side in ("software", "test") for code in (SOURCE, lang)]
+
+
+def software_test(work: Path, lang: str) -> TestSet:
+    """The held-out software strings of the corpus in ``work``."""
+    return TestSet("software", work / f"test.{SOURCE}", [work / f"test.{lang}"])
+
+
 def saved_prose_test(work: Path, lang: str) -> TestSet:
     """The prose test set an earlier measurement wrote into ``work``."""
     return TestSet("prose", work / f"prose-test.{SOURCE}",
                    sorted(work.glob(f"prose-test*.{lang}"), key=lambda p: (len(p.name), p.name)))
 
 
-def trained_steps(run: Path) -> int | None:
-    """The last step the run's metrics record."""
-    from nmt.runs.directory import read_metrics
-
-    return max((int(r["step"]) for r in read_metrics(run) if isinstance(r.get("step"), int)),
+def last_step(records: Iterable[dict[str, Any]]) -> int | None:
+    """The last step a run's metrics records hold (a resumed run's summary line gives only the
+    steps of its own invocation)."""
+    return max((int(r["step"]) for r in records if isinstance(r.get("step"), int)),
                default=None)
 
 
@@ -498,6 +508,7 @@ def measure(work: Path, steps: int | None, config: Path, prose: str, weight: flo
     package is exported to ``work`` either way, to be scored later where there is no Argos
     Translate environment here."""
     from nmt.config import load_config
+    from nmt.runs.directory import read_metrics
 
     summary = json.loads((work / "corpus.json").read_text(encoding="utf-8"))
     lang = summary["target"]
@@ -517,7 +528,7 @@ def measure(work: Path, steps: int | None, config: Path, prose: str, weight: flo
     elif not (run / "checkpoints" / "last.pt").is_file():
         raise SystemExit(f"{run}: no trained run to score again (measure without --no-train)")
     spec = load_config(run / "config.toml").data.spans
-    tests = [TestSet("software", work / f"test.{SOURCE}", [work / f"test.{lang}"]),
+    tests = [software_test(work, lang),
              prose_test_set(run, work, lang, prose_limit, data_dir) if train
              or not (work / f"prose-test.{SOURCE}").is_file() else saved_prose_test(work, lang)]
     python = argos_python(argos_venv)
@@ -542,7 +553,7 @@ def measure(work: Path, steps: int | None, config: Path, prose: str, weight: flo
 
         if torch.cuda.is_available():
             stamp["gpu"] = torch.cuda.get_device_name(0)
-    return {"machine": stamp, "steps": steps, "trained_steps": trained_steps(run),
+    return {"machine": stamp, "steps": steps, "trained_steps": last_step(read_metrics(run)),
             "config": str(config), "prose": prose, "weight": weight, "device": device,
             "spans_spec": spec, "corpus": summary, "rows": rows, "filters": filter_report(run),
             "log": log, "minutes": round((time.perf_counter() - start) / 60, 1)}
@@ -565,8 +576,7 @@ def score_package(work: Path, argos_venv: Path) -> dict[str, Any]:
         lang, spec = result["corpus"]["target"], result["spans_spec"]
     except (ValueError, KeyError, TypeError) as e:
         raise SystemExit(f"{results}: not a measurement's results ({e})") from None
-    tests = {"software": TestSet("software", work / f"test.{SOURCE}", [work / f"test.{lang}"]),
-             "prose": saved_prose_test(work, lang)}
+    tests = {"software": software_test(work, lang), "prose": saved_prose_test(work, lang)}
     log: list[str] = []
     for row in result["rows"]:
         if row["engine"] == "argos":
