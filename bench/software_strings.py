@@ -514,6 +514,7 @@ def measure(work: Path, steps: int | None, config: Path, prose: str, weight: flo
     lang = summary["target"]
     log: list[str] = []
     start = time.perf_counter()
+    stamp = machine()  # the commit that trains and scores, before anything can change it
     mixed = mix_config(work, config, prose, weight)
     run = work / "runs" / RUN_NAME
     common = [*(["--data-dir", str(data_dir)] if data_dir else [])]
@@ -547,7 +548,6 @@ def measure(work: Path, steps: int | None, config: Path, prose: str, weight: flo
             else:
                 row.update(score_nmt(run, test, engine, spans, spec, log, device))
             rows.append(row)
-    stamp = machine()
     if device != "cpu":
         import torch
 
