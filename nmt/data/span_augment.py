@@ -37,17 +37,20 @@ TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+")
 @dataclass(frozen=True)
 class Mark:
     """What one shared unit becomes, the same on both sides: ``before``, the unit itself when
-    ``keeps`` (a tag pair around it), then ``after``."""
+    ``keeps`` (a tag pair around it), then ``after``. ``parts``: the spans ``before`` holds
+    where it holds several (``%s.%s``)."""
 
     before: str
     after: str = ""
     keeps: bool = False
+    parts: tuple[str, ...] = ()
 
     def apply(self, unit: str) -> str:
         return self.before + (unit if self.keeps else "") + self.after
 
     def spans(self) -> list[str]:
-        return [s for s in (self.before, self.after) if s]
+        return [*(self.parts or [self.before] if self.before else []),
+                *([self.after] if self.after else [])]
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,10 @@ VARIABLES = ("$HOME", "$USER", "$NAME", "$FILE", "${COUNT}", "${PATH}", "$1")
 NUMBER_CONVERSIONS = ("d", "d", "d", "d", "i", "u", "ld", "lu", "zu", "lld", "x", "08x", "#lx",
                       "5d", "02d", ".2f")
 TEXT_CONVERSIONS = ("s", "s", "s", "s", "s", "-20s", "10s", ".*s")
+# a unit now and then becomes the same conversion two or three times (%s%s, %s.%s.%s, %d.%d),
+# as in "%s%s%s" or a schema's "%s.%s": a model that saw them seldom drops one of the copies
+REPEATED = 0.15
+REPEAT_SEPARATORS = ("", "", ".", ": ", "/", " ")
 # option names are made of these and of the source's words, so that a model learns to copy an
 # option it never saw letter for letter (--keep-exported), not to recall a few it did
 OPTION_WORDS = (
@@ -108,7 +115,8 @@ def _printf(draw: Draw) -> list[Mark]:
     """A conversion for each unit, of a number's kinds for a number (``%d``, ``%lu``,
     ``%08x``...) and of a string's for a name (``%s``, ``%-20s``...), in order; numbered
     (``%1$s``, ``%2$lu``) where the target reorders them, and in half the other pairs of
-    several."""
+    several. Unnumbered, a unit becomes the same conversion two or three times in a share
+    :data:`REPEATED` (``%s%s``, ``%d.%d.%d``)."""
     units, rng = draw.units, draw.rng
     numbered = len(units) > 1 and (not draw.in_order or rng.random() < 0.5)
     marks = []
@@ -116,6 +124,9 @@ def _printf(draw: Draw) -> list[Mark]:
         conversion = rng.choice(NUMBER_CONVERSIONS if unit.number else TEXT_CONVERSIONS)
         if numbered:  # a numbered argument takes no * (the width would be an argument too)
             marks.append(Mark(f"%{i + 1}${conversion.replace('.*', '')}"))
+        elif rng.random() < REPEATED:
+            parts = (f"%{conversion}",) * rng.choice((2, 2, 3))
+            marks.append(Mark(rng.choice(REPEAT_SEPARATORS).join(parts), parts=parts))
         else:
             marks.append(Mark(f"%{conversion}"))
     return marks
