@@ -18,16 +18,12 @@ from nmt.data.span_augment import (
     DEFAULT_RULES,
     LONE_TAGS,
     NAMES,
-    NUMBER_CONVERSIONS,
-    OPTION_VALUES,
-    OPTION_WORDS,
+    OPTIONS,
     STYLES,
     TAG_PAIRS,
-    TEXT_CONVERSIONS,
     VARIABLES,
     augment_pair,
     augment_spans,
-    option,
     shared_units,
 )
 from nmt.data.spans import SpanRules, find_spans, parse
@@ -88,41 +84,27 @@ def test_a_pair_with_spans_is_left_alone(src: str, tgt: str) -> None:
 
 
 def test_golden_rewrites() -> None:
-    out = augmented("Tom gave Mary 5 dollars.", "Mary hat von Tom 5 Dollar bekommen.",
-                    range(400))
+    out = augmented("Tom gave Mary 5 dollars.", "Mary hat von Tom 5 Dollar bekommen.")
     # reordered on the target side: numbered printf, or ICU numbers, never bare %s in turn
     assert ("%1$s gave %2$s %3$d dollars.", "%2$s hat von %1$s %3$d Dollar bekommen.") in out
     assert ("{0} gave {1} {2} dollars.", "{1} hat von {0} {2} Dollar bekommen.") in out
-    reordered = [tgt for src, tgt in out if "Tom" not in src and "Mary" not in src
-                 and "%" in src]  # both made placeholders: the target holds them the other way
-    assert reordered and all(re.fullmatch(r"%\d\$\S+", s)
-                             for tgt in reordered for s in span_texts(tgt))
+    assert not any(re.search(r"%s.*%s", tgt) for _, tgt in out)
     # a tag pair around a shared phrase, kept on both sides
-    out = augmented("I live in New York.", "J'habite à New York.", range(400))
+    out = augmented("I live in New York.", "J'habite à New York.")
     assert any(src.endswith("in <b>New York</b>.") and tgt.endswith("à <b>New York</b>.")
                for src, tgt in out)
     assert ("I live in %s.", "J'habite à %s.") in out
-    assert ("I live in %-20s.", "J'habite à %-20s.") in out  # the rarer conversions too
-    assert ("I live in %s%s%s.", "J'habite à %s%s%s.") in out  # a conversion repeated
     # scripts without spaces, and other scripts
-    assert ("I have %d apples.", "我有%d个苹果。") in augmented("I have 3 apples.", "我有3个苹果。",
-                                                                  range(100))
+    assert ("I have %d apples.", "我有%d个苹果。") in augmented("I have 3 apples.", "我有3个苹果。")
     assert ("Tom has {0} cats.", "У Тома {0} кошки.") in augmented("Tom has 3 cats.",
                                                                     "У Тома 3 кошки.")
 
 
-OPTION = re.compile(r"--(?:no-)?(?P<words>[a-z]+(?:-[a-z]+)*)(?:=(?P<value>\w+))?"
-                    r"|-[A-Za-z]{1,3}")
-PRINTF = re.compile(r"%(?:[1-3]\$)?(?P<conversion>[-#.*\w]+)")
-
-
 def test_every_style_is_drawn_and_stays_in_the_inventory() -> None:
-    inventory = {*NAMES, *VARIABLES, *LONE_TAGS, *(t for p in TAG_PAIRS for t in p)}
-    conversions = {*NUMBER_CONVERSIONS, *TEXT_CONVERSIONS, "s"}  # "s": a numbered ".*s"
+    inventory = {*NAMES, *VARIABLES, *OPTIONS, *LONE_TAGS, *(t for p in TAG_PAIRS for t in p)}
     seen: Counter[str] = Counter()
     for src, tgt, _ in PAIRS:
-        source_words = set(re.findall(r"[a-z]{3,}", src))
-        for a, _ in augmented(src, tgt, range(300)):
+        for a, _ in augmented(src, tgt, range(200)):
             for span in span_texts(a):
                 style = ("printf" if span.startswith("%") else
                          "tags" if span.startswith("<") else
@@ -130,37 +112,9 @@ def test_every_style_is_drawn_and_stays_in_the_inventory() -> None:
                          "options" if span.startswith("-") else
                          "icu" if re.fullmatch(r"\{\d+\}", span) else "python")
                 seen[style] += 1
-                if style == "options":
-                    m = OPTION.fullmatch(span)
-                    assert m, span
-                    assert set((m["words"] or "").split("-")) - {""} <= {*OPTION_WORDS,
-                                                                         *source_words}, span
-                    assert m["value"] in (None, *OPTION_VALUES), span
-                elif style == "printf":
-                    m = PRINTF.fullmatch(span)
-                    assert m and m["conversion"] in conversions, span
-                elif style != "icu":
-                    assert span in inventory or span.strip("{}") in inventory, span
+                assert (style in ("printf", "icu") or span in inventory
+                        or span.strip("{}") in inventory), span
     assert set(seen) == set(STYLES)
-
-
-def test_options_are_made_not_recalled() -> None:
-    """Option names come from a word list and from the source's own words, in every form, so
-    that a model learns to copy an option rather than to recall a few."""
-    rng = random.Random(0)
-    made = [option(rng, ["cumulative", "wildcard"]) for _ in range(2000)]
-    assert all(OPTION.fullmatch(o) and find_spans(o)[0].text == o for o in made)
-    assert len(set(made)) > 500
-    assert any("cumulative" in o for o in made) and any("wildcard" in o for o in made)
-    for form in (r"--[a-z]+", r"--[a-z]+-[a-z]+-[a-z]+", r"--no-[a-z]+", r"--[a-z]+=\w+",
-                 r"-[A-Za-z]", r"-[a-z]{2,3}"):
-        assert any(re.fullmatch(form, o) for o in made), form
-    assert not any("cumulative" in o for o in (option(random.Random(i)) for i in range(500)))
-    # in a rewritten pair, the option is the same on both sides and is found whole
-    out = augmented("Tom prints the cumulative size.", "Tom affiche la taille cumulée.",
-                    range(400))
-    options = {s for a, b in out for s in span_texts(a) if s.startswith("-")}
-    assert any("cumulative" in o for o in options) and len(options) > 30
 
 
 def test_only_the_kinds_a_run_keeps() -> None:

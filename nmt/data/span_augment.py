@@ -37,20 +37,17 @@ TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+")
 @dataclass(frozen=True)
 class Mark:
     """What one shared unit becomes, the same on both sides: ``before``, the unit itself when
-    ``keeps`` (a tag pair around it), then ``after``. ``parts``: the spans ``before`` holds
-    where it holds several (``%s.%s``)."""
+    ``keeps`` (a tag pair around it), then ``after``."""
 
     before: str
     after: str = ""
     keeps: bool = False
-    parts: tuple[str, ...] = ()
 
     def apply(self, unit: str) -> str:
         return self.before + (unit if self.keeps else "") + self.after
 
     def spans(self) -> list[str]:
-        return [*(self.parts or [self.before] if self.before else []),
-                *([self.after] if self.after else [])]
+        return [s for s in (self.before, self.after) if s]
 
 
 @dataclass(frozen=True)
@@ -66,119 +63,49 @@ class Unit:
         return self.text[0].isdigit()
 
 
-@dataclass(frozen=True)
-class Draw:
-    """What a style draws its marks for: the shared units in the source's order, whether the
-    target keeps that order, the pair's random source, and the source's own lower-case words
-    (option names are made of them too)."""
-
-    units: Sequence[Unit]
-    in_order: bool
-    rng: random.Random
-    words: Sequence[str]
-
-
-Style = Callable[[Draw], list[Mark]]  # a mark for each unit
+# style: (units in the source's order, whether the target keeps that order, rng) -> a mark each
+Style = Callable[[Sequence[Unit], bool, random.Random], list[Mark]]
 
 NAMES = ("name", "count", "file", "user", "path", "title", "n", "value")
 VARIABLES = ("$HOME", "$USER", "$NAME", "$FILE", "${COUNT}", "${PATH}", "$1")
-# printf conversions drawn, the plain ones most often: the others are cut into the pieces of
-# their characters (data.span_pieces has only the frequent ones), and a model that saw only
-# %s and %d drops or garbles a %08x or a %.*s
-NUMBER_CONVERSIONS = ("d", "d", "d", "d", "i", "u", "ld", "lu", "zu", "lld", "x", "08x", "#lx",
-                      "5d", "02d", ".2f")
-TEXT_CONVERSIONS = ("s", "s", "s", "s", "s", "-20s", "10s", ".*s")
-# a unit now and then becomes the same conversion two or three times (%s%s, %s.%s.%s, %d.%d),
-# as in "%s%s%s" or a schema's "%s.%s": a model that saw them seldom drops one of the copies
-REPEATED = 0.15
-REPEAT_SEPARATORS = ("", "", ".", ": ", "/", " ")
-# option names are made of these and of the source's words, so that a model learns to copy an
-# option it never saw letter for letter (--keep-exported), not to recall a few it did
-OPTION_WORDS = (
-    "all", "output", "force", "verbose", "quiet", "name", "file", "dry", "run", "color", "keep",
-    "list", "size", "format", "recursive", "user", "group", "mode", "level", "depth", "print",
-    "show", "ignore", "case", "max", "min", "count", "config", "path", "dir", "sort", "reverse",
-    "time", "date", "debug", "log", "version", "update", "check", "strict", "skip", "include",
-    "exclude", "merge", "local", "remote", "branch", "tags", "signed", "cache", "line", "width",
-    "limit", "interactive", "preserve", "target", "source", "export", "sections", "files",
-    "from", "null", "data", "only", "full", "summary", "stat", "refs", "pack", "root", "help")
-# a source's words an option name may be made of: lower-case ASCII, three letters or more
-OPTION_WORD = re.compile(r"(?<![\w-])[a-z]{3,}(?![\w-])")
-OPTION_VALUES = ("auto", "always", "never", "yes", "none", "all", "full", "short", "json", "0")
-LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+OPTIONS = ("--force", "--output", "--verbose", "--name", "--all", "--help", "-n", "-f")
 TAG_PAIRS = (("<b>", "</b>"), ("<i>", "</i>"), ("<em>", "</em>"), ("<strong>", "</strong>"),
              ('<a href="#">', "</a>"), ('<span class="x">', "</span>"))
 LONE_TAGS = ("<br/>", "<br>", '<img src="x.png"/>')
 
 
-def _printf(draw: Draw) -> list[Mark]:
-    """A conversion for each unit, of a number's kinds for a number (``%d``, ``%lu``,
-    ``%08x``...) and of a string's for a name (``%s``, ``%-20s``...), in order; numbered
-    (``%1$s``, ``%2$lu``) where the target reorders them, and in half the other pairs of
-    several. Unnumbered, a unit becomes the same conversion two or three times in a share
-    :data:`REPEATED` (``%s%s``, ``%d.%d.%d``)."""
-    units, rng = draw.units, draw.rng
-    numbered = len(units) > 1 and (not draw.in_order or rng.random() < 0.5)
+def _printf(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
+    """``%s`` (``%d`` for a number) in order; numbered ``%1$s``, ``%2$d`` where the target
+    reorders them, and in half the other pairs of several."""
+    numbered = len(units) > 1 and (not in_order or rng.random() < 0.5)
     marks = []
     for i, unit in enumerate(units):
-        conversion = rng.choice(NUMBER_CONVERSIONS if unit.number else TEXT_CONVERSIONS)
-        if numbered:  # a numbered argument takes no * (the width would be an argument too)
-            marks.append(Mark(f"%{i + 1}${conversion.replace('.*', '')}"))
-        elif rng.random() < REPEATED:
-            parts = (f"%{conversion}",) * rng.choice((2, 2, 3))
-            marks.append(Mark(rng.choice(REPEAT_SEPARATORS).join(parts), parts=parts))
-        else:
-            marks.append(Mark(f"%{conversion}"))
+        conversion = "d" if unit.number else "s"
+        marks.append(Mark(f"%{i + 1}${conversion}" if numbered else f"%{conversion}"))
     return marks
 
 
-def _icu(draw: Draw) -> list[Mark]:
-    return [Mark(f"{{{i}}}") for i in range(len(draw.units))]
+def _icu(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
+    return [Mark(f"{{{i}}}") for i in range(len(units))]
 
 
-def _python(draw: Draw) -> list[Mark]:
-    return [Mark(f"{{{name}}}") for name in draw.rng.sample(NAMES, len(draw.units))]
+def _python(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
+    return [Mark(f"{{{name}}}") for name in rng.sample(NAMES, len(units))]
 
 
-def _shell(draw: Draw) -> list[Mark]:
-    return [Mark(v) for v in draw.rng.sample(VARIABLES, len(draw.units))]
+def _shell(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
+    return [Mark(v) for v in rng.sample(VARIABLES, len(units))]
 
 
-def option(rng: random.Random, words: Sequence[str] = ()) -> str:
-    """A command-line option as software strings write them: ``--keep-going``, ``--no-color``,
-    ``--color=auto``, ``-x``, ``-rf``; long names of one to three words, each drawn from
-    :data:`OPTION_WORDS` or, half the time where it has some, from ``words``."""
-
-    def word() -> str:
-        return rng.choice(words if words and rng.random() < 0.5 else OPTION_WORDS)
-
-    form = rng.random()
-    if form < 0.5:
-        return "--" + "-".join(word() for _ in range(rng.choice((1, 1, 2, 2, 3))))
-    if form < 0.6:
-        return f"--no-{word()}"
-    if form < 0.7:
-        return f"--{word()}={rng.choice(OPTION_VALUES)}"
-    if form < 0.9:
-        return "-" + rng.choice(LETTERS)
-    return "-" + "".join(rng.sample(LETTERS[:26], rng.choice((2, 3))))
+def _options(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
+    return [Mark(o) for o in rng.sample(OPTIONS, len(units))]
 
 
-def _options(draw: Draw) -> list[Mark]:
-    """A different option for each unit (:func:`option`)."""
-    chosen: list[str] = []
-    while len(chosen) < len(draw.units):
-        made = option(draw.rng, draw.words)
-        if made not in chosen:
-            chosen.append(made)
-    return [Mark(o) for o in chosen]
-
-
-def _tags(draw: Draw) -> list[Mark]:
+def _tags(units: Sequence[Unit], in_order: bool, rng: random.Random) -> list[Mark]:
     """A tag pair around each unit (different pairs), or a lone tag in place of one unit."""
-    if len(draw.units) == 1 and draw.rng.random() < 0.25:
-        return [Mark(draw.rng.choice(LONE_TAGS))]
-    return [Mark(a, b, keeps=True) for a, b in draw.rng.sample(TAG_PAIRS, len(draw.units))]
+    if len(units) == 1 and rng.random() < 0.25:
+        return [Mark(rng.choice(LONE_TAGS))]
+    return [Mark(a, b, keeps=True) for a, b in rng.sample(TAG_PAIRS, len(units))]
 
 
 # the registry's kind of each style's spans: a style is used only where the run keeps its kind
@@ -268,8 +195,7 @@ def augment_spans(src: str, tgt: str, rng: random.Random, *,
     chosen = sorted(rng.sample(units, k), key=lambda u: u.src)
     in_order = sorted(chosen, key=lambda u: u.tgt) == chosen
     for _ in range(TRIES):
-        draw = Draw(chosen, in_order, rng, OPTION_WORD.findall(src))
-        marks = STYLES[rng.choice(styles)](draw)
+        marks = STYLES[rng.choice(styles)](chosen, in_order, rng)
         src_places = [(u.src, m) for u, m in zip(chosen, marks, strict=True)]
         tgt_places = [(u.tgt, m) for u, m in zip(chosen, marks, strict=True)]
         new_src, new_tgt = _rewrite(src, src_places), _rewrite(tgt, tgt_places)
