@@ -189,6 +189,33 @@ def bound_kernel_cache(device: torch.device, dtype: torch.dtype | None) -> None:
         os.environ.setdefault(ONEDNN_CACHE, CPU_BF16_KERNELS)
 
 
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
+
+
+def separate_compiled_kernels() -> str:
+    """Before ``torch.compile`` (``train.compile``): keep the kernels Inductor compiles and
+    caches on disk apart for each CPU capability torch computes with (``AVX512``, ``AVX2``:
+    ``ATEN_CPU_CAPABILITY`` chooses it), in a folder of its own under Inductor's cache, unless
+    ``TORCHINDUCTOR_CACHE_DIR`` names a folder other than that cache (Inductor writes its
+    default into the variable once anything has imported it); the folder.
+
+    Inductor's cache (in the temporary directory, shared by every process of the user) does not
+    tell the capabilities apart: with torch 2.13, a training compiled as AVX2 computes that found
+    the kernels of one compiled as AVX-512 computes (or the other way round) aborted the process
+    or trained to a non-finite loss, and each passed with a cache of its own
+    (docs/RELIABILITY.md)."""
+    import torch
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    default = os.path.abspath(default_cache_dir())
+    chosen = os.environ.get(INDUCTOR_CACHE)
+    if chosen and os.path.abspath(chosen) != default:
+        return chosen
+    folder = os.path.join(default, f"nmt-{torch.backends.cpu.get_cpu_capability()}")
+    os.environ[INDUCTOR_CACHE] = folder
+    return folder
+
+
 @contextlib.contextmanager
 def autocast_to(device: torch.device, dtype: torch.dtype | None) -> Iterator[None]:
     """Autocast to ``dtype`` on ``device``; None: plain fp32. In bf16 on a CPU, oneDNN's kernel

@@ -19,6 +19,7 @@ import torch
 from conftest import run_metrics, step_by_step_logits
 from test_decode import TEXTS, src_ids, trained_toy
 from test_train import tiny_config
+from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
 import nmt.device
 from nmt.config import Config, DecodeConfig
@@ -240,13 +241,36 @@ def test_compile_option_compiles_the_training_forward(monkeypatch: pytest.Monkey
     real_compile = torch.compile
 
     def traced_only(model: torch.nn.Module, **kwargs: Any) -> Any:
-        compiled.append(kwargs.get("mode"))
+        compiled.append((kwargs.get("mode"), os.environ.get(nmt.device.INDUCTOR_CACHE)))
         return real_compile(model, backend="eager", **kwargs)
 
     monkeypatch.setattr(torch, "compile", traced_only)
+    monkeypatch.delenv(nmt.device.INDUCTOR_CACHE, raising=False)
     plain, with_compile = compiled_and_plain(tiny_data_dir, tmp_path)
-    assert compiled == ["default"]  # train.compile_mode's default
+    capability = torch.backends.cpu.get_cpu_capability()
+    # train.compile_mode's default, and the kernels kept apart by CPU capability
+    assert compiled == [("default", os.path.join(default_cache_dir(), f"nmt-{capability}"))]
     assert with_compile == plain
+
+
+def test_compiled_kernels_are_kept_apart_by_cpu_capability(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inductor's on-disk cache does not tell AVX2 from AVX-512 computing apart (a kernel of one
+    reused by the other aborted a training), so each gets a folder of its own; a folder the user
+    chose (TORCHINDUCTOR_CACHE_DIR) is kept."""
+    folders: list[str] = []
+    for capability in ("AVX512", "AVX2", "AVX512"):
+        monkeypatch.delenv(nmt.device.INDUCTOR_CACHE, raising=False)
+        monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda c=capability: c)
+        folders.append(nmt.device.separate_compiled_kernels())
+        assert os.environ[nmt.device.INDUCTOR_CACHE] == folders[-1]
+    assert folders[0] == folders[2] != folders[1]
+    assert folders[1] == os.path.join(default_cache_dir(), "nmt-AVX2")
+    monkeypatch.setenv(nmt.device.INDUCTOR_CACHE, "/kept/here")
+    assert nmt.device.separate_compiled_kernels() == "/kept/here"
+    # Inductor's own default, which it writes into the variable as it is imported, is not kept
+    monkeypatch.setenv(nmt.device.INDUCTOR_CACHE, default_cache_dir())
+    assert nmt.device.separate_compiled_kernels() == folders[0]
 
 
 @pytest.mark.slow

@@ -41,7 +41,13 @@ from torch import nn
 from nmt.config import Config, TrainConfig
 from nmt.data.batching import Collator
 from nmt.data.prepare import Prepared
-from nmt.device import hardware, precision_said, resolve_device, set_threads
+from nmt.device import (
+    hardware,
+    precision_said,
+    resolve_device,
+    separate_compiled_kernels,
+    set_threads,
+)
 from nmt.errors import ConfigError
 from nmt.files import atomic_write_text
 from nmt.models.build import build_model, count_parameters
@@ -348,6 +354,7 @@ def training_forward(model: nn.Module, t: TrainConfig, dist: Dist,
             model, device_ids=[device.index] if device.type == "cuda" else None)
     if not t.compile:
         return wrapped
+    separate_compiled_kernels()
     return torch.compile(wrapped, mode=t.compile_mode)  # type: ignore[return-value]
 
 
