@@ -208,11 +208,11 @@ def separate_compiled_kernels() -> str:
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
     default = os.path.abspath(default_cache_dir())
-    chosen = os.environ.get(INDUCTOR_CACHE)
+    chosen = environment.read(INDUCTOR_CACHE)
     if chosen and os.path.abspath(chosen) != default:
         return chosen
     folder = os.path.join(default, f"nmt-{torch.backends.cpu.get_cpu_capability()}")
-    os.environ[INDUCTOR_CACHE] = folder
+    os.environ.update({INDUCTOR_CACHE: folder})  # Inductor reads it each time it looks
     return folder
 
 

@@ -38,6 +38,8 @@ VARIABLES: dict[str, Variable] = {
     "NMT_CORPUS_SHA256": Variable("a SHA-256 digest (64 hexadecimal digits), or unset it for "
                                   "the published corpus",
                                   lambda text: re.fullmatch(r"[0-9a-fA-F]{64}", text) is not None),
+    # torch's: where Inductor caches what it compiles (nmt.device.separate_compiled_kernels)
+    "TORCHINDUCTOR_CACHE_DIR": Variable("a directory (printable text)", _printable),
     # torchrun's: their ranges depend on each other (nmt.training.distributed)
     **{name: Variable(LAUNCHER, lambda text: True)
        for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")},

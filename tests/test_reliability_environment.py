@@ -88,7 +88,8 @@ def _readers() -> dict[str, Callable[[], object]]:
             "NMT_DATA_DIR": download.default_data_dir,
             "NMT_DATA_MIRROR": lambda: download.resolve_source(None),
             "NMT_CORPUS_SHA256": download.expected_digest,
-            "MASTER_ADDR": lambda: distributed.launcher_variable("MASTER_ADDR"), **launcher}
+            "MASTER_ADDR": lambda: distributed.launcher_variable("MASTER_ADDR"),
+            "TORCHINDUCTOR_CACHE_DIR": device.separate_compiled_kernels, **launcher}
 
 
 def test_nmt_reads_the_environment_in_one_place() -> None:
