@@ -329,7 +329,8 @@ def _translate_file(open_: Callable[[], Any], input_: Path | None, output: Path 
                         "--output FILE")
     filled = translate_file(open_, input_, output, format=format_, warn=_warn)
     if filled.format != "text":
-        _warn(f"--output {output}: {filled.filled} strings filled and marked for review"
+        strings = "string" if filled.filled == 1 else "strings"
+        _warn(f"--output {output}: {filled.filled} {strings} filled and marked for review"
               + (f", {filled.left} left untranslated" if filled.left else ""))
 
 
