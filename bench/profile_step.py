@@ -9,7 +9,12 @@ moving average) of a config and reports, per step:
   from :mod:`torch.profiler`; ``wall_s`` well above it means the GPU waits on the host;
 - ``collate_s``: assembling the step's batches from token ids on the CPU (the collator alone);
 - the operators that take the most host time (``self_cpu``) and the most device time
-  (``self_device``), and how many kernels a step launches.
+  (``self_device``), and how many kernels a step launches;
+- with ``--copies``, where the step's copies come from (``copies``): on CUDA its
+  device-to-device copies (``Memcpy DtoD`` on the device), on a CPU every ``aten::copy_``,
+  grouped by the operators that made them (a backward function's name for copies autograd
+  makes) and the line of nmt's code that ran them, with calls and time a step. Python's stack
+  is recorded for this, which slows the profiled steps (not the timed ones).
 
 Prints one JSON object; ``--table`` prints the profiler's tables as well. The figures of a
 CPU run say where the CPU's time goes; on CUDA, whether the host or the GPU sets the pace.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -31,7 +37,7 @@ from nmt.errors import NmtError
 
 def profile(config: Path, device_name: str = "cuda", steps: int = 10, warmup: int = 5,
             data_dir: Path | None = None, overrides: Sequence[str] = (),
-            top: int = 12, table: bool = False) -> dict[str, Any]:
+            top: int = 12, table: bool = False, copies: bool = False) -> dict[str, Any]:
     """Profile ``steps`` training steps of ``config`` on ``device_name`` after ``warmup``."""
     import torch
     from torch.profiler import ProfilerActivity
@@ -72,7 +78,7 @@ def profile(config: Path, device_name: str = "cuda", steps: int = 10, warmup: in
         trainer.collator(group)
         collate.append(time.perf_counter() - begin)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with torch_profile(activities=activities) as prof:
+    with torch_profile(activities=activities, with_stack=copies) as prof:
         for group in chosen[warmup + steps:]:
             trainer.step(group)
         drain()
@@ -102,10 +108,60 @@ def profile(config: Path, device_name: str = "cuda", steps: int = 10, warmup: in
         "self_device": (sorted(rows, key=lambda r: -r["self_device_ms"])[:top] if cuda
                         else []),
     }
+    if copies:
+        result["copies"] = copy_origins(prof.events(), steps, cuda)[:top]
     if table:
         sort = "self_cuda_time_total" if cuda else "self_cpu_time_total"
         print(averages.table(sort_by=sort, row_limit=top * 2), file=sys.stderr)
     return result
+
+
+OWN_CODE = re.compile(r"^(nmt|bench)/.+\(\d+\): ")  # a Python frame of nmt's, as the
+# profiler names it with_stack ("nmt/models/gru.py(123): step")
+
+
+def _origin(event: Any) -> str:
+    """Where ``event`` (a copy) comes from: the operators above it, innermost first, up to the
+    first that is not an ATen operator (a backward function, a Python call), and the innermost
+    line of nmt's code above that (none for the copies autograd makes in a backward pass)."""
+    names: list[str] = []
+    node = event.cpu_parent
+    while node is not None and len(names) < 4:
+        names.append(node.name.replace("autograd::engine::evaluate_function: ", ""))
+        if not node.name.startswith("aten::"):
+            break
+        node = node.cpu_parent
+    line = ""
+    while node is not None and not node.name.startswith("autograd::engine"):
+        if OWN_CODE.match(node.name):
+            line = node.name
+            break
+        node = node.cpu_parent
+    return " < ".join(names or ["(top level)"]) + (f" at {line}" if line else "")
+
+
+def copy_origins(events: Sequence[Any], steps: int, cuda: bool) -> list[dict[str, Any]]:
+    """The profiled steps' copies grouped by :func:`_origin`, most time first: on CUDA the
+    device-to-device copies each operator launched (their device time), on a CPU the
+    ``aten::copy_`` calls (their own host time)."""
+    calls: dict[str, int] = {}
+    micros: dict[str, float] = {}
+    for e in events:
+        if cuda:
+            found = [k for k in getattr(e, "kernels", []) if "DtoD" in k.name]
+            if not found:
+                continue
+            n, us = len(found), float(sum(k.duration for k in found))
+        elif e.name == "aten::copy_":
+            n, us = 1, float(e.self_cpu_time_total)
+        else:
+            continue
+        where = _origin(e)
+        calls[where] = calls.get(where, 0) + n
+        micros[where] = micros.get(where, 0.0) + us
+    return [{"where": w, "calls": round(calls[w] / steps, 1),
+             ("device_ms" if cuda else "self_cpu_ms"): round(micros[w] / steps / 1000, 3)}
+            for w in sorted(micros, key=lambda w: -micros[w])]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -117,12 +173,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--set", action="append", default=[], help="section.key=value")
     p.add_argument("--top", type=int, default=12)
+    p.add_argument("--copies", action="store_true", help="also say where the step's copies "
+                   "come from (device-to-device on CUDA)")
     p.add_argument("--table", action="store_true", help="also print the profiler's table "
                    "(stderr)")
     args = p.parse_args(argv)
     try:
         result = profile(args.config, args.device, args.steps, args.warmup, args.data_dir,
-                         args.set, args.top, args.table)
+                         args.set, args.top, args.table, args.copies)
     except NmtError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
