@@ -13,8 +13,9 @@ moving average) of a config and reports, per step:
 - with ``--copies``, where the step's copies come from (``copies``): on CUDA its
   device-to-device copies (``Memcpy DtoD`` on the device), on a CPU every ``aten::copy_``,
   grouped by the operators that made them (a backward function's name for copies autograd
-  makes) and the line of nmt's code that ran them, with calls and time a step. Python's stack
-  is recorded for this, which slows the profiled steps (not the timed ones).
+  makes) and the function of nmt's code that ran them (as the profiler names it, with the line
+  it is defined on), with calls and time a step. Python's stack is recorded for this, which
+  slows the profiled steps (not the timed ones), so their times are shares, not a pace.
 
 Prints one JSON object; ``--table`` prints the profiler's tables as well. The figures of a
 CPU run say where the CPU's time goes; on CUDA, whether the host or the GPU sets the pace.
@@ -116,14 +117,15 @@ def profile(config: Path, device_name: str = "cuda", steps: int = 10, warmup: in
     return result
 
 
-OWN_CODE = re.compile(r"^(nmt|bench)/.+\(\d+\): ")  # a Python frame of nmt's, as the
-# profiler names it with_stack ("nmt/models/gru.py(123): step")
+OWN_CODE = re.compile(r"^(nmt|bench)/.+\(\d+\): ")  # a Python function of nmt's, as the
+# profiler names it with_stack: "nmt/models/gru.py(123): step", 123 the line of its def
 
 
 def _origin(event: Any) -> str:
     """Where ``event`` (a copy) comes from: the operators above it, innermost first, up to the
     first that is not an ATen operator (a backward function, a Python call), and the innermost
-    line of nmt's code above that (none for the copies autograd makes in a backward pass)."""
+    function of nmt's code above that (none for the copies autograd makes in a backward
+    pass)."""
     names: list[str] = []
     node = event.cpu_parent
     while node is not None and len(names) < 4:
@@ -137,7 +139,7 @@ def _origin(event: Any) -> str:
             line = node.name
             break
         node = node.cpu_parent
-    return " < ".join(names or ["(top level)"]) + (f" at {line}" if line else "")
+    return " < ".join(names or ["(top level)"]) + (f" in {line}" if line else "")
 
 
 def copy_origins(events: Sequence[Any], steps: int, cuda: bool) -> list[dict[str, Any]]:

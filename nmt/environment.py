@@ -40,11 +40,6 @@ VARIABLES: dict[str, Variable] = {
                                   lambda text: re.fullmatch(r"[0-9a-fA-F]{64}", text) is not None),
     # torch's: where Inductor caches what it compiles (nmt.device.separate_compiled_kernels)
     "TORCHINDUCTOR_CACHE_DIR": Variable("a directory (printable text)", _printable),
-    # glibc's: a user who tunes malloc keeps their settings
-    # (nmt.training.keep_freed_memory); glibc reads them
-    **{name: Variable("what glibc's malloc accepts", lambda text: True)
-       for name in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_",
-                    "GLIBC_TUNABLES")},
     # torchrun's: their ranges depend on each other (nmt.training.distributed)
     **{name: Variable(LAUNCHER, lambda text: True)
        for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")},

@@ -651,6 +651,26 @@ def test_step_profile_runs_on_the_cpu(tiny_data_dir: Path) -> None:
     assert all(row["self_cpu_ms"] >= 0 for row in r["self_cpu"])
 
 
+def test_step_profile_says_where_the_copies_come_from(tiny_data_dir: Path) -> None:
+    """``--copies`` on the CPU: every ``aten::copy_`` of the profiled steps, grouped by the
+    operators that made it; the forward's copies name the function of nmt's code that ran
+    them, the head-merging reshape of the attention among them."""
+    from bench.profile_step import profile
+
+    tiny = ["data.vocab_size=64", "data.valid_frac=0.1", "data.test_frac=0.1",
+            "model.d_model=16", "model.d_ff=32", "model.n_heads=2", "model.n_layers=1",
+            "train.batch_size=300"]
+    r = profile(Path("configs/transformer.toml"), "cpu", steps=2, warmup=1,
+                data_dir=tiny_data_dir, overrides=tiny, top=100, copies=True)
+    assert r["copies"] and all(c["calls"] > 0 and c["self_cpu_ms"] >= 0 for c in r["copies"])
+    places = [c["where"] for c in r["copies"]]
+    assert any(" in nmt/models/attention.py(" in w and "merge_heads" in w for w in places), \
+        places
+    assert any("Backward" in w and " in " not in w for w in places), places
+    assert "copies" not in profile(Path("configs/transformer.toml"), "cpu", steps=1, warmup=0,
+                                   data_dir=tiny_data_dir, overrides=tiny)
+
+
 def test_step_profile_refuses_no_steps(capsys: pytest.CaptureFixture[str]) -> None:
     from bench.profile_step import main
 

@@ -76,7 +76,7 @@ def _readers() -> dict[str, Callable[[], object]]:
     """Each variable of nmt.environment.VARIABLES -> the code of nmt that reads it."""
     from nmt import device
     from nmt.data import download
-    from nmt.training import command, distributed, keep_freed_memory
+    from nmt.training import command, distributed
 
     def bf16() -> object:
         device.cpu_bf16_units.cache_clear()
@@ -89,8 +89,7 @@ def _readers() -> dict[str, Callable[[], object]]:
             "NMT_DATA_MIRROR": lambda: download.resolve_source(None),
             "NMT_CORPUS_SHA256": download.expected_digest,
             "MASTER_ADDR": lambda: distributed.launcher_variable("MASTER_ADDR"),
-            "TORCHINDUCTOR_CACHE_DIR": device.separate_compiled_kernels, **launcher,
-            **{name: keep_freed_memory.applies for name in keep_freed_memory.USER_SETTINGS}}
+            "TORCHINDUCTOR_CACHE_DIR": device.separate_compiled_kernels, **launcher}
 
 
 def test_nmt_reads_the_environment_in_one_place() -> None:

@@ -67,7 +67,6 @@ from nmt.training.distributed import (
 )
 from nmt.training.ema import ExponentialMovingAverage
 from nmt.training.finetune import Start, run_start
-from nmt.training.keep_freed_memory import keep_freed_memory
 from nmt.training.optim import build_optimizer
 from nmt.training.state import (
     Display,
@@ -326,8 +325,7 @@ def set_up(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
 
 def training_device(t: TrainConfig, dist: Dist, log: Callable[[str], None]) -> torch.device:
     """The device this process trains on; also sets the threads (saying so in ``log`` when
-    there are fewer CPUs than ``train.threads``), keeps the memory the steps free for the next
-    ones (:mod:`nmt.training.keep_freed_memory`) and seeds every RNG."""
+    there are fewer CPUs than ``train.threads``) and seeds every RNG."""
     if t.precision == "fp16":
         raise ConfigError("train.precision: fp16 does not train here (it needs loss scaling); "
                           "expected fp32 or bf16")
@@ -337,7 +335,6 @@ def training_device(t: TrainConfig, dist: Dist, log: Callable[[str], None]) -> t
     note = set_threads(t.threads)
     if note:
         log(note)
-    keep_freed_memory()
     seed = t.seed + dist.rank
     random.seed(seed)
     np.random.seed(seed % 2**32)
