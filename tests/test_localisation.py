@@ -642,8 +642,14 @@ def test_cli_fills_a_po_file_with_a_trained_run(tmp_path: Path) -> None:
     assert_msgfmt_accepts(out)
     written = out.read_text(encoding="utf-8")
     assert all(entry in written for entry in KEPT)
-    assert re.search(r"--output .*fr\.po: \d+ strings? filled and marked for review", err)
+    assert re.search(r"--output .*fr\.po: \d+ strings filled and marked for review", err)
     assert polib.pofile(written).metadata["Language"] == "fr"  # the run's data.target
+    one, one_out = tmp_path / "one.po", tmp_path / "one-fr.po"
+    one.write_text(HEADER + '\nmsgid "Save the file"\nmsgstr ""\n', encoding="utf-8")
+    code, _, err = invoke("translate", "--run", str(run), "--device", "cpu",
+                          "--input", str(one), "--output", str(one_out))
+    assert code == 0, err
+    assert f"--output {one_out}: 1 string filled and marked for review" in " ".join(err.split())
     code, _, err = invoke("translate", "--run", str(run), "--input", str(source), "--output",
                           str(source), "--format", "po")
     assert code != 0 and "is the same file as --input" in err
