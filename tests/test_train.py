@@ -354,6 +354,30 @@ def test_validation_records_name_the_epoch_they_close(tiny_data_dir: Path,
     assert train_epochs == sorted(train_epochs) and set(train_epochs) == {1, 2}
 
 
+def test_the_terminal_says_each_validation_as_the_log_does_best_included(
+        tiny_data_dir: Path, tmp_path: Path) -> None:
+    """What a user watching ``nmt train`` reads after a validation is train.log's line, with
+    "(best)" where best.pt was saved (the log alone said so before)."""
+    from nmt.training.loop import Display
+
+    class Lines(Display):
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def validation(self, line: str) -> None:
+            self.lines.append(line)
+
+    run, shown = tmp_path / "said", Lines()
+    train(tiny_config("transformer", "train.max_steps=6", "train.eval_every=2"), run,
+          data_dir=tiny_data_dir, log=lambda s: None, display=shown)
+    logged = [line.split(" ", 2)[2] for line in (run / "train.log").read_text().splitlines()
+              if ": valid loss" in line]
+    assert len(shown.lines) == 3 and shown.lines == logged
+    best = load_checkpoint(run / "checkpoints" / "best.pt")["progress"]["best_step"]
+    assert [line.endswith(" (best)") for line in shown.lines][[2, 4, 6].index(best)]
+    assert shown.lines[0].endswith(" (best)")  # the first validation is the best so far
+
+
 def test_metrics_file_exists_before_its_first_line(tiny_data_dir: Path, tmp_path: Path) -> None:
     run = tmp_path / "quiet"
     train(tiny_config("gru", "train.max_steps=2", "train.log_every=100", "data.valid_frac=0.0"),

@@ -111,8 +111,8 @@ def validate(run: Run, state: TrainingState) -> None:
         prog.evals_since_best = 0
     else:
         prog.evals_since_best += 1
-    line = f"step {prog.step}: {scores_said(scores)}"
-    run.mlog.text(line + (" (best)" if improved else ""))
+    line = f"step {prog.step}: {scores_said(scores)}" + (" (best)" if improved else "")
+    run.mlog.text(line)  # the log and the terminal say the same, best.pt's saves included
     run.display.validation(line)
     # best first: a kill between the two writes leaves best.pt one save ahead, which a resume
     # adopts as last.pt (run_dir.adopt_newer_best); the other order would lose it
