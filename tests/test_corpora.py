@@ -259,12 +259,13 @@ def test_same_language_on_both_sides_and_word_tokenizer_for_chinese() -> None:
         load_config(None, ["data.columns=en,de"])
 
 
-def test_max_words_counts_characters_without_spaces() -> None:
+def test_max_words_counts_characters_without_spaces_as_words_of_their_length() -> None:
     from nmt.data.cleaning import length_in_words
     from nmt.data.languages import language
 
-    assert length_in_words("我 喜欢猫。", language("zh")) == 5
-    assert length_in_words("I like cats.", language("en")) == 3
+    assert length_in_words("我 喜欢猫。", language("zh")) == 3  # 4 characters, 1.7 a word
+    assert length_in_words("I like cats .", language("en")) == 3  # "." is no word
+    assert length_in_words("ユーザー名 PAM", language("ja")) == 3  # 5 characters, 3 a word
 
 
 # --- downloads of a Tatoeba pair ----------------------------------------------------------

@@ -26,12 +26,13 @@ from nmt.data.filters import (
     parse,
     url,
 )
-from nmt.data.languages import language
+from nmt.data.languages import CHARS_PER_WORD, language
 from nmt.data.normalize import normalize
 from nmt.data.prepare import prepare
 from nmt.errors import ConfigError
 
 EN, FR, RU, ZH, EL, DE = (language(c) for c in ("en", "fr", "ru", "zh", "el", "de"))
+JA, TH, KO, AR, HE = (language(c) for c in ("ja", "th", "ko", "ar", "he"))
 DEFAULT = parse("default")
 SPANS = judged_spans("default")
 
@@ -102,12 +103,14 @@ def test_every_filter_has_a_noisy_example() -> None:
 
 
 # software strings of several formats, correctly translated: (source, target, languages, the
-# filter that removes the pair when it reads the spans as text, None: none does). nonalnum and
-# brackets no longer remove any of them even so: the symbols of usage lines, placeholders and
-# named brackets are carried over by the translation, which those two filters now ask.
+# filter that removes the pair when it reads the spans as text, None: none does). nonalnum,
+# brackets, digits and script no longer remove any of them even so: the symbols of usage lines,
+# placeholders and named brackets are carried over by the translation, which nonalnum and
+# brackets ask; the positions of %2$s and %1$s are numbers under 10 on one side, which digits
+# lets pass; an address's words are on both sides, which script leaves out.
 SOFTWARE = [
     # gettext C: reordered, quoted, doubled, glued placeholders, date formats
-    ("--%s argument %s too large", "Argument %2$s für Option --%1$s zu groß", EN, DE, "digits"),
+    ("--%s argument %s too large", "Argument %2$s für Option --%1$s zu groß", EN, DE, None),
     ("%1$s of %2$s", "%2$s : %1$s", EN, FR, None),
     ("Cannot open `%s'", "Kann »%s« nicht öffnen", EN, DE, None),
     ("%s/%s", "%s/%s", EN, FR, "identical"),  # nothing to translate: removed either way
@@ -135,7 +138,7 @@ SOFTWARE = [
     ("Try '%s --help' for more information.", "»%s --help« gibt weitere Informationen aus.",
      EN, DE, None),
     ("See https://example.org/documentation/installation",
-     "См. https://example.org/documentation/installation", EN, RU, "script"),
+     "См. https://example.org/documentation/installation", EN, RU, None),
     # words joined by a slash are no path (the url filter removed them before it asked spans)
     ("Install/Remove", "Installieren/Entfernen", EN, DE, None),
     ("n/a", "k.A.", EN, DE, None),
@@ -157,6 +160,114 @@ SOFTWARE = [
     ("Unmatched ) or \\)", ") ou \\) sans vis-à-vis", EN, FR, None),
     ("(Reading database ...", "(Lecture de la base de données...", EN, FR, None),
 ]
+
+
+# strings of Debian's catalogues in scripts other than Latin, correctly translated: each was
+# removed by a default filter that counted a Japanese character as a word (ratio), a name the
+# translation carries over as a word in the wrong script (script) or a number written out on
+# one side as a different number (digits)
+OTHER_SCRIPTS = [
+    ("cannot get section header", "セクションヘッダーを取得できません", EN, JA, "ratio"),
+    ("PAM authentication failed for user \"%s\"", "ユーザー\"%s\"のPAM認証に失敗しました", EN, JA,
+     "ratio"),
+    ("Failed to write header", "เขียนข้อมูลส่วนหัวไม่สำเร็จ", EN, TH, "ratio"),
+    ("Amiga SoundTracker audio", "Amiga SoundTracker 音频", EN, ZH, "ratio"),
+    ("Key ID", "キー ID", EN, JA, "script"),
+    ("SVG image", "SVG 画像", EN, JA, "script"),
+    ("RPC failed; %s", "RPC 失败。%s", EN, ZH, "script"),
+    ("KP_Delete", "키패드 Delete", EN, KO, "script"),
+    ("Adobe FrameMaker font", "Шрифт Adobe FrameMaker", EN, RU, "script"),
+    ("Windows BMP image", "صورة Windows BMP", EN, AR, "script"),
+    ("NullSoft video", "Βίντεο Nullsoft", EN, EL, "script"),
+    ("array must be one-dimensional", "配列は1次元でなければなりません", EN, JA, "ratio"),
+    ("3rd level of Left Ctrl", "第三层的左 Ctrl", EN, ZH, "digits"),
+    ("transfer rate must be greater than zero", "скорость передачи должна быть больше 0", EN,
+     RU, "digits"),
+    ("October", "10月", EN, JA, "digits"),
+    ("I paid five dollars to him.", "Je lui ai payé 5 dollars.", EN, FR, "digits"),
+]
+
+
+@pytest.mark.parametrize(("src", "tgt", "sl", "tl", "removed_by"), OTHER_SCRIPTS,
+                         ids=[f"{n[0]}>{n[1]}" for n in OTHER_SCRIPTS])
+def test_translations_into_other_scripts_pass_the_filters(
+        src: str, tgt: str, sl: object, tl: object, removed_by: str) -> None:
+    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    assert first_failed(s, t, sl, tl, DEFAULT, SPANS) is None  # type: ignore[arg-type]
+
+
+# what they still remove in those scripts (from the same catalogues): a different string, a
+# different number, a key in place of its text
+OTHER_SCRIPTS_NOISY = [
+    ("script", "Invalid compressed data", "Invalid hostname", EN, HE),
+    ("script", "Splice not supported", "Symbolic links not supported", EN, HE),
+    ("digits", "libc6 library %s in wrong directory", "libc5 的库 %s 处于错误的目录中", EN, ZH),
+    ("digits", "Greek, Ancient (to 1453)", "Ελληνικά, Αρχαία", EN, EL),
+    ("digits", "I have 2 cats.", "J'ai 3 chats.", EN, FR),
+    ("ratio", "Ok.", "好的，我觉得这是一个非常非常好的主意，"
+     "我们明天一起去吧，好不好呢朋友们大家一起来", EN, ZH),
+    ("ratio", "Close the window", "ウィンドウを閉じる前に、保存されていない"
+     "すべての変更を保存するかどうかを確認してください。"
+     "変更は失われます。本当によろしいですか", EN, JA),
+]
+
+
+@pytest.mark.parametrize(("name", "src", "tgt", "sl", "tl"), OTHER_SCRIPTS_NOISY,
+                         ids=[f"{n[0]}-{i}" for i, n in enumerate(OTHER_SCRIPTS_NOISY)])
+def test_bad_pairs_in_other_scripts_are_still_removed(name: str, src: str, tgt: str,
+                                                      sl: object, tl: object) -> None:
+    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    assert first_failed(s, t, sl, tl, DEFAULT, SPANS) == name  # type: ignore[arg-type]
+
+
+def test_words_of_a_script_without_spaces_are_its_characters_over_a_words_length() -> None:
+    assert EN.words("PAM authentication failed for user \"x\" !") == 6  # "!" is no word
+    # 14 Japanese characters over 3.0 a word, and PAM and s one word each
+    assert JA.words("ユーザー\"%s\"のPAM認証に失敗しました") == pytest.approx(14 / 3 + 2)
+    assert ZH.words("右 Win 选择第五层") == pytest.approx(6 / 1.7 + 1)
+    assert JA.words("") == 0 and JA.words("。、！") == 0
+
+
+_CYRILLIC = st.text(alphabet="абвгдежзиклмнопрстуфхцчшщыэюя", min_size=2, max_size=10)
+_NAME = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", min_size=2,
+                max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(_NAME, min_size=1, max_size=6), own=st.lists(_CYRILLIC, min_size=1,
+       max_size=6), names=st.lists(_NAME, min_size=0, max_size=6), order=st.randoms())
+def test_names_a_translation_carries_over_never_count_against_its_script(
+        words: list[str], own: list[str], names: list[str], order: object) -> None:
+    """A Russian side of its own words and any number of names the English side has, in any
+    order, is never removed by script; the same side with those names not in the source is."""
+    tgt = own + names
+    order.shuffle(tgt)  # type: ignore[attr-defined]
+    src, t = " ".join(words + names), " ".join(tgt)
+    assert FILTERS["script"].check(src, t, EN, RU, 0.5) is False
+    foreign = sum(len(n) for n in names)
+    if foreign > 2 * sum(len(w) for w in own) and not set(names) & set(words):
+        assert FILTERS["script"].check(" ".join(words), t, EN, RU, 0.5) is True
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 40), lang=st.sampled_from(["ja", "zh", "th", "my"]),
+       carried=st.integers(0, 3))
+def test_a_translation_as_long_as_its_source_in_any_script_is_no_ratio_outlier(
+        n: int, lang: str, carried: int) -> None:
+    """n English words and their translation of n words' worth of characters of a script
+    without spaces (names carried over among them) are as long as each other; four times that
+    many characters is an outlier once it is over the floor."""
+    target = language(lang)
+    char = {"ja": "語", "zh": "语", "th": "ก", "my": "က"}[lang]
+    per_word = CHARS_PER_WORD[target.script]
+    names = ["Win"] * min(carried, n)
+    src = " ".join(["word"] * (n - len(names)) + names)
+    tgt = char * round(per_word * (n - len(names))) + " " + " ".join(names)
+    assert FILTERS["ratio"].check(src, tgt, EN, target, 3.0) is False
+    assert FILTERS["ratio"].check(tgt, src, target, EN, 3.0) is False
+    if n >= 3:  # 12 words or more: over the floor of 8
+        longer = char * round(4 * per_word * n)
+        assert FILTERS["ratio"].check(src, longer, EN, target, 3.0) is True
 
 
 @pytest.mark.parametrize(("src", "tgt", "sl", "tl", "before"), SOFTWARE,

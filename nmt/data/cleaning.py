@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,9 +42,9 @@ def reference_text(raw: str, normalized: str, cfg: DataConfig) -> str:
 
 
 def length_in_words(text: str, lang: Language) -> int:
-    """Words for ``max_words``: separated by spaces, or, in a script written without them
-    (Chinese, Japanese, Thai), characters other than spaces."""
-    return len(text.split()) if lang.spaced else len(text) - text.count(" ")
+    """Words for ``max_words``: :meth:`Language.words` (those with a letter or digit; in a
+    script written without spaces its characters as words of the same length), rounded up."""
+    return math.ceil(lang.words(text))
 
 
 @dataclass

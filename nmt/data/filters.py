@@ -24,25 +24,17 @@ config checks ``data.filters`` with :func:`parse`.
 
 from __future__ import annotations
 
-import functools
+import itertools
 import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from nmt.data.languages import Language
+from nmt.data.languages import Language, script_of
 from nmt.data.spans import Finder, SpanRules, emails, paths, urls
 from nmt.data.spans import parse as parse_spans
-
-
-def _units(text: str, lang: Language) -> int:
-    """Words (with a letter or digit: French "!" and "»" are not words), or letters and digits
-    where the script is written without spaces."""
-    if lang.spaced:
-        return sum(1 for word in text.split() if any(c.isalnum() for c in word))
-    return sum(1 for c in text if c.isalnum())
 
 
 def identical(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
@@ -59,9 +51,10 @@ RATIO_FLOOR = 8  # pairs whose longer side has at most this many words are never
 
 
 def ratio(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
-    """One side more than ``limit`` times as long as the other, in words (characters in a
-    script written without spaces); short pairs ("Go." / "Va-t'en !") are left alone."""
-    a, b = _units(src, sl), _units(tgt, tl)
+    """One side more than ``limit`` times as long as the other, in words (a script written
+    without spaces counts its characters as words of the same length: :meth:`Language.words`);
+    short pairs ("Go." / "Va-t'en !") are left alone."""
+    a, b = sl.words(src), tl.words(tgt)
     return max(a, b) > RATIO_FLOOR and max(a, b) > limit * max(min(a, b), 1)
 
 
@@ -74,11 +67,22 @@ def _numbers(text: str) -> list[str]:
     return sorted(re.findall(r"\d+", _SEPARATED_DIGITS.sub("", ascii_digits)))
 
 
+SPELLED_OUT = 10  # a number up to this that only one side has may be written out on the other
+
+
 def digits(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
-    """The numbers differ ("10 000" and "10,000" are one number; any script's digits count)."""
+    """The numbers differ ("10 000" and "10,000" are one number; any script's digits count).
+    Numbers from 0 to :data:`SPELLED_OUT` that only one side has pass, where the other side has
+    no number of its own: translations write them out or in digits as their language does
+    (``one column`` -> ``1つの列``, ``3rd level`` -> ``第三层``, ``greater than zero`` -> ``больше
+    0``, ``October`` -> ``10月``); ``2 cats`` -> ``3 chats`` does not."""
     if not (_DIGIT.search(src) or _DIGIT.search(tgt)):
         return False
-    return _numbers(src) != _numbers(tgt)
+    a, b = Counter(_numbers(src)), Counter(_numbers(tgt))
+    only_src, only_tgt = a - b, b - a
+    if only_src and only_tgt:
+        return True
+    return any(int(n) > SPELLED_OUT for n in only_src + only_tgt)
 
 
 def repeated_chars(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
@@ -165,28 +169,36 @@ def url(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
     return len(_addresses(src)) != len(_addresses(tgt))
 
 
-# Unicode character names start with their script's name; these scripts answer to other names
-_SCRIPT_NAMES = {"Han": {"CJK"}, "Japanese": {"CJK", "HIRAGANA", "KATAKANA"},
-                 "Hangul": {"HANGUL", "CJK"}}
+def _letter_runs(side: str) -> list[str]:
+    """A side's words, cut wherever the script changes (``型がINVALID``: ``型が``, ``INVALID``):
+    runs of letters of one script (fullwidth letters, which the masks are written in, of none)."""
+    return ["".join(run) for key, run in itertools.groupby(
+        side, lambda c: script_of(c) if c.isalpha() else "") if key]
 
 
-@functools.lru_cache(maxsize=65536)
-def _script_of(char: str) -> str:
-    """The first word of a letter's Unicode name: LATIN, CYRILLIC, CJK, HIRAGANA, ARABIC..."""
-    name = unicodedata.name(char, "")
-    first = name.split(" ", 1)[0]
-    return "" if first in ("FULLWIDTH", "HALFWIDTH", "MODIFIER") else first
+def _share_written(letters: Iterable[str], lang: Language) -> float | None:
+    written = [lang.writes(c) for c in letters]
+    return sum(written) / len(written) if written else None
 
 
 def script(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
     """Less than ``limit`` of a side's letters are in its language's script (English in the
-    Russian file, Latin transliteration in a Greek one)."""
-    for side, lang in ((src, sl), (tgt, tl)):
+    Russian file, Latin transliteration in a Greek one), not counting the words the other side
+    has too: names and identifiers a translation carries over (``Adobe FrameMaker`` ->
+    ``Шрифт Adobe FrameMaker``, ``SVG image`` -> ``SVG 画像``) are no sign of a side in the
+    wrong language. A side of nothing but such words is judged on all its letters."""
+    runs: tuple[list[str], list[str]] | None = None
+    for i, (side, lang) in enumerate(((src, sl), (tgt, tl))):
         if lang.script == "Latin" and side.isascii():
             continue
-        expected = _SCRIPT_NAMES.get(lang.script, {lang.script.upper()})
-        letters = [c for c in side if c.isalpha() and _script_of(c)]
-        if letters and sum(_script_of(c) in expected for c in letters) / len(letters) < limit:
+        share = _share_written((c for run in _letter_runs(side) for c in run), lang)
+        if share is None or share >= limit:
+            continue
+        runs = runs or (_letter_runs(src), _letter_runs(tgt))
+        carried = {run.casefold() for run in runs[1 - i]}
+        own = [c for run in runs[i] if run.casefold() not in carried for c in run]
+        share = _share_written(own, lang) if own else share
+        if share is not None and share < limit:
             return True
     return False
 

@@ -6,11 +6,22 @@ code, its ISO 639-3 code (``yue``, ``kab``). Tatoeba / ManyThings.org name their
 
 What the rest of the package asks of a language: its name (Argos packages show it), whether its
 script has letter case (case augmentation, lower-casing), whether it separates words with spaces
-(``max_words``, the word tokenizer) and whether it is written right to left.
+(the word tokenizer), how long a text is in words (``max_words``, the ``ratio`` filter), which
+letters are of its script (the ``script`` filter) and whether it is written right to left.
+
+Words of a script written without spaces are counted as characters of that script divided by
+the characters a word of English comes to in it (:data:`CHARS_PER_WORD`), so that "as long as"
+means the same between any two languages: ``PAM authentication failed for user "%s"`` (6
+words) and ``ユーザー"%s"のPAM認証に失敗しました`` (14 Japanese characters and 2 other words, about
+6.7 words) are about as long, where counting its characters as words made the Japanese three
+times as long.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import unicodedata
 from dataclasses import dataclass
 
 from nmt.errors import DataError
@@ -30,11 +41,51 @@ class Language:
     @property
     def spaced(self) -> bool:
         """Words separated by spaces (Chinese, Japanese and Thai are written without)."""
-        return self.script not in _UNSPACED
+        return self.script not in CHARS_PER_WORD
+
+    def writes(self, char: str) -> bool:
+        """Whether ``char`` is of this language's script (:func:`script_of`)."""
+        return script_of(char) in _SCRIPT_NAMES.get(self.script, {self.script.upper()})
+
+    def words(self, text: str) -> float:
+        """How long ``text`` is in words: its words with a letter or digit (French ``!`` and
+        ``»`` are no words); in a script written without spaces, its characters of that script
+        over :data:`CHARS_PER_WORD`, each run of other letters and digits (``PAM``, ``Win``)
+        one word."""
+        if self.spaced:
+            return sum(1 for word in text.split() if any(c.isalnum() for c in word))
+        per_word = CHARS_PER_WORD[self.script]
+        count = 0.0
+        for own, run in itertools.groupby(text, lambda c: self.writes(c) if c.isalnum() else None):
+            if own is not None:
+                count += sum(1 for _ in run) / per_word if own else 1
+        return count
 
 
 _CASED = {"Latin", "Cyrillic", "Greek", "Armenian"}
-_UNSPACED = {"Han", "Japanese", "Thai", "Lao", "Khmer", "Myanmar", "Tibetan"}
+# Scripts written without spaces, and the characters of each that a word of English comes to:
+# the median over the strings of Debian's catalogues translated from English, at least five
+# English words each and no letter of another script in the translation (Chinese 5,674 strings,
+# Japanese 4,080, Thai 480, Burmese 403: docs/DATA.md, "Cleaning and mixing"). Lao, Khmer and
+# Tibetan, of which a Debian system holds too few strings to measure, take Thai's figure (their
+# scripts spell syllables as Thai's does).
+CHARS_PER_WORD = {"Han": 1.7, "Japanese": 3.0, "Thai": 4.3, "Myanmar": 2.6,
+                  "Lao": 4.3, "Khmer": 4.3, "Tibetan": 4.3}
+# Unicode names a script's letters start with, where they are not the script's own name
+_SCRIPT_NAMES = {"Han": {"CJK", "IDEOGRAPHIC"},
+                 "Japanese": {"CJK", "IDEOGRAPHIC", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA"},
+                 "Hangul": {"HANGUL", "CJK"}}
+
+
+@functools.lru_cache(maxsize=65536)
+def script_of(char: str) -> str:
+    """The script a character's Unicode name starts with: LATIN, CYRILLIC, CJK, HIRAGANA,
+    ARABIC, DIGIT...; halfwidth forms are of their script (``ｶ`` is KATAKANA); fullwidth and
+    modifier letters are of none ("")."""
+    words = unicodedata.name(char, "").split(" ", 2)
+    if words[0] == "HALFWIDTH" and len(words) > 1:
+        return words[1]
+    return "" if words[0] in ("FULLWIDTH", "MODIFIER") else words[0]
 
 # code, name, script, Tatoeba's 3-letter code
 _TABLE = [
