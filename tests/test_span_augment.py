@@ -44,7 +44,7 @@ def augmented(src: str, tgt: str, seeds: range = range(40)) -> list[tuple[str, s
 
 # --- golden cases ----------------------------------------------------------------------------
 
-PAIRS = [  # English to French, German, Russian and Chinese, and what each shares
+PAIRS = [  # English to French, German, Russian, Chinese and Japanese, and what each shares
     ("Tom has 3 cats.", "Tom a 3 chats.", ["Tom", "3"]),
     ("I live in New York.", "J'habite à New York.", ["New York"]),
     ("I saw Tom in Boston in 2013.", "Ich habe Tom 2013 in Boston gesehen.",
@@ -53,6 +53,9 @@ PAIRS = [  # English to French, German, Russian and Chinese, and what each share
     ("Tom has 3 cats.", "У Тома 3 кошки.", ["3"]),
     ("I have 3 apples.", "我有3个苹果。", ["3"]),
     ("It costs 3.50 euros.", "Es kostet 3.50 Euro.", ["3.50"]),
+    # a name written in its own script inside text without spaces is a word of its own
+    ("PAM authentication failed for Tom", "TomのPAM認証に失敗しました", ["PAM", "Tom"]),
+    ("Press Win to open it.", "按Win键打开它。", ["Win"]),
 ]
 
 

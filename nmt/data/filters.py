@@ -24,7 +24,6 @@ config checks ``data.filters`` with :func:`parse`.
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import unicodedata
@@ -32,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from nmt.data.languages import Language, script_of
+from nmt.data.languages import Language, letter_runs
 from nmt.data.spans import Finder, SpanRules, emails, paths, urls
 from nmt.data.spans import parse as parse_spans
 
@@ -170,10 +169,9 @@ def url(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
 
 
 def _letter_runs(side: str) -> list[str]:
-    """A side's words, cut wherever the script changes (``型がINVALID``: ``型が``, ``INVALID``):
-    runs of letters of one script (fullwidth letters, which the masks are written in, of none)."""
-    return ["".join(run) for key, run in itertools.groupby(
-        side, lambda c: script_of(c) if c.isalpha() else "") if key]
+    """A side's words, cut wherever the script changes (``型がINVALID``: ``型が``, ``INVALID``;
+    the masks' fullwidth letters are in none)."""
+    return [side[start:end] for start, end in letter_runs(side)]
 
 
 def _share_written(letters: Iterable[str], lang: Language) -> float | None:

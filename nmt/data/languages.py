@@ -77,6 +77,22 @@ _SCRIPT_NAMES = {"Han": {"CJK", "IDEOGRAPHIC"},
                  "Hangul": {"HANGUL", "CJK"}}
 
 
+def letter_runs(text: str) -> list[tuple[int, int]]:
+    """Where ``text``'s words are, cut wherever the script changes (``のPAM認証``: ``の``,
+    ``PAM``, ``認証``): the runs of letters of one script, as (start, end). Letters of no script
+    (fullwidth, modifier) are in none."""
+    runs, start, current = [], 0, ""
+    for i, c in enumerate(text):
+        script = script_of(c) if c.isalpha() else ""
+        if script != current:
+            if current:
+                runs.append((start, i))
+            start, current = i, script
+    if current:
+        runs.append((start, len(text)))
+    return runs
+
+
 @functools.lru_cache(maxsize=65536)
 def script_of(char: str) -> str:
     """The script a character's Unicode name starts with: LATIN, CYRILLIC, CJK, HIRAGANA,

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from nmt.data.languages import letter_runs
 from nmt.data.spans import SpanRules, parse
 
 DEFAULT_RULES = SpanRules(parse("default"))
@@ -27,8 +28,8 @@ UNITS_DRAWN = (1, 1, 2, 2, 3)  # how many shared units a pair rewrites, drawn fr
 # by what the pair shares)
 TRIES = 3  # styles drawn before a pair is left as it is
 
-# a number (3, 3.5, 10:30, 1,000) or a run of letters, of any script
-TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+")
+# a number (3, 3.5, 10:30, 1,000); the other tokens are runs of letters of one script
+NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 
 
 # --- the inventory -------------------------------------------------------------------------------
@@ -126,9 +127,10 @@ def _glued(text: str, start: int, end: int) -> bool:
 
 
 def _tokens(text: str) -> dict[str, list[tuple[int, int]]]:
+    """Numbers and words (runs of letters of one script: ``PAM`` in ``のPAM認証``), and where."""
     out: dict[str, list[tuple[int, int]]] = {}
-    for m in TOKEN.finditer(text):
-        out.setdefault(m.group(), []).append(m.span())
+    for start, end in sorted([m.span() for m in NUMBER.finditer(text)] + letter_runs(text)):
+        out.setdefault(text[start:end], []).append((start, end))
     return out
 
 
