@@ -115,6 +115,26 @@ def test_non_latin_scripts() -> None:
         assert lay_out(["Tak. Kah?"], sentence_splitter(lang)).segments == ["Tak.", "Kah?"]
 
 
+CHINESE = ["你好。", "今天天气很好！", "你去哪儿？", "我们走吧。"]
+ENGLISH = ["Hello.", "The weather is fine today!", "Where are you going?", "Let's go."]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=6))
+def test_sentences_are_spaced_as_the_translations_script_writes(picks: list[int]) -> None:
+    """Chinese writes no space between sentences, English one: a paragraph translated either
+    way is spaced as its translation's script is, and given back as written when the engine
+    changes nothing."""
+    chinese = "".join(CHINESE[i] for i in picks)
+    english = " ".join(ENGLISH[i] for i in picks)
+    zh, en = dict(zip(CHINESE, ENGLISH, strict=True)), dict(zip(ENGLISH, CHINESE, strict=True))
+    assert translate_laid_out([chinese], lambda b: [zh[x] for x in b],
+                              sentence_splitter("zh")) == [english]
+    assert translate_laid_out([english], lambda b: [en[x] for x in b], SPLIT) == [chinese]
+    for line, lang in ((chinese, "zh"), (english, "en")):
+        assert translate_laid_out([line], identity, sentence_splitter(lang)) == [line]
+
+
 def test_a_wrong_number_of_translations_is_refused() -> None:
     with pytest.raises(ValueError, match="1 translations for 2 segments"):
         lay_out(["One.  Two."], SPLIT).join(["Un."])

@@ -17,7 +17,12 @@ in one place (:func:`lay_out`):
    French ``!``) is spacing inside a sentence, which the translation spells as it will.
 3. **Sentences**: with a splitter (:func:`sentence_splitter`, the default), each segment is cut
    into sentences, and what stood between two sentences (one space, or nothing in Chinese and
-   Japanese) is put back between their translations.
+   Japanese) is put back between their translations, unless the translation ends a sentence
+   as the other script does (:func:`_between_sentences`): after a full-width mark (``。``,
+   ``！``, ``？``) nothing, where the source's sentence ended with an ordinary one; one space,
+   where the source's ended with a full-width mark and the translation does not
+   (``我爱你。你好。`` -> ``I love you. Hello.``; ``Open it. Save it.`` ->
+   ``開きます。保存します。``).
 4. **Nothing to translate**: a segment or sentence without a letter of any script (``42``,
    ``--``, ``*``, ``...``) is kept as written, not given to the model.
 
@@ -88,8 +93,47 @@ class Layout:
         if len(translations) != len(self.segments):
             raise ValueError(f"{len(translations)} translations for {len(self.segments)} "
                              "segments")
-        return ["".join(translations[p] if isinstance(p, int) else p for p in parts)
-                for parts in self.lines]
+        out = []
+        for parts in self.lines:
+            text = []
+            for i, p in enumerate(parts):
+                if isinstance(p, int):
+                    if i and isinstance(before := parts[i - 1], int):  # nothing between the two
+                        text.append(_between_sentences(self.segments[before],
+                                                       translations[before], ""))
+                    text.append(translations[p])
+                elif _is_gap(parts, i):
+                    before = int(parts[i - 1])
+                    text.append(_between_sentences(self.segments[before], translations[before],
+                                                   p))
+                else:
+                    text.append(p)
+            out.append("".join(text))
+        return out
+
+
+def _is_gap(parts: Sequence[str | int], i: int) -> bool:
+    """Whether ``parts[i]`` is the space between two sentences of a segment: one space
+    character between two translations (a run of spacing that long never cuts segments)."""
+    return (0 < i < len(parts) - 1 and isinstance(parts[i - 1], int)
+            and isinstance(parts[i + 1], int) and len(str(parts[i])) == 1)
+
+
+def _between_sentences(source: str, translation: str, gap: str) -> str:
+    """What goes between a translated sentence and the next, where ``gap`` (one space, or
+    nothing) stood after the sentence ``source`` in the source: ``gap``, unless ``translation``
+    ends otherwise than ``source`` does: after a full-width mark that ends a sentence (``。``,
+    ``！``, ``？``, ``」``) nothing, after an ordinary one a space."""
+    wide = _ends_wide(translation)
+    if wide == _ends_wide(source):
+        return gap
+    return "" if wide else " "
+
+
+def _ends_wide(sentence: str) -> bool:
+    last = sentence[-1:]
+    return bool(last) and unicodedata.east_asian_width(last) in "WF" and unicodedata.category(
+        last).startswith("P")
 
 
 def lay_out(lines: Sequence[str], split: Splitter | None = None) -> Layout:
