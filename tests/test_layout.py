@@ -135,6 +135,16 @@ def test_sentences_are_spaced_as_the_translations_script_writes(picks: list[int]
         assert translate_laid_out([line], identity, sentence_splitter(lang)) == [line]
 
 
+def test_only_a_space_between_sentences_is_respaced() -> None:
+    """What else stands between two sentences (a dash a splitter left out) stays as written."""
+    def split(text: str) -> list[str]:
+        return ["Hi.", "Go."]
+
+    zh = {"Hi.": "你好。", "Go.": "走。"}
+    assert translate_laid_out(["Hi.-Go."], lambda b: [zh[x] for x in b], split) == ["你好。-走。"]
+    assert translate_laid_out(["Hi. Go."], lambda b: [zh[x] for x in b], split) == ["你好。走。"]
+
+
 def test_a_wrong_number_of_translations_is_refused() -> None:
     with pytest.raises(ValueError, match="1 translations for 2 segments"):
         lay_out(["One.  Two."], SPLIT).join(["Un."])

@@ -97,15 +97,15 @@ class Layout:
         for parts in self.lines:
             text = []
             for i, p in enumerate(parts):
+                previous = parts[i - 1] if i else None
                 if isinstance(p, int):
-                    if i and isinstance(before := parts[i - 1], int):  # nothing between the two
-                        text.append(_between_sentences(self.segments[before],
-                                                       translations[before], ""))
+                    if isinstance(previous, int):  # two sentences with nothing between
+                        text.append(_between_sentences(self.segments[previous],
+                                                       translations[previous], ""))
                     text.append(translations[p])
-                elif _is_gap(parts, i):
-                    before = int(parts[i - 1])
-                    text.append(_between_sentences(self.segments[before], translations[before],
-                                                   p))
+                elif _is_gap(parts, i) and isinstance(previous, int):
+                    text.append(_between_sentences(self.segments[previous],
+                                                   translations[previous], p))
                 else:
                     text.append(p)
             out.append("".join(text))
@@ -115,8 +115,10 @@ class Layout:
 def _is_gap(parts: Sequence[str | int], i: int) -> bool:
     """Whether ``parts[i]`` is the space between two sentences of a segment: one space
     character between two translations (a run of spacing that long never cuts segments)."""
+    part = parts[i]
     return (0 < i < len(parts) - 1 and isinstance(parts[i - 1], int)
-            and isinstance(parts[i + 1], int) and len(str(parts[i])) == 1)
+            and isinstance(parts[i + 1], int) and isinstance(part, str) and len(part) == 1
+            and part.isspace())
 
 
 def _between_sentences(source: str, translation: str, gap: str) -> str:
