@@ -24,7 +24,7 @@ def ratios(english: list[str], translated: list[str], lang: Language,
     """Characters of ``lang``'s script per English word, for each pair that counts."""
     out = []
     for src, tgt in zip(english, translated, strict=True):
-        words = sum(1 for w in src.split() if any(c.isalnum() for c in w))
+        words = language("en").words(src)
         chars = [c for c in tgt if c.isalnum()]
         if words >= min_words and chars and all(lang.writes(c) for c in chars):
             out.append(len(chars) / words)

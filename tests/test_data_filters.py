@@ -212,14 +212,6 @@ OTHER_SCRIPTS_NOISY = [
 ]
 
 
-@pytest.mark.parametrize(("name", "src", "tgt", "sl", "tl"), OTHER_SCRIPTS_NOISY,
-                         ids=[f"{n[0]}-{i}" for i, n in enumerate(OTHER_SCRIPTS_NOISY)])
-def test_bad_pairs_in_other_scripts_are_still_removed(name: str, src: str, tgt: str,
-                                                      sl: object, tl: object) -> None:
-    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
-    assert first_failed(s, t, sl, tl, DEFAULT, SPANS) == name  # type: ignore[arg-type]
-
-
 def test_words_of_a_script_without_spaces_are_its_characters_over_a_words_length() -> None:
     assert EN.words("PAM authentication failed for user \"x\" !") == 6  # "!" is no word
     # 14 Japanese characters over 3.0 a word, and PAM and s one word each
@@ -302,10 +294,11 @@ SOFTWARE_NOISY = [
 ]
 
 
-@pytest.mark.parametrize(("name", "src", "tgt", "sl", "tl"), SOFTWARE_NOISY,
-                         ids=[f"{n[0]}-{i}" for i, n in enumerate(SOFTWARE_NOISY)])
-def test_pairs_with_spans_that_are_bad_are_still_removed(name: str, src: str, tgt: str,
-                                                         sl: object, tl: object) -> None:
+@pytest.mark.parametrize(("name", "src", "tgt", "sl", "tl"), SOFTWARE_NOISY + OTHER_SCRIPTS_NOISY,
+                         ids=[f"{n[0]}-{i}" for i, n in enumerate(SOFTWARE_NOISY
+                                                                  + OTHER_SCRIPTS_NOISY)])
+def test_bad_pairs_with_spans_or_in_other_scripts_are_still_removed(
+        name: str, src: str, tgt: str, sl: object, tl: object) -> None:
     s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
     assert first_failed(s, t, sl, tl, DEFAULT, SPANS) == name  # type: ignore[arg-type]
 

@@ -28,7 +28,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nmt.data.languages import Language, letter_runs
@@ -174,9 +174,8 @@ def _letter_runs(side: str) -> list[str]:
     return [side[start:end] for start, end in letter_runs(side)]
 
 
-def _share_written(letters: Iterable[str], lang: Language) -> float | None:
-    written = [lang.writes(c) for c in letters]
-    return sum(written) / len(written) if written else None
+def _share_written(letters: str, lang: Language) -> float:
+    return sum(map(lang.writes, letters)) / len(letters)
 
 
 def script(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
@@ -185,18 +184,15 @@ def script(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool
     has too: names and identifiers a translation carries over (``Adobe FrameMaker`` ->
     ``Шрифт Adobe FrameMaker``, ``SVG image`` -> ``SVG 画像``) are no sign of a side in the
     wrong language. A side of nothing but such words is judged on all its letters."""
-    runs: tuple[list[str], list[str]] | None = None
-    for i, (side, lang) in enumerate(((src, sl), (tgt, tl))):
+    for side, other, lang in ((src, tgt, sl), (tgt, src, tl)):
         if lang.script == "Latin" and side.isascii():
             continue
-        share = _share_written((c for run in _letter_runs(side) for c in run), lang)
-        if share is None or share >= limit:
+        mine = _letter_runs(side)
+        if not mine or _share_written("".join(mine), lang) >= limit:
             continue
-        runs = runs or (_letter_runs(src), _letter_runs(tgt))
-        carried = {run.casefold() for run in runs[1 - i]}
-        own = [c for run in runs[i] if run.casefold() not in carried for c in run]
-        share = _share_written(own, lang) if own else share
-        if share is not None and share < limit:
+        carried = {run.casefold() for run in _letter_runs(other)}
+        own = "".join(run for run in mine if run.casefold() not in carried)
+        if not own or _share_written(own, lang) < limit:
             return True
     return False
 

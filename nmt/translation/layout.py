@@ -98,27 +98,20 @@ class Layout:
             text = []
             for i, p in enumerate(parts):
                 previous = parts[i - 1] if i else None
+                following = parts[i + 1] if i + 1 < len(parts) else None
                 if isinstance(p, int):
                     if isinstance(previous, int):  # two sentences with nothing between
                         text.append(_between_sentences(self.segments[previous],
                                                        translations[previous], ""))
                     text.append(translations[p])
-                elif _is_gap(parts, i) and isinstance(previous, int):
+                elif (isinstance(previous, int) and isinstance(following, int)
+                      and len(p) == 1 and p.isspace()):  # the space between two sentences
                     text.append(_between_sentences(self.segments[previous],
                                                    translations[previous], p))
                 else:
                     text.append(p)
             out.append("".join(text))
         return out
-
-
-def _is_gap(parts: Sequence[str | int], i: int) -> bool:
-    """Whether ``parts[i]`` is the space between two sentences of a segment: one space
-    character between two translations (a run of spacing that long never cuts segments)."""
-    part = parts[i]
-    return (0 < i < len(parts) - 1 and isinstance(parts[i - 1], int)
-            and isinstance(parts[i + 1], int) and isinstance(part, str) and len(part) == 1
-            and part.isspace())
 
 
 def _between_sentences(source: str, translation: str, gap: str) -> str:
