@@ -133,7 +133,7 @@ bench-spans: install ## software strings' spans through nmt, CTranslate2, Argos;
 	$(BIN)/python -m bench.software_strings corpus --out $(SPANS_DIR) --target $(SPANS_LANG)
 	$(BIN)/python -m bench.software_strings measure --work $(SPANS_DIR) $(if $(SPANS_STEPS),--steps $(SPANS_STEPS))
 
-demo: install ## download, train the small CPU demo model (about 10 min), translate and score it
+demo: install ## download, train the small CPU demo model (about 10 min, 15 at most), translate and score it
 	$(NMT) data download
 	$(NMT) train --config configs/demo.toml --run-name demo --overwrite
 	$(NMT) translate --run runs/demo "I'm home." "He's calm." "Go." "I lost." "i'm home ."
