@@ -81,9 +81,15 @@ NOISY = [
 ]
 
 
+def as_prepared(src: str, tgt: str, sl: object, tl: object) -> tuple[str, str]:
+    """A pair as preparation hands it to the filters: each side normalised the demo's way."""
+    return (normalize(src, False, "natural", lang=sl.code),  # type: ignore[attr-defined]
+            normalize(tgt, False, "natural", lang=tl.code))  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(("src", "tgt", "sl", "tl"), CLEAN)
 def test_clean_pairs_pass_every_filter(src: str, tgt: str, sl: object, tl: object) -> None:
-    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    s, t = as_prepared(src, tgt, sl, tl)
     assert first_failed(s, t, sl, tl, DEFAULT) is None  # type: ignore[arg-type]
 
 
@@ -91,7 +97,7 @@ def test_clean_pairs_pass_every_filter(src: str, tgt: str, sl: object, tl: objec
                          ids=[f"{n[0]}-{i}" for i, n in enumerate(NOISY)])
 def test_each_filter_removes_its_own_kind(name: str, src: str, tgt: str, sl: object,
                                           tl: object) -> None:
-    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    s, t = as_prepared(src, tgt, sl, tl)
     check = FILTERS[name].check
     assert check(s, t, sl, tl, FILTERS[name].default)  # type: ignore[arg-type]
     # and alone, the pair is removed under its own name
@@ -192,7 +198,7 @@ OTHER_SCRIPTS = [
                          ids=[f"{n[0]}>{n[1]}" for n in OTHER_SCRIPTS])
 def test_translations_into_other_scripts_pass_the_filters(
         src: str, tgt: str, sl: object, tl: object, removed_by: str) -> None:
-    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    s, t = as_prepared(src, tgt, sl, tl)
     assert first_failed(s, t, sl, tl, DEFAULT, SPANS) is None  # type: ignore[arg-type]
 
 
@@ -266,7 +272,7 @@ def test_a_translation_as_long_as_its_source_in_any_script_is_no_ratio_outlier(
                          ids=[f"{n[0]}>{n[1]}" for n in SOFTWARE])
 def test_no_filter_removes_a_pair_only_because_of_its_spans(
         src: str, tgt: str, sl: object, tl: object, before: str | None) -> None:
-    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    s, t = as_prepared(src, tgt, sl, tl)
     expected = "identical" if before == "identical" else None
     assert first_failed(s, t, sl, tl, DEFAULT, SPANS) == expected  # type: ignore[arg-type]
     # what the filters did when they read the spans as text: the pairs above would fail
@@ -299,7 +305,7 @@ SOFTWARE_NOISY = [
                                                                   + OTHER_SCRIPTS_NOISY)])
 def test_bad_pairs_with_spans_or_in_other_scripts_are_still_removed(
         name: str, src: str, tgt: str, sl: object, tl: object) -> None:
-    s, t = (normalize(x, False, "natural", lang=lang.code) for x, lang in ((src, sl), (tgt, tl)))
+    s, t = as_prepared(src, tgt, sl, tl)
     assert first_failed(s, t, sl, tl, DEFAULT, SPANS) == name  # type: ignore[arg-type]
 
 
