@@ -19,6 +19,11 @@ Search (greedy, beam), training, validation and attention pictures are written o
     * otherwise ``tgt`` holds only the *new* positions (usually one) and the state is extended,
       so each step costs O(1) projections instead of re-running the prefix.
 
+A family whose decoder ends with one ``nn.Linear``, ``self.out``, from its features to the
+logits may say so (``separable_output = True``) and take ``decode(..., project=False)``: the
+features ``out`` would be applied to, in place of the logits. Training in fp32 on the CPU then
+applies the output layer itself, together with the loss (:mod:`nmt.training.chunked_output_loss`).
+
 Memory and State are flat ``dict[str, Tensor]`` whose tensors all have the batch on dim 0, so
 beam search and batch pruning can reorder or select rows generically (:func:`select_rows`).
 
@@ -40,7 +45,7 @@ State = dict[str, Tensor]
 
 
 class DecodeOutput(NamedTuple):
-    logits: Tensor  # (B, T, V)
+    logits: Tensor  # (B, T, V); decode(project=False): the output layer's input (B, T, D)
     state: State | None  # the extended state, None for a full pass
     weights: dict[str, Tensor]  # empty unless need_weights
 
@@ -55,6 +60,7 @@ class EncoderDecoder(nn.Module):
     """
 
     max_positions: int | None = None  # longest sequence the model takes; None: no limit
+    separable_output = False  # True: ``out`` is an nn.Linear and decode takes project=False
 
     def init_weights(self, scheme: str) -> None:
         """Initialise the weights as ``model.init`` says: ``"default"`` keeps PyTorch's,
@@ -68,13 +74,20 @@ class EncoderDecoder(nn.Module):
         raise NotImplementedError
 
     def decode(
-        self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False
+        self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False,
+        project: bool = True,
     ) -> DecodeOutput:
         raise NotImplementedError
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher-forced logits ``(B, T, V)`` for ``tgt_in`` = ``<bos>`` + target[:-1]."""
-        return self.decode(tgt_in, self.encode(src, src_lengths)).logits
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor,
+                project: bool = True) -> Tensor:
+        """Teacher-forced logits ``(B, T, V)`` for ``tgt_in`` = ``<bos>`` + target[:-1];
+        ``project=False`` (a family with ``separable_output``): the features ``(B, T, D)`` that
+        ``self.out`` maps to them."""
+        memory = self.encode(src, src_lengths)
+        if project:
+            return self.decode(tgt_in, memory).logits
+        return self.decode(tgt_in, memory, project=False).logits
 
 
 def select_rows(tensors: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:

@@ -57,6 +57,8 @@ def outside_cuda_autocast(gru: nn.GRU, x: Any, hidden: Tensor | None = None) -> 
 class GRUSeq2Seq(EncoderDecoder):
     """GRU encoder and Bahdanau-attention GRU decoder implementing :class:`EncoderDecoder`."""
 
+    separable_output = True  # decode(project=False): each position's output before ``out``
+
     def __init__(
         self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *,
         joint_vocab: bool = False,
@@ -136,9 +138,11 @@ class GRUSeq2Seq(EncoderDecoder):
         return output, hidden, weights
 
     def decode(
-        self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False
+        self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False,
+        project: bool = True,
     ) -> DecodeOutput:
-        """tgt ``(B, T)`` -> logits ``(B, T, V)``; weights ``{"cross": (B, 1, 1, T, S)}``.
+        """tgt ``(B, T)`` -> logits ``(B, T, V)`` (``project=False``: the features ``out``
+        takes); weights ``{"cross": (B, 1, 1, T, S)}``.
 
         ``state is None``: a teacher-forced pass from the encoder's final state. Otherwise ``tgt``
         holds the new positions only and the returned state continues from them.
@@ -154,7 +158,8 @@ class GRUSeq2Seq(EncoderDecoder):
                                                      state["keys"], memory)
             outputs.append(output)
             weights.append(step_weights)
-        logits = self.out(torch.cat(outputs, dim=1))
+        features = torch.cat(outputs, dim=1)
+        logits = self.out(features) if project else features
         out_weights = {}
         if need_weights:
             out_weights["cross"] = torch.cat(weights, dim=1)[:, None, None]  # (B, 1, 1, T, S)

@@ -156,6 +156,7 @@ class Transformer(EncoderDecoder):
 
     pos: Tensor  # (max_positions, d_model) sinusoidal table, a non-persistent buffer
     max_positions: int  # the rows of that table: the longest sequence either stack takes
+    separable_output = True  # decode(project=False): the final LayerNorm's output
 
     def __init__(
         self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, *,
@@ -243,9 +244,11 @@ class Transformer(EncoderDecoder):
         return state
 
     def decode(
-        self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False
+        self, tgt: Tensor, memory: Memory, state: State | None = None, need_weights: bool = False,
+        project: bool = True,
     ) -> DecodeOutput:
-        """tgt ``(B, T)`` -> logits ``(B, T, V)``.
+        """tgt ``(B, T)`` -> logits ``(B, T, V)`` (``project=False``: the features ``out``
+        takes, ``(B, T, d_model)``).
 
         ``state is None``: causal teacher-forced pass over all of ``tgt``. Otherwise ``tgt``
         holds the new positions only; their positions start at the cache length, and the
@@ -274,7 +277,8 @@ class Transformer(EncoderDecoder):
             if layer_self is not None and layer_cross is not None:
                 self_weights.append(layer_self)
                 cross_weights.append(layer_cross)
-        logits = self.out(self.dec_norm(x))
+        features = self.dec_norm(x)
+        logits = self.out(features) if project else features
         weights = {}
         if need_weights:
             weights = {"self": torch.stack(self_weights, 1), "cross": torch.stack(cross_weights, 1)}

@@ -15,10 +15,10 @@ from torch import nn
 
 from nmt.data.batching import Collator
 from nmt.data.tokenizers import PAD_ID
-from nmt.device import autocast
+from nmt.device import autocast, autocast_dtype
 from nmt.errors import NmtError
 from nmt.runs.paths import checkpoint_path
-from nmt.training import fused_cross_entropy
+from nmt.training import chunked_output_loss, fused_cross_entropy
 from nmt.training.distributed import all_reduce_sum
 from nmt.training.state import Progress, Run, TrainingState
 
@@ -70,15 +70,23 @@ def train_step(forward: nn.Module, state: TrainingState, group: list[np.ndarray]
     # averaging give exactly the per-token mean.
     step_tokens = all_reduce_sum(float(n_tokens), dist, device) / dist.world_size
     sums = torch.zeros(2, device=device)  # objective, cross-entropy
+    # in fp32 on the CPU the output layer is applied with the loss, by chunks (a speed trick)
+    output_layer = chunked_output_loss.output_layer(
+        state.model, device, autocast_dtype(device, t.precision), dist.world_size)
     state.optimizer.zero_grad()
     for j, batch in enumerate(batches):
         batch = batch.to(device)
         last = j == len(batches) - 1  # DDP averages the gradients after the last batch only
         no_sync = forward.no_sync if dist.world_size > 1 and not last else nullcontext
         with no_sync():  # type: ignore[operator]
-            with autocast(device, t.precision):
-                logits = forward(batch.src, batch.src_lengths, batch.tgt_in)
-            objective, nll = training_loss(logits, batch.tgt_out, t.label_smoothing)
+            if output_layer is not None:  # the features; the loss applies the layer
+                features = forward(batch.src, batch.src_lengths, batch.tgt_in, project=False)
+                objective, nll = chunked_output_loss.training_loss(
+                    features, output_layer, batch.tgt_out, t.label_smoothing)
+            else:
+                with autocast(device, t.precision):
+                    logits = forward(batch.src, batch.src_lengths, batch.tgt_in)
+                objective, nll = training_loss(logits, batch.tgt_out, t.label_smoothing)
             (objective / step_tokens).backward()
         sums += torch.stack([objective.detach(), nll])
     if t.clip_norm > 0:
