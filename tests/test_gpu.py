@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from nmt.data.prepare import prepare
 from nmt.models.build import build_model
 from nmt.runs.directory import MetricsLog
 from nmt.runs.loading import load_run
+from nmt.training import chunked_output_loss
 from nmt.training.distributed import Dist
 from nmt.training.loop import Display, Progress, Run, TrainingState, train, train_step
 from nmt.training.optim import build_optimizer
@@ -67,8 +69,15 @@ def one_step(cfg: Config, data_dir: Path, device: torch.device) -> tuple[float, 
     state = TrainingState(model, optimizer, scheduler, None, Progress())
     dtypes = []
     model.out.register_forward_hook(lambda m, i, out: dtypes.append(out.dtype))
-    _, loss, _ = train_step(model, state, [np.arange(0, 24)],
-                            Collator(prepared.splits["train"], truncate=0), run)
+    by_chunks = chunked_output_loss.training_loss
+
+    def layer_in_the_loss(features: torch.Tensor, *rest: Any) -> Any:
+        dtypes.append(features.dtype)  # fp32 on the CPU: the loss applies the layer there
+        return by_chunks(features, *rest)
+
+    with mock.patch.object(chunked_output_loss, "training_loss", layer_in_the_loss):
+        _, loss, _ = train_step(model, state, [np.arange(0, 24)],
+                                Collator(prepared.splits["train"], truncate=0), run)
     return loss, dtypes[0]
 
 
