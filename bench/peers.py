@@ -65,8 +65,9 @@ DIFFERENCES = (
     "learning_rate = lr x sqrt(d_model x warmup_steps), the same curve",
     "vocabulary: the same SentencePiece pieces; nmt's <unk> <pad> <bos> <eos> are OpenNMT-py's "
     "own <unk> <blank> <s> </s>",
-    "loss: nmt's cross-entropy with label smoothing over the logits; OpenNMT-py's generator "
-    "(log-softmax) then its label-smoothed loss",
+    "loss: nmt's label-smoothed cross-entropy as one function on the CPU (in fp32 with the "
+    "output layer, 512 target positions at a time); OpenNMT-py's generator (log-softmax) then "
+    "its label-smoothed loss",
     "torch: OpenNMT-py 3.5.1 asks for torch < 2.3; both run the same torch here (its pin lifted)",
 )
 
