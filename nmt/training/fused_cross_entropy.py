@@ -15,6 +15,10 @@ computes the log-softmax, picks the targets' entries and sums the rows, and keep
 log-probabilities; the backward turns them, in place, into that derivative (an exp, a
 subtraction, one entry a row, a row scale) and casts it once.
 
+In fp32, for a family whose output layer is separable, :mod:`nmt.training.chunked_output_loss`
+goes further and takes this function's place: the output layer and the loss by chunks of
+positions, so the logits are never written whole. This one runs in bf16 and for other families.
+
 Measured on the demo's training steps (docs/BENCHMARKS.md, "Training speed on the CPU");
 ``tests/test_fused_cross_entropy.py`` checks objective, cross-entropy and gradient against
 the readable form.
