@@ -19,7 +19,7 @@ an ``nn.Linear`` applied last). In bf16 (autocast), with several processes, or f
 family, the readable path and the fused loss run as before.
 
 Measured on the demo's training steps in fp32 (docs/BENCHMARKS.md, "The output layer and
-the loss by chunks on the CPU": ``python -m bench.chunked_loss``);
+the loss by chunks, fp32 on the CPU": ``python -m bench.chunked_loss``);
 ``tests/test_chunked_output_loss.py`` checks objective, cross-entropy and every gradient
 against the output layer and the readable loss.
 """
