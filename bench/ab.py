@@ -53,21 +53,53 @@ def median_ratio(rounds: list[dict[str, float]], b: str = "B", a: str = "A") -> 
     return statistics.median(r[b] / r[a] for r in rounds)
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__,
+def options(prog: str, doc: str | None) -> argparse.ArgumentParser:
+    """The options every alternated A/B of training steps takes (this module's, and
+    :mod:`bench.chunked_loss`'s)."""
+    p = argparse.ArgumentParser(prog=prog, description=doc,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", type=Path, default=None, help="default: configs/demo.toml")
-    p.add_argument("--a", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--b", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--block", type=int, default=15)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--data-dir", type=Path, default=None)
+    return p
+
+
+def checked(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The parsed options, the counts checked."""
     args = p.parse_args(argv)
     if min(args.threads, args.block, args.rounds) < 1 or args.warmup < 0:
         p.error("--threads, --block and --rounds must be at least 1, --warmup at least 0")
+    return args
+
+
+def compare(sides: dict[str, Step], batches: Sequence[Any], args: argparse.Namespace) -> None:
+    """Warm both sides up, alternate them over the rest of ``batches`` and print each round and
+    the median of the ratios B / A."""
+    for side, step in sides.items():
+        start = time.perf_counter()
+        for batch in batches[:args.warmup]:
+            step(batch)
+        print(f"{side}: {args.warmup} warm-up steps, {time.perf_counter() - start:.1f} s",
+              flush=True)
+    try:
+        rounds = alternate(sides, batches[args.warmup:], block=args.block, rounds=args.rounds)
+    except ValueError as e:
+        raise SystemExit(f"error: --rounds/--block: {e}") from None
+    for i, r in enumerate(rounds):
+        print(f"round {i}: A {r['A']:,.0f}, B {r['B']:,.0f} target tokens/s, "
+              f"B / A {r['B'] / r['A']:.3f}")
+    print(f"B / A, median of {len(rounds)} rounds: {median_ratio(rounds):.3f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = options("python -m bench.ab", __doc__)
+    p.add_argument("--a", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--b", action="append", default=[], metavar="KEY=VALUE")
+    args = checked(p, argv)
     import torch
 
     from bench import CONFIGS
@@ -97,22 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     def stepper(side: str) -> Step:
         return lambda batch: trainers[side].step(batch)[1]
 
-    sides = {"A": stepper("A"), "B": stepper("B")}
-    for side, step in sides.items():
-        start = time.perf_counter()
-        for batch in batches[:args.warmup]:
-            step(batch)
-        print(f"{side}: {args.warmup} warm-up steps, {time.perf_counter() - start:.1f} s",
-              flush=True)
-    timed = batches[args.warmup:]
-    try:
-        rounds = alternate(sides, timed, block=args.block, rounds=args.rounds)
-    except ValueError as e:
-        raise SystemExit(f"error: --rounds/--block: {e}") from None
-    for i, r in enumerate(rounds):
-        print(f"round {i}: A {r['A']:,.0f}, B {r['B']:,.0f} target tokens/s, "
-              f"B / A {r['B'] / r['A']:.3f}")
-    print(f"B / A, median of {len(rounds)} rounds: {median_ratio(rounds):.3f}")
+    compare({"A": stepper("A"), "B": stepper("B")}, batches, args)
 
 
 if __name__ == "__main__":

@@ -12,30 +12,20 @@ thread, and run it on a quiet machine; the config's data must be prepared.
 
 from __future__ import annotations
 
-import argparse
-import time
-from pathlib import Path
 from typing import Any
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.chunked_loss", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", type=Path, default=None, help="default: configs/demo.toml")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--block", type=int, default=15)
-    p.add_argument("--rounds", type=int, default=9)
-    p.add_argument("--data-dir", type=Path, default=None)
-    args = p.parse_args(argv)
-    if min(args.threads, args.block, args.rounds) < 1 or args.warmup < 0:
-        p.error("--threads, --block and --rounds must be at least 1, --warmup at least 0")
+    from bench.ab import checked, options
+
+    p = options("python -m bench.chunked_loss", __doc__)
+    p.set_defaults(threads=2, rounds=9)
+    args = checked(p, argv)
     import torch
 
     import nmt.training.chunked_output_loss as chunked
     from bench import CONFIGS
-    from bench.ab import Step, alternate, median_ratio
+    from bench.ab import Step, compare
     from bench.machine import machine
     from bench.steps import training_steps
     from nmt.config import load_config
@@ -68,22 +58,8 @@ def main(argv: list[str] | None = None) -> None:
                 chunked.output_layer = output_layer  # type: ignore[assignment]
         return step
 
-    sides = {"A": stepper("A"), "B": stepper("B")}
-    batches = trainers["A"].batches(cfg.train.batch_size)
-    for side, step in sides.items():
-        start = time.perf_counter()
-        for batch in batches[:args.warmup]:
-            step(batch)
-        print(f"{side}: {args.warmup} warm-up steps, {time.perf_counter() - start:.1f} s",
-              flush=True)
-    try:
-        rounds = alternate(sides, batches[args.warmup:], block=args.block, rounds=args.rounds)
-    except ValueError as e:
-        raise SystemExit(f"error: --rounds/--block: {e}") from None
-    for i, r in enumerate(rounds):
-        print(f"round {i}: A {r['A']:,.0f}, B {r['B']:,.0f} target tokens/s, "
-              f"B / A {r['B'] / r['A']:.3f}")
-    print(f"B / A, median of {len(rounds)} rounds: {median_ratio(rounds):.3f}")
+    compare({"A": stepper("A"), "B": stepper("B")}, trainers["A"].batches(cfg.train.batch_size),
+            args)
 
 
 if __name__ == "__main__":
