@@ -53,6 +53,18 @@ def spans_of(text: str) -> Counter[str]:
     ("<b>Save</b>", "<b>Enregistrer", "<b>Enregistrer</b>", 1),
     ("%s not found", "introuvable", "%s introuvable", 1),
     ("%s", "", "%s", 1),
+    # by position, spans bound for one place go there together in the source's order, joined
+    # as the source joins them (never ``</b> <b>``); kept spans are no words and stay put
+    ("Click <b>%s</b> now.", "Cliquez maintenant.", "Cliquez <b>%s</b> maintenant.", 3),
+    ("Save <i>all</i> files.", "Enregistrer tous les fichiers.",
+     "Enregistrer <i>tous les</i> fichiers.", 2),
+    ("a b c d <b>e</b> %s %s %s %s", "a b c d e</b> %s %s %s %s",
+     "a b c d <b>e</b> %s %s %s %s", 1),
+    # beside the kept span the source glues them to
+    ("Click <b>%s</b> now.", "Cliquez %s maintenant.", "Cliquez <b>%s</b> maintenant.", 2),
+    ("Use <b>%d</b> files.", "Utiliser fichiers %d.", "Utiliser fichiers <b>%d</b>.", 2),
+    ("%s%s: %d", "%s : %d", "%s%s : %d", 1),
+    ("<b><i>%s</i></b>", "%s", "<b><i>%s</i></b>", 4),
     # an invented span is removed, with the quotes it leaves empty
     ("File not found.", "Datei »%s« gefunden.", "Datei gefunden.", 0),
     ("Done.", "Fait %d.", "Fait.", 0),
@@ -90,6 +102,62 @@ def test_repair_gives_exactly_the_sources_spans(source: list[str], output: list[
         assert spans_of(strict.text) == spans_of(src)
     if spans_of(src) == spans_of(out) and not any(g in out for g in ("⁇", "<unk>")):
         assert repair.text == out  # nothing lost, nothing invented: the output as it is
+
+
+PLAIN_WORDS = st.sampled_from(["open", "the", "file", "now", "save", "all"])
+TAGS = ("b", "i", "em", "code")
+
+
+@st.composite
+def marked_up(draw: st.DrawFn) -> str:
+    """A sentence of words, placeholders and tags around words and placeholders, each span
+    once (which copy of a repeated span a model lost is not known)."""
+    parts: list[str] = []
+    placeholders = iter(draw(st.permutations(["%s", "%d", "{name}", "%1$s", "--force"])))
+    tags = iter(draw(st.permutations(TAGS)))
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["word", "word", "placeholder", "tag"]))
+        if kind == "word":
+            parts.append(draw(PLAIN_WORDS))
+        elif kind == "placeholder":
+            parts.append(next(placeholders, "now"))
+        else:
+            tag = next(tags, None)
+            inside = draw(st.lists(st.one_of(PLAIN_WORDS, st.just("")), min_size=1,
+                                   max_size=3))
+            inside = [w or next(placeholders, "all") for w in inside]
+            parts.append(f"<{tag}>{' '.join(inside)}</{tag}>" if tag else inside[0])
+    return " ".join(parts) + draw(st.sampled_from(["", ".", "!"]))
+
+
+def nested(text: str) -> bool:
+    """Whether each closing tag of ``text`` closes the last tag opened, and all are closed."""
+    open_tags: list[str] = []
+    for s in RULES.find(text):
+        if s.kind == "tags" and s.text.startswith("</"):
+            if not open_tags or open_tags.pop() != s.text[2:-1]:
+                return False
+        elif s.kind == "tags":
+            open_tags.append(s.text[1:-1])
+    return not open_tags
+
+
+@settings(max_examples=400, deadline=None)
+@given(marked_up(), st.data())
+def test_lost_tags_come_back_nested_as_in_the_source(source: str, data: st.DataObject) -> None:
+    """An output with the source's words in their order that lost any of its spans gets them
+    back with every tag where it closes what it closed in the source: a lost ``<b>`` and
+    ``</b>`` never come back as ``</b> <b>``, a lost ``<b>`` never after its kept ``</b>``."""
+    spans = RULES.find(source)
+    assert nested(source)
+    dropped = data.draw(st.sets(st.sampled_from(range(len(spans))))) if spans else set()
+    output = source
+    for i in sorted(dropped, reverse=True):
+        output = output[:spans[i].start] + " " + output[spans[i].end:]
+    output = " ".join(output.split())
+    repaired = repair_line(source, output, RULES).text
+    assert spans_of(repaired) == spans_of(source)
+    assert nested(repaired), (output, repaired)
 
 
 def test_a_guess_that_would_make_another_span_is_spaced_apart() -> None:

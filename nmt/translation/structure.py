@@ -12,9 +12,14 @@ in the order they are tried:
    ``{ name }``, ``⁇ s``, ``< b >``);
 2. **unknown marks**: SentencePiece writes ``⁇`` for a character it could not encode (a word
    tokenizer ``<unk>``); the marks left take the lost spans in order;
-3. **by position** (a guess): a span still lost goes between the output's words at the share
-   of the source's words before it (a span after the last word goes to the end, before the
-   closing punctuation when the source has it there), joined to its neighbours as in the source.
+3. **beside a kept span, then by position** (guesses): a span still lost that the source glues
+   to a span the output kept goes beside it as in the source (``<b>%s</b>``, only ``%s``
+   kept); the others go between the output's words (spans aside) at the share of the source's
+   words before them (after the last word: at the end, before the closing punctuation when the
+   source has it there), after the kept spans the source has before them there and before
+   those it has after them; spans bound for one place go together in the source's order,
+   joined to each other and their neighbours as in the source: a lost ``<b>`` and ``</b>``
+   never come back as ``</b> <b>``.
 
 ``repair`` (the default) does all three and counts what it did; ``strict`` does 1 and 2 and
 refuses a line that needs a guess (:class:`UnplacedSpan`, naming the spans); ``off`` leaves
@@ -209,37 +214,144 @@ def _prose_share(words: list[int], span: Span) -> tuple[float, bool]:
     return (before / len(words) if words else 0.0), before < len(words)
 
 
-def _insert(text: str, source: str, span: Span, share: float, last: bool,
-            rules: SpanRules, spaced: bool = False) -> str:
-    """``text`` with the span put between its words at ``share`` of them (at the end when
-    ``last``), joined to its neighbours as in the source (``spaced``: apart from them); never
-    inside a span of ``text``."""
-    spaced_before = spaced or span.start == 0 or source[span.start - 1].isspace()
-    spaced_after = spaced or span.end == len(source) or source[span.end].isspace()
-    joined = list(text)  # a span's own spaces (a tag's attributes) are no gap between words
+def _output_words(text: str, rules: SpanRules) -> list[re.Match[str]]:
+    """The words of ``text`` as :func:`_prose_words` counts the source's: its spans aside, so
+    that a share of the source's words is the same share of the output's."""
+    blank = list(text)
     for s in rules.find(text):
-        joined[s.start:s.end] = [c if not c.isspace() else "_" for c in s.text]
-    words = list(_WORD.finditer("".join(joined)))
-    if not words:
-        return text + span.text
-    k = round(share * len(words))
-    if last or k >= len(words):
+        blank[s.start:s.end] = " " * (s.end - s.start)
+    return [m for m in _WORD.finditer("".join(blank)) if any(c.isalnum() for c in m.group())]
+
+
+def _joined(source: str, run: Sequence[Span], spaced: bool) -> str:
+    """The spans of ``run`` (in the source's order) as one text: joined where the source joins
+    them (``<b>%s</b>``), else a space apart (and always, when ``spaced``)."""
+    out = run[0].text
+    for a, b in zip(run, run[1:], strict=False):
+        out += ("" if source[a.end:b.start] == "" and not spaced else " ") + b.text
+    return out
+
+
+def _insert(text: str, source: str, run: Sequence[Span], k: int, words: list[re.Match[str]],
+            kept: Sequence[tuple[Span, int]], spaced: bool = False) -> tuple[int, str]:
+    """Where in ``text`` the spans of ``run`` (in the source's order, :func:`_joined`) go, and
+    what goes there: before its word ``k`` of ``words`` (:func:`_output_words`), or after word
+    ``k - 1`` where the source glues them to the word before; after the last word when ``k``
+    is their number (before the closing punctuation when the source has it there). Between
+    those words, after the ``kept`` spans (output span, its place in the source) that come
+    before them in the source and before those that come after. Joined to their neighbours
+    as in the source (``spaced``: apart from them); nothing of ``text`` is replaced."""
+    first, last = run[0], run[-1]
+    spans = _joined(source, run, spaced)
+    spaced_before = spaced or first.start == 0 or source[first.start - 1].isspace()
+    spaced_after = spaced or last.end == len(source) or source[last.end].isspace()
+    if not text.strip():
+        return len(text), spans
+    low = words[k - 1].end() if 0 < k <= len(words) else 0
+    high = words[k].start() if k < len(words) else len(text)
+    around = [(s, i) for s, i in kept if low <= s.start and s.end <= high]
+    earlier = [s for s, i in around if i < first.start]
+    later = [s for s, i in around if i > last.start]
+    if earlier:  # after the kept spans the source has before them
+        at = max(s.end for s in earlier)
+        after = " " if spaced_after and text[at:at + 1] and not text[at].isspace() else ""
+        return at, (" " if spaced_before else "") + spans + after
+    if later:  # before the kept spans the source has after them
+        at = min(s.start for s in later)
+        if k > 0 and not spaced_before and not text[low:at].strip():
+            at = low  # glued to the word before, as in the source
+            return at, spans + (" " if spaced_after and not text[at:at + 1].isspace() else "")
+        before = " " if spaced_before and at and not text[at - 1].isspace() else ""
+        return at, before + spans + (" " if spaced_after else "")
+    if k >= len(words):
         body = text.rstrip()
-        tail = text[len(body):]
-        closing = ""
-        if source[span.end:].strip()[:1] in tuple(_CLOSING):
-            stripped = body.rstrip(_CLOSING)
-            body, closing = stripped, body[len(stripped):]
+        if source[last.end:].strip()[:1] in tuple(_CLOSING):
+            body = body.rstrip(_CLOSING)
         gap = " " if spaced_before or not body else ""
-        return body + gap + span.text + closing + tail
-    if k <= 0:
-        start = words[0].start()
-        return text[:start] + span.text + (" " if spaced_after else "") + text[start:]
-    end, start = words[k - 1].end(), words[k].start()
-    if not (spaced_before or spaced_after):
-        spaced_before = True
-    return (text[:end] + (" " if spaced_before else "") + span.text
-            + (" " if spaced_after else "") + text[start:])
+        return len(body), gap + spans
+    if k > 0 and not spaced_before:  # glued to the word before (``word</b>``)
+        at = words[k - 1].end()
+        after = " " if spaced_after and text[at:at + 1] and not text[at].isspace() else ""
+        return at, spans + after
+    at = words[k].start()  # before the word (``<b>word``), apart from the one before
+    before = " " if at and not text[at - 1].isspace() else ""
+    return at, before + spans + (" " if spaced_after else "")
+
+
+def _by_position(text: str, source: str, wanted: Sequence[Span], lost: Sequence[Span],
+                 words: list[int], rules: SpanRules, spaced: bool) -> str:
+    """``text`` with each of the ``lost`` spans between its words at the share of the source's
+    ``words`` (:func:`_prose_words`) before it, at the end when none comes after it; between
+    the spans the output kept there in the source's order; spans bound for the same place go
+    there together in the source's order (a lost ``<b>`` and ``</b>`` never come back as
+    ``</b> <b>``). The ``n``-th copy of a kept span in the output is its ``n``-th kept copy
+    in the source."""
+    out = _output_words(text, rules)
+    missing = {id(s) for s in lost}
+    copies: dict[str, list[int]] = {}
+    for s in wanted:
+        if id(s) not in missing:
+            copies.setdefault(s.text, []).append(s.start)
+    kept: list[tuple[Span, int]] = []
+    seen: Counter[str] = Counter()
+    for s in rules.find(text):
+        if seen[s.text] < len(copies.get(s.text, [])):
+            kept.append((s, copies[s.text][seen[s.text]]))
+        seen[s.text] += 1
+    runs: dict[tuple[int, int], list[Span]] = {}  # (word, kept spans before it) -> its spans
+    for s in lost:
+        share, after = _prose_share(words, s)
+        k = min(round(share * len(out)), len(out)) if after else len(out)
+        runs.setdefault((k, sum(i < s.start for _, i in kept)), []).append(s)
+    places = [(*_insert(text, source, run, k, out, kept, spaced), order)
+              for order, ((k, _), run) in enumerate(runs.items())]
+    for at, spans, _ in sorted(places, reverse=True):  # the last first: the others stay put
+        text = text[:at] + spans + text[at:]
+    return text
+
+
+def _beside_kept(text: str, source: str, wanted: Sequence[Span], lost: Sequence[Span],
+                 rules: SpanRules) -> tuple[str, list[Span]]:
+    """``text`` with the ``lost`` spans that the source glues to a span the output kept put
+    beside that span as the source has them (``<b>%s</b>``, only ``%s`` kept: ``<b>`` and
+    ``</b>`` around it; ``%s%s``, one kept: the other after it), and the spans still lost.
+    The ``n``-th copy of a span in the source is the ``n``-th in the output (the copies lost
+    are the last)."""
+    missing = {id(s) for s in lost}
+    found: dict[str, list[Span]] = {}
+    for s in rules.find(text):
+        found.setdefault(s.text, []).append(s)
+    copy: dict[int, int] = {}  # id of a source span -> which copy of its text it is
+    seen: Counter[str] = Counter()
+    for s in wanted:
+        copy[id(s)] = seen[s.text]
+        seen[s.text] += 1
+    inserts: list[tuple[int, int, str]] = []  # (offset, order, text)
+    placed: set[int] = set()
+    for i, anchor in enumerate(wanted):
+        if id(anchor) in missing or copy[id(anchor)] >= len(found.get(anchor.text, [])):
+            continue
+        there = found[anchor.text][copy[id(anchor)]]
+        before: list[Span] = []
+        j = i
+        while (j > 0 and id(wanted[j - 1]) in missing and id(wanted[j - 1]) not in placed
+               and wanted[j - 1].end == wanted[j].start):
+            j -= 1
+            before.insert(0, wanted[j])
+        after: list[Span] = []
+        j = i
+        while (j + 1 < len(wanted) and id(wanted[j + 1]) in missing
+               and id(wanted[j + 1]) not in placed and wanted[j].end == wanted[j + 1].start):
+            j += 1
+            after.append(wanted[j])
+        if before:
+            inserts.append((there.start, 2 * i, "".join(s.text for s in before)))
+        if after:
+            inserts.append((there.end, 2 * i + 1, "".join(s.text for s in after)))
+        placed |= {id(s) for s in before + after}
+    for offset, _, spans in sorted(inserts, reverse=True):
+        text = text[:offset] + spans + text[offset:]
+    return text, [s for s in lost if id(s) not in placed]
 
 
 def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True) -> Repair:
@@ -307,13 +419,12 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True) 
     if not guess:
         return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost))
     words = _prose_words(source, wanted)
-    for spaced in (False, True):  # spaced apart when joining made another span of them
-        placed = text
-        for s in reversed(lost):  # 3. by position, the last first so that earlier shares hold
-            share, after = _prose_share(words, s)
-            placed = _insert(placed, source, s, share, not after, rules, spaced)
-        if Counter(s.text for s in rules.find(placed)) == want:
-            return Repair(placed, n, restored + len(lost), len(lost), removed)
+    for beside in (True, False):  # 3. beside a kept neighbour, unless that made another span
+        base, rest = _beside_kept(text, source, wanted, lost, rules) if beside else (text, lost)
+        for spaced in (False, True):  # spaced apart when joining made another span of them
+            placed = _by_position(base, source, wanted, rest, words, rules, spaced)
+            if Counter(s.text for s in rules.find(placed)) == want:
+                return Repair(placed, n, restored + len(lost), len(lost), removed)
     return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost) or tuple(want))
 
 
