@@ -237,9 +237,9 @@ def _insert(text: str, source: str, run: Sequence[Span], k: int, words: list[re.
     """Where in ``text`` the spans of ``run`` (in the source's order, :func:`_joined`) go, and
     what goes there: before its word ``k`` of ``words`` (:func:`_output_words`), or after word
     ``k - 1`` where the source glues them to the word before; after the last word when ``k``
-    is their number (before the closing punctuation when the source has it there). Between
-    those words, after the ``kept`` spans (output span, its place in the source) that come
-    before them in the source and before those that come after. Joined to their neighbours
+    is their number (before the closing punctuation when the source has it there). Never
+    before a ``kept`` span (output span, its place in the source) between those words that
+    the source has before them, nor after one it has after them. Joined to their neighbours
     as in the source (``spaced``: apart from them); nothing of ``text`` is replaced."""
     first, last = run[0], run[-1]
     spans = _joined(source, run, spaced)
@@ -247,35 +247,37 @@ def _insert(text: str, source: str, run: Sequence[Span], k: int, words: list[re.
     spaced_after = spaced or last.end == len(source) or source[last.end].isspace()
     if not text.strip():
         return len(text), spans
-    low = words[k - 1].end() if 0 < k <= len(words) else 0
-    high = words[k].start() if k < len(words) else len(text)
-    around = [(s, i) for s, i in kept if low <= s.start and s.end <= high]
-    earlier = [s for s, i in around if i < first.start]
-    later = [s for s, i in around if i > last.start]
-    if earlier:  # after the kept spans the source has before them
-        at = max(s.end for s in earlier)
-        after = " " if spaced_after and text[at:at + 1] and not text[at].isspace() else ""
-        return at, (" " if spaced_before else "") + spans + after
-    if later:  # before the kept spans the source has after them
-        at = min(s.start for s in later)
-        if k > 0 and not spaced_before and not text[low:at].strip():
-            at = low  # glued to the word before, as in the source
-            return at, spans + (" " if spaced_after and not text[at:at + 1].isspace() else "")
-        before = " " if spaced_before and at and not text[at - 1].isspace() else ""
-        return at, before + spans + (" " if spaced_after else "")
     if k >= len(words):
         body = text.rstrip()
         if source[last.end:].strip()[:1] in tuple(_CLOSING):
             body = body.rstrip(_CLOSING)
-        gap = " " if spaced_before or not body else ""
-        return len(body), gap + spans
-    if k > 0 and not spaced_before:  # glued to the word before (``word</b>``)
+        at, place = len(body), (" " if spaced_before or not body else "") + spans
+    elif k > 0 and not spaced_before and spaced_after:  # glued to the word before (``word</b>``)
         at = words[k - 1].end()
+        place = spans + (" " if spaced_after and text[at:at + 1]
+                         and not text[at].isspace() else "")
+    else:  # before the word (``<b>word``), apart from the one before
+        at = words[k].start()
+        place = (" " if at and not text[at - 1].isspace() else "") + spans + (
+            " " if spaced_after else "")
+    low = words[k - 1].end() if 0 < k <= len(words) else 0
+    high = words[k].start() if k < len(words) else len(text)
+    around = [(s, i) for s, i in kept if low <= s.start and s.end <= high]
+    earlier = [(s.end, i + len(s.text)) for s, i in around if i < first.start]
+    later = [(s.start, i) for s, i in around if i > last.start]
+    if earlier and at < max(earlier)[0]:  # after the kept spans the source has before them,
+        at, end = max(earlier)  # joined to the last as the source joins them
         after = " " if spaced_after and text[at:at + 1] and not text[at].isspace() else ""
-        return at, spans + after
-    at = words[k].start()  # before the word (``<b>word``), apart from the one before
-    before = " " if at and not text[at - 1].isspace() else ""
-    return at, before + spans + (" " if spaced_after else "")
+        place = ("" if end == first.start and not spaced else " ") + spans + after
+    elif later and at > min(later)[0]:  # before those it has after them
+        at, start = min(later)
+        if k > 0 and not spaced_before and spaced_after and not text[low:at].strip():
+            at = low  # glued to the word before, as in the source
+            place = spans + (" " if spaced_after and not text[at:at + 1].isspace() else "")
+        else:
+            place = (" " if spaced_before and at and not text[at - 1].isspace() else ""
+                     ) + spans + ("" if last.end == start and not spaced else " ")
+    return at, place
 
 
 def _by_position(text: str, source: str, wanted: Sequence[Span], lost: Sequence[Span],
