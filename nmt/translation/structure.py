@@ -247,15 +247,19 @@ def _insert(text: str, source: str, run: Sequence[Span], k: int, words: list[re.
     spaced_after = spaced or last.end == len(source) or source[last.end].isspace()
     if not text.strip():
         return len(text), spans
+    glued = k > 0 and not spaced_before and spaced_after
+
+    def after_word() -> tuple[int, str]:
+        at = words[k - 1].end()
+        return at, spans + (" " if text[at:at + 1] and not text[at].isspace() else "")
+
     if k >= len(words):
         body = text.rstrip()
         if source[last.end:].strip()[:1] in tuple(_CLOSING):
             body = body.rstrip(_CLOSING)
         at, place = len(body), (" " if spaced_before or not body else "") + spans
-    elif k > 0 and not spaced_before and spaced_after:  # glued to the word before (``word</b>``)
-        at = words[k - 1].end()
-        place = spans + (" " if spaced_after and text[at:at + 1]
-                         and not text[at].isspace() else "")
+    elif glued:  # to the word before (``word</b>``)
+        at, place = after_word()
     else:  # before the word (``<b>word``), apart from the one before
         at = words[k].start()
         place = (" " if at and not text[at - 1].isspace() else "") + spans + (
@@ -271,35 +275,42 @@ def _insert(text: str, source: str, run: Sequence[Span], k: int, words: list[re.
         place = ("" if end == first.start and not spaced else " ") + spans + after
     elif later and at > min(later)[0]:  # before those it has after them
         at, start = min(later)
-        if k > 0 and not spaced_before and spaced_after and not text[low:at].strip():
-            at = low  # glued to the word before, as in the source
-            place = spans + (" " if spaced_after and not text[at:at + 1].isspace() else "")
+        if glued and not text[low:at].strip():  # to the word before, as in the source
+            at, place = after_word()
         else:
             place = (" " if spaced_before and at and not text[at - 1].isspace() else ""
                      ) + spans + ("" if last.end == start and not spaced else " ")
     return at, place
 
 
+def _kept(text: str, wanted: Sequence[Span], lost: Sequence[Span],
+          rules: SpanRules) -> dict[int, Span]:
+    """The span of ``text`` that each span of the source not ``lost`` is, by the source span's
+    start: the ``n``-th copy of a span in the output is its ``n``-th copy not lost in the
+    source (the copies lost are the last)."""
+    missing = {s.start for s in lost}
+    copies: dict[str, list[int]] = {}
+    for s in wanted:
+        if s.start not in missing:
+            copies.setdefault(s.text, []).append(s.start)
+    kept: dict[int, Span] = {}
+    seen: Counter[str] = Counter()
+    for s in rules.find(text):
+        if seen[s.text] < len(copies.get(s.text, [])):
+            kept[copies[s.text][seen[s.text]]] = s
+        seen[s.text] += 1
+    return kept
+
+
 def _by_position(text: str, source: str, wanted: Sequence[Span], lost: Sequence[Span],
                  words: list[int], rules: SpanRules, spaced: bool) -> str:
     """``text`` with each of the ``lost`` spans between its words at the share of the source's
     ``words`` (:func:`_prose_words`) before it, at the end when none comes after it; between
-    the spans the output kept there in the source's order; spans bound for the same place go
-    there together in the source's order (a lost ``<b>`` and ``</b>`` never come back as
-    ``</b> <b>``). The ``n``-th copy of a kept span in the output is its ``n``-th kept copy
-    in the source."""
+    the spans the output kept there in the source's order (:func:`_kept`); spans bound for the
+    same place go there together in the source's order (a lost ``<b>`` and ``</b>`` never come
+    back as ``</b> <b>``)."""
     out = _output_words(text, rules)
-    missing = {id(s) for s in lost}
-    copies: dict[str, list[int]] = {}
-    for s in wanted:
-        if id(s) not in missing:
-            copies.setdefault(s.text, []).append(s.start)
-    kept: list[tuple[Span, int]] = []
-    seen: Counter[str] = Counter()
-    for s in rules.find(text):
-        if seen[s.text] < len(copies.get(s.text, [])):
-            kept.append((s, copies[s.text][seen[s.text]]))
-        seen[s.text] += 1
+    kept = [(span, start) for start, span in _kept(text, wanted, lost, rules).items()]
     runs: dict[tuple[int, int], list[Span]] = {}  # (word, kept spans before it) -> its spans
     for s in lost:
         share, after = _prose_share(words, s)
@@ -314,46 +325,37 @@ def _by_position(text: str, source: str, wanted: Sequence[Span], lost: Sequence[
 
 def _beside_kept(text: str, source: str, wanted: Sequence[Span], lost: Sequence[Span],
                  rules: SpanRules) -> tuple[str, list[Span]]:
-    """``text`` with the ``lost`` spans that the source glues to a span the output kept put
-    beside that span as the source has them (``<b>%s</b>``, only ``%s`` kept: ``<b>`` and
-    ``</b>`` around it; ``%s%s``, one kept: the other after it), and the spans still lost.
-    The ``n``-th copy of a span in the source is the ``n``-th in the output (the copies lost
-    are the last)."""
-    missing = {id(s) for s in lost}
-    found: dict[str, list[Span]] = {}
-    for s in rules.find(text):
-        found.setdefault(s.text, []).append(s)
-    copy: dict[int, int] = {}  # id of a source span -> which copy of its text it is
-    seen: Counter[str] = Counter()
-    for s in wanted:
-        copy[id(s)] = seen[s.text]
-        seen[s.text] += 1
+    """``text`` with the ``lost`` spans that the source glues to a span the output kept
+    (:func:`_kept`) put beside that span as the source has them (``<b>%s</b>``, only ``%s``
+    kept: ``<b>`` and ``</b>`` around it; ``%s%s``, one kept: the other after it), and the
+    spans still lost."""
+    kept = _kept(text, wanted, lost, rules)
+    waiting = {s.start for s in lost}
     inserts: list[tuple[int, int, str]] = []  # (offset, order, text)
-    placed: set[int] = set()
     for i, anchor in enumerate(wanted):
-        if id(anchor) in missing or copy[id(anchor)] >= len(found.get(anchor.text, [])):
+        there = kept.get(anchor.start)
+        if there is None:
             continue
-        there = found[anchor.text][copy[id(anchor)]]
         before: list[Span] = []
         j = i
-        while (j > 0 and id(wanted[j - 1]) in missing and id(wanted[j - 1]) not in placed
+        while (j > 0 and wanted[j - 1].start in waiting
                and wanted[j - 1].end == wanted[j].start):
             j -= 1
             before.insert(0, wanted[j])
         after: list[Span] = []
         j = i
-        while (j + 1 < len(wanted) and id(wanted[j + 1]) in missing
-               and id(wanted[j + 1]) not in placed and wanted[j].end == wanted[j + 1].start):
+        while (j + 1 < len(wanted) and wanted[j + 1].start in waiting
+               and wanted[j].end == wanted[j + 1].start):
             j += 1
             after.append(wanted[j])
         if before:
             inserts.append((there.start, 2 * i, "".join(s.text for s in before)))
         if after:
             inserts.append((there.end, 2 * i + 1, "".join(s.text for s in after)))
-        placed |= {id(s) for s in before + after}
+        waiting -= {s.start for s in before + after}
     for offset, _, spans in sorted(inserts, reverse=True):
         text = text[:offset] + spans + text[offset:]
-    return text, [s for s in lost if id(s) not in placed]
+    return text, [s for s in lost if s.start in waiting]
 
 
 def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True) -> Repair:
