@@ -60,6 +60,9 @@ def spans_of(text: str) -> Counter[str]:
      "Enregistrer <i>tous les</i> fichiers.", 2),
     ("a b c d <b>e</b> %s %s %s %s", "a b c d e</b> %s %s %s %s",
      "a b c d <b>e</b> %s %s %s %s", 1),
+    # never inside a run of non-space: cutting ``--force/st/s`` after ``--force`` makes a path
+    ("Run %s --force at https://example.org/x or /usr/lib/x.so", "Lancez %s --force/st/s",
+     "Lancez %s https://example.org/x --force/st/s /usr/lib/x.so", 2),
     # beside the kept span the source glues them to
     ("Click <b>%s</b> now.", "Cliquez %s maintenant.", "Cliquez <b>%s</b> maintenant.", 2),
     ("Use <b>%d</b> files.", "Utiliser fichiers %d.", "Utiliser fichiers <b>%d</b>.", 2),

@@ -215,12 +215,16 @@ def _prose_share(words: list[int], span: Span) -> tuple[float, bool]:
 
 
 def _output_words(text: str, rules: SpanRules) -> list[re.Match[str]]:
-    """The words of ``text`` as :func:`_prose_words` counts the source's: its spans aside, so
-    that a share of the source's words is the same share of the output's."""
-    blank = list(text)
+    """The words of ``text``: runs of non-space (a span's own spaces, a tag's attributes, are
+    none), those with a letter or digit outside its spans, as :func:`_prose_words` counts the
+    source's, so that a share of the source's words is the same share of the output's. A span
+    is put between them, never inside a run (``--force/x`` is not cut after ``--force``)."""
+    joined, prose = list(text), list(text)
     for s in rules.find(text):
-        blank[s.start:s.end] = " " * (s.end - s.start)
-    return [m for m in _WORD.finditer("".join(blank)) if any(c.isalnum() for c in m.group())]
+        joined[s.start:s.end] = [c if not c.isspace() else "_" for c in s.text]
+        prose[s.start:s.end] = " " * (s.end - s.start)
+    return [m for m in _WORD.finditer("".join(joined))
+            if any(c.isalnum() for c in prose[m.start():m.end()])]
 
 
 def _joined(source: str, run: Sequence[Span], spaced: bool) -> str:
