@@ -423,6 +423,8 @@ def test_the_catalogue_mutated_is_valid_and_filled(tmp_path: Path) -> None:
 @example([("replace line", 70, 'msgid "\\N"')], None, (shout, "repair"))  # then "#~ msgstr"
 @example([("insert line", 16, '"Plural-Forms: nplurals=3; plural=n>1;\\n"')], None,
          (shout, "repair"))  # a header field twice
+@example([("insert line", 0, "#."), ("percent", 0, 0)], None,
+         (shout, "repair"))  # no header, and "#." alone before the file's comments
 def test_a_mutated_po_file_is_filled_validly_or_refused_in_one_line(
         tmp_path: Path, edits: list[tuple[Any, ...]], previous: bytes | None,
         engine: tuple[Callable[[Sequence[str]], list[str]], str]) -> None:

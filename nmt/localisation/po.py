@@ -259,11 +259,13 @@ def write(text: str, catalog: _Catalogue, header: dict[str, str], changed: set[i
 def _start(entry: polib.POEntry, lines: list[str]) -> int:
     """The index of the first line of ``entry``, its comments included. polib numbers it from
     1, but says 0 of the first entry of a file: that one starts after the comments at the top
-    (the file's, for polib), at its first keyword or comment of its own (``#.``, ``#:``...)."""
+    (the file's, for polib), at its first keyword or comment of its own (``#. note``,
+    ``#:``...); a line polib reads as nothing (``#.`` alone) leaves the file's comments going
+    on after it, as polib reads them."""
     if entry.linenum:
         return int(entry.linenum) - 1
-    return next((i for i, line in enumerate(lines) if line.strip() and not
-                 re.match(r"#(?:\s|#|$)", line.strip())), 0)
+    return next((i for i, line in enumerate(lines) if not _SKIPPED.fullmatch(line.strip())
+                 and not re.match(r"#(?:\s|#|$)", line.strip())), 0)
 
 
 def _header(block: list[str], header: dict[str, str], newline: str) -> str:
