@@ -376,9 +376,9 @@ def prose_test_set(run: Path, work: Path, lang: str, limit: int,
 def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[str, Any]:
     """How ``hyps`` keep the protected spans (kinds ``spec``) of ``sources``: spans kept (as
     many times as the source has them), span-bearing lines whose translation holds exactly
-    their spans, and lines whose translation holds a span its source lacks (of every line,
-    those without spans too)."""
-    from nmt.data.spans import rules
+    their spans, its tags nested as the source's (``holds_exactly``), and lines whose
+    translation holds a span its source lacks (of every line, those without spans too)."""
+    from nmt.data.spans import holds_exactly, rules
 
     found = rules(spec)
     span_lines = spans = kept = exact = invented = 0
@@ -386,12 +386,13 @@ def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[st
     for source, hyp in zip(sources, hyps, strict=True):
         in_source = found.find(source)
         wanted = collections.Counter(s.text for s in in_source)
-        got = collections.Counter(s.text for s in found.find(hyp))
+        in_hyp = found.find(hyp)
+        got = collections.Counter(s.text for s in in_hyp)
         if wanted:
             span_lines += 1
             spans += sum(wanted.values())
             kept += sum((wanted & got).values())
-            exact += got == wanted
+            exact += holds_exactly(in_source, in_hyp)
             kinds = {s.text: s.kind for s in in_source}
             for text, n in wanted.items():
                 counts = by_kind.setdefault(kinds[text], [0, 0])

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nmt.arguments import option
 from nmt.data.normalize import is_natural_text, normalize
-from nmt.data.spans import SpanRules
+from nmt.data.spans import SpanRules, holds_exactly
 from nmt.data.spans import parse as parse_spans
 from nmt.errors import DataError
 from nmt.files import read_lines
@@ -197,7 +197,8 @@ class SpanIntegrity:
     lines: int  # lines whose source or a reference has spans (0: none in the test set)
     spans: int  # spans in their sources
     kept: int  # of which the output holds (as many times as the source)
-    exact: int  # lines whose output holds exactly the source's spans
+    exact: int  # lines whose output holds exactly the source's spans, its tags nested as the
+    # source's (nmt.data.spans.holds_exactly)
     invented: int  # lines whose output holds a span its source does not
 
     def summary(self) -> str:
@@ -216,14 +217,15 @@ def span_integrity(sources: Sequence[str], hyps: Sequence[str],
     lines that count)."""
     lines = spans = kept = exact = invented = 0
     for source, hyp, ref in zip(sources, hyps, refs, strict=True):
-        wanted = collections.Counter(s.text for s in rules.find(source))
-        if not wanted and not any(rules.find(r) for r in ref):
+        in_source, in_hyp = rules.find(source), rules.find(hyp)
+        if not in_source and not any(rules.find(r) for r in ref):
             continue
-        got = collections.Counter(s.text for s in rules.find(hyp))
+        wanted = collections.Counter(s.text for s in in_source)
+        got = collections.Counter(s.text for s in in_hyp)
         lines += 1
         spans += sum(wanted.values())
         kept += sum((wanted & got).values())
-        exact += got == wanted
+        exact += holds_exactly(in_source, in_hyp)
         invented += bool(got - wanted)
     return SpanIntegrity(mode, lines, spans, kept, exact, invented)
 

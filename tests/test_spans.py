@@ -17,11 +17,14 @@ from nmt.data.spans import (
     KINDS,
     SpanRules,
     find_spans,
+    holds_exactly,
     mask,
+    misplaced_tags,
     parse,
     printf,
     python_format,
     rules,
+    tags,
     unmask,
 )
 from nmt.data.spans.terms import MAX_BYTES, read_glossary
@@ -305,3 +308,58 @@ def test_docs_list_every_kind() -> None:
     data = (Path(__file__).resolve().parents[1] / "docs" / "DATA.md").read_text(encoding="utf-8")
     missing = [kind for kind in KINDS if f"| `{kind}` |" not in data]
     assert not missing, f"docs/DATA.md, Protected spans: no row for {missing}"
+
+
+# --- tags nested as the source's ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sequence", "unpaired"), [
+    ("<b> </b>", []),
+    ("<b> <i> </i> </b>", []),
+    ("</b> <b>", [0, 1]),  # closed before it opens
+    ("<b> <i> </b> </i>", [0, 2]),  # crossed: </b> closes no innermost b, <b> stays open
+    ("<b>", [0]),  # a fragment that opens and does not close
+    ("</B> <b> </B>", [0]),  # HTML's names in either case
+    ("<b> <br> <br/> <!-- x --> </b>", []),  # void, self-closing and comments pair with nothing
+    ('<a href="x">|</a>|<x id="1"/>', []),
+])
+def test_unpaired_tags(sequence: str, unpaired: list[int]) -> None:
+    """Each case: tags a space apart (``|`` where a tag holds a space)."""
+    assert tags.unpaired(sequence.split("|" if "|" in sequence else " ")) == unpaired
+
+
+def nested_oracle(sequence: list[str]) -> bool:
+    """Every closing tag closes the last tag opened, and all are closed."""
+    open_tags: list[str] = []
+    for t in sequence:
+        if t.startswith("</"):
+            if not open_tags or open_tags.pop() != t[2:-1]:
+                return False
+        else:
+            open_tags.append(t[1:-1])
+    return not open_tags
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["<b>", "</b>", "<i>", "</i>", "<em>", "</em>"]), max_size=10))
+def test_no_tag_unpaired_only_when_nested(sequence: list[str]) -> None:
+    assert (not tags.unpaired(sequence)) == nested_oracle(sequence)
+    # the tags it finds unpaired are what keeps the rest from nesting
+    left = set(tags.unpaired(sequence))
+    assert nested_oracle([t for i, t in enumerate(sequence) if i not in left])
+
+
+@pytest.mark.parametrize(("source", "output", "exact", "misplaced"), [
+    ("Click <b>%s</b> now.", "Cliquez <b>%s</b> maintenant.", True, []),
+    ("Click <b>%s</b> now.", "Cliquez</b> <b>%s maintenant.", False, ["</b>", "<b>"]),
+    ("<b>Bold</b> and <i>it</i>", "<b>Gras et <i>it</b></i>", False, ["<b>", "</b>"]),
+    ("<i>a</i> <b>b</b>", "<b>b</b> <i>a</i>", True, []),  # reordered pairs nest all the same
+    ("Open <b>%s", "Ouvrir <b>%s", True, []),  # left open as the source leaves it
+    ("Open <b>%s", "</b>Ouvrir %s", False, ["</b>"]),  # spans differ as well
+    ("<b>%s</b>", "<b>%s</b> %s", False, []),
+])
+def test_exact_means_the_same_spans_nested_the_same(source: str, output: str, exact: bool,
+                                                     misplaced: list[str]) -> None:
+    wanted, got = ALL.find(source), ALL.find(output)
+    assert holds_exactly(wanted, got) == exact
+    assert [s.text for s in misplaced_tags(wanted, got)] == misplaced

@@ -19,8 +19,9 @@ from test_decode import make_run
 
 from nmt.api import open_translator, translate_lines
 from nmt.config import DecodeConfig
-from nmt.data.spans import KINDS, SpanRules, parse
+from nmt.data.spans import KINDS, SpanRules, holds_exactly, misplaced_tags, parse
 from nmt.errors import DataError
+from nmt.evaluate import span_integrity
 from nmt.translation.structure import (
     SpanGuard,
     UnplacedSpan,
@@ -68,6 +69,15 @@ def spans_of(text: str) -> Counter[str]:
     ("Use <b>%d</b> files.", "Utiliser fichiers %d.", "Utiliser fichiers <b>%d</b>.", 2),
     ("%s%s: %d", "%s : %d", "%s%s : %d", 1),
     ("<b><i>%s</i></b>", "%s", "<b><i>%s</i></b>", 4),
+    # tags the output has out of order are put again, as lost ones
+    ("Click <b>%s</b> now.", "Cliquez</b> <b>%s maintenant.", "Cliquez <b>%s</b> maintenant.", 2),
+    ("Click <b>here</b> now.", "Cliquez </b>ici<b> maintenant.", "Cliquez <b>ici</b> maintenant.",
+     2),
+    ("<b>Bold</b> and <i>it</i>.", "<b>Gras et <i>it</b></i>.", "<b>Gras</b> et <i>it</i>.", 2),
+    ("Save <b>all</b>", "Tout </b>enregistrer<b>", "Tout <b>enregistrer</b>", 2),
+    ("<b> </b> a", "a <b>", "<b> </b> a", 2),  # a guess out of order with a kept tag: both again
+    ("Open <b>%s", "Ouvrir <b>%s", "Ouvrir <b>%s", 0),  # left open as the source leaves it
+    ("<i>a</i> <b>b</b>", "<b>b</b> <i>a</i>", "<b>b</b> <i>a</i>", 0),  # pairs reordered: kept
     # an invented span is removed, with the quotes it leaves empty
     ("File not found.", "Datei »%s« gefunden.", "Datei gefunden.", 0),
     ("Done.", "Fait %d.", "Fait.", 0),
@@ -97,13 +107,15 @@ def test_repair_gives_exactly_the_sources_spans(source: list[str], output: list[
     src, out = " ".join(source), " ".join(output)
     repair = repair_line(src, out, RULES)
     assert spans_of(repair.text) == spans_of(src)
+    assert not misplaced_tags(RULES.find(src), RULES.find(repair.text))
     assert repair.removed >= 0 and repair.guessed <= repair.restored
     strict = repair_line(src, out, RULES, guess=False)
     if strict.unplaced:
         assert strict.guessed == 0
     else:
-        assert spans_of(strict.text) == spans_of(src)
-    if spans_of(src) == spans_of(out) and not any(g in out for g in ("⁇", "<unk>")):
+        assert holds_exactly(RULES.find(src), RULES.find(strict.text))
+    if holds_exactly(RULES.find(src), RULES.find(out)) and not any(
+            g in out for g in ("⁇", "<unk>")):
         assert repair.text == out  # nothing lost, nothing invented: the output as it is
 
 
@@ -161,6 +173,51 @@ def test_lost_tags_come_back_nested_as_in_the_source(source: str, data: st.DataO
     repaired = repair_line(source, output, RULES).text
     assert spans_of(repaired) == spans_of(source)
     assert nested(repaired), (output, repaired)
+
+
+@settings(max_examples=300, deadline=None)
+@given(marked_up(), st.data())
+def test_tags_out_of_order_are_put_again_nested(source: str, data: st.DataObject) -> None:
+    """An output whose tags stand in any order (``</b> x <b>``, ``<b><i></b></i>``) and that
+    lost any spans comes back with the source's spans, its tags nested; one whose tags are
+    nested already keeps them where they are."""
+    spans = RULES.find(source)
+    marks = [s for s in spans if s.kind == "tags"]
+    order = data.draw(st.permutations([s.text for s in marks]))
+    moved = dict(zip([s.start for s in marks], order, strict=True))
+    output, end = "", 0
+    for s in spans:
+        output += source[end:s.start] + moved.get(s.start, s.text)
+        end = s.end
+    output += source[end:]
+    dropped = data.draw(st.sets(st.sampled_from(range(len(spans))))) if spans else set()
+    for s in sorted((s for i, s in enumerate(spans) if i in dropped), key=lambda s: -s.start):
+        output = output[:s.start] + " " + output[s.end:]
+    output = " ".join(output.split())
+    repair = repair_line(source, output, RULES)
+    assert spans_of(repair.text) == spans_of(source)
+    assert nested(repair.text), (output, repair.text)
+    assert repair.restored <= len(spans) and repair.guessed <= repair.restored
+    if nested(output):
+        assert [s.text for s in RULES.find(repair.text) if s.kind == "tags"] == [
+            s.text for s in RULES.find(output) if s.kind == "tags"] or dropped
+    strict = repair_line(source, output, RULES, guess=False)
+    assert bool(strict.unplaced) == (not nested(output) or bool(dropped))
+
+
+def test_strict_names_tags_out_of_order() -> None:
+    engine = fake_engine({"Click <b>%s</b> now.": "Cliquez</b> <b>%s maintenant.",
+                          "Open <b>%s</b>.": "Ouvrir</b> maintenant."})
+    guard = SpanGuard(RULES, "strict")
+    with pytest.raises(UnplacedSpan) as e:
+        guarded(engine, ["Click <b>%s</b> now."], guard)
+    assert str(e.value).startswith(
+        "line 1: the translation put '</b>', '<b>' out of order and no place for them is known")
+    with pytest.raises(UnplacedSpan) as e:
+        guarded(engine, ["a", "Open <b>%s</b>."], guard)
+    assert str(e.value).startswith("line 2: the translation lost '<b>', '%s' and no place")
+    assert guarded(engine, ["Click <b>%s</b> now."], SpanGuard(RULES)) == [
+        "Cliquez <b>%s</b> maintenant."]
 
 
 def test_a_guess_that_would_make_another_span_is_spaced_apart() -> None:
@@ -300,6 +357,14 @@ def test_a_glossary_the_run_names_is_read_when_it_translates(tmp_path: Path) -> 
     code, _, err = invoke("translate", "--run", str(run), "a Firefox b")
     assert code != 0 and err.strip().count("\n") == 0
     assert f"config.toml: data.glossary {terms}: binary" in err
+
+
+def test_span_integrity_counts_tags_out_of_order_as_not_exact() -> None:
+    sources = ["Click <b>%s</b> now.", "Open <b>%s", "<i>a</i> <b>b</b>", "Plain."]
+    hyps = ["Cliquez</b> <b>%s maintenant.", "Ouvrir <b>%s", "<b>b</b> <i>a</i>", "Simple."]
+    got = span_integrity(sources, hyps, [[h] for h in hyps], RULES, "off")
+    assert (got.lines, got.spans, got.kept, got.exact, got.invented) == (3, 9, 9, 2, 0)
+    assert "9/9 kept (100.0%), 2/3 lines exact" in got.summary()
 
 
 def test_bleu_prints_and_records_span_integrity(run_dir: Path, tmp_path: Path) -> None:

@@ -3,7 +3,9 @@ engine translated it.
 
 :func:`guarded` wraps any engine (a function from sentences to translations) and checks each
 output's spans (:mod:`nmt.data.spans`) against those of its source. A span the output lost or
-garbled is restored, an invented one (a span the source does not have) is removed. The places,
+garbled is restored, an invented one (a span the source does not have) is removed, and tags the
+output has out of order (``</b> ici <b>``, ``<b><i></b></i>``: not nested as the source's,
+:func:`nmt.data.spans.misplaced_tags`) are taken out and put again as lost ones. The places,
 in the order they are tried:
 
 1. **in place**: an invented span of the kind of a lost one takes its place (``%i`` for
@@ -24,11 +26,11 @@ in the order they are tried:
 ``repair`` (the default) does all three and counts what it did; ``strict`` does 1 and 2 and
 refuses a line that needs a guess (:class:`UnplacedSpan`, naming the spans); ``off`` leaves
 outputs as the engine wrote them. The result is checked: a line that still does not hold
-exactly its source's spans (a span put beside a word that makes another of them, spaced apart
-and still not) is refused in both modes, never given back broken. A sentence of more than
-:data:`MAX_SPANS` spans, source or output (a minified page or a data dump, not a sentence), is
-not repaired but refused the same way, as the engine wrote it: placing each of its spans would
-cost the square of their number.
+exactly its source's spans, its tags nested as the source's (a span put beside a word that
+makes another of them, spaced apart and still not) is refused in both modes, never given back
+broken. A sentence of more than :data:`MAX_SPANS` spans, source or output (a minified page or
+a data dump, not a sentence), is not repaired but refused the same way, as the engine wrote
+it: placing each of its spans would cost the square of their number.
 
 The engine's attention is not used: the CTranslate2 engine has none to give, and one rule for
 every engine is the point. Masking spans with sentinels before encoding (``nmt.data.spans.mask``)
@@ -41,11 +43,11 @@ import bisect
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nmt.arguments import option
 from nmt.config import DataConfig
-from nmt.data.spans import Span, SpanRules, rules
+from nmt.data.spans import Span, SpanRules, holds_exactly, misplaced_tags, rules, tags
 from nmt.errors import DataError
 
 MODES = ("repair", "strict", "off")
@@ -57,23 +59,33 @@ MAX_SPANS = 100  # spans of a sentence the repair takes on (a sentence of prose 
 _ENCLOSING = ("»«", "«»", '""', "''", "„“", "“”", "‘’", "`'", "()", "[]", "「」")
 
 
-class UnplacedSpan(DataError):
-    """A line whose lost spans have no known place (``--spans strict``)."""
+def _shown(spans: Sequence[str]) -> str:
+    return ", ".join(repr(s)[:60] for s in spans[:5]) + (
+        f" and {len(spans) - 5:,} more" if len(spans) > 5 else "")
 
-    def __init__(self, index: int, spans: Sequence[str], strict: bool = True) -> None:
+
+class UnplacedSpan(DataError):
+    """A line whose lost spans, or tags out of order, have no known place (``--spans
+    strict``)."""
+
+    def __init__(self, index: int, spans: Sequence[str], strict: bool = True,
+                 misordered: Sequence[str] = ()) -> None:
         self.index, self.spans, self.strict = index, list(spans), strict
-        shown = ", ".join(repr(s)[:60] for s in spans[:5]) + (
-            f" and {len(spans) - 5:,} more" if len(spans) > 5 else "")
+        self.misordered = list(misordered)  # of the spans, the tags the output had out of order
+        lost = list((Counter(spans) - Counter(misordered)).elements())
         flag = option("spans")
         hint = (f"{flag} strict; {flag} repair guesses one from its position in the source"
                 if strict else f"{flag} off keeps the model's text")
-        self.reason = (f"the translation lost {shown} and no place for "
+        what = " and ".join(
+            ([f"lost {_shown(lost)}"] if lost else [])
+            + ([f"put {_shown(misordered)} out of order"] if misordered else []))
+        self.reason = (f"the translation {what} and no place for "
                        f"{'it' if len(spans) == 1 else 'them'} is known ({hint})")
         super().__init__(f"line {index + 1}: {self.reason}")
 
     def at(self, first_line: int) -> UnplacedSpan:
         """The same error, counting lines from ``first_line`` (0: the first)."""
-        return UnplacedSpan(self.index + first_line, self.spans, self.strict)
+        return UnplacedSpan(self.index + first_line, self.spans, self.strict, self.misordered)
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,7 @@ class Repair:
     guessed: int = 0  # of which placed by position
     removed: int = 0  # invented spans taken out
     unplaced: tuple[str, ...] = ()  # lost spans with no place (only without guesses)
+    misordered: tuple[str, ...] = ()  # of which tags the output had out of order
 
 
 @dataclass
@@ -148,7 +161,7 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
     for i, (source, output) in enumerate(zip(sources, outputs, strict=True)):
         repair = repair_line(source, output, guard.rules, guess=guard.mode == "repair")
         if repair.unplaced and guard.mode == "strict":
-            raise UnplacedSpan(i, repair.unplaced)
+            raise UnplacedSpan(i, repair.unplaced, misordered=repair.misordered)
         counts.unplaced += bool(repair.unplaced)  # repair: kept as far as it got, and said
         counts.sentences += 1
         counts.with_spans += repair.spans > 0
@@ -322,8 +335,9 @@ def _by_position(text: str, source: str, wanted: Sequence[Span], lost: Sequence[
         runs.setdefault((k, sum(i < s.start for _, i in kept)), []).append(s)
     places = [(*_insert(text, source, run, k, out, kept, spaced), order)
               for order, ((k, _), run) in enumerate(runs.items())]
-    for at, spans, _ in sorted(places, reverse=True):  # the last first: the others stay put
-        text = text[:at] + spans + text[at:]
+    for at, spans, _ in sorted(places, key=lambda p: (p[0], p[2]), reverse=True):
+        text = text[:at] + spans + text[at:]  # the last first: the others stay put (at one
+        # offset, the source's later first: the earlier goes before it)
     return text
 
 
@@ -362,18 +376,30 @@ def _beside_kept(text: str, source: str, wanted: Sequence[Span], lost: Sequence[
     return text, [s for s in lost if s.start in waiting]
 
 
-def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True) -> Repair:
-    """``output`` with exactly the spans of ``source`` (see the module docstring); without
-    ``guess``, the spans that only a guess would place are returned as ``unplaced``."""
-    wanted = rules.find(source)
-    found = rules.find(output)
-    if not wanted and not found:
-        return Repair(output)
-    n = len(wanted)
-    if max(n, len(found)) > MAX_SPANS:  # no sentence: as written, said unless it holds them
-        want, got = Counter(s.text for s in wanted), Counter(s.text for s in found)
-        return Repair(output, n, unplaced=tuple((want - got).elements())
-                      or tuple((got - want).elements()))
+def _misordered(wanted: Sequence[Span], kept: Sequence[Span],
+                missing: Counter[str]) -> list[Span]:
+    """The tags of ``kept`` (the output's spans that the source has) not nested as the
+    source's (:func:`misplaced_tags`), but for those a ``missing`` tag (source span text ->
+    copies the output lacks) would pair with: ``<b>Enregistrer`` lacks its ``</b>``, which goes
+    back as a lost span; ``</b> ici <b>`` lacks nothing and is out of order."""
+    partners = Counter((tags.name(t), not t.startswith("</")) for t in missing.elements()
+                       if t.startswith("<") and tags.name(t))
+    out = []
+    for s in misplaced_tags(wanted, kept):
+        mine = (tags.name(s.text), s.text.startswith("</"))
+        if partners[mine]:
+            partners[mine] -= 1
+        else:
+            out.append(s)
+    return out
+
+
+def _sorted_out(wanted: Sequence[Span], found: Sequence[Span], every_tag: bool
+                ) -> tuple[list[Span], list[Span], list[Span], list[Span]]:
+    """The output's spans ``found`` against the source's ``wanted``: those it kept, those it
+    invented, the tags it kept to put again (out of order, :func:`_misordered`; all of them
+    when ``every_tag``), and the source's spans it lost (those put again too; of a repeated
+    span, the last copies)."""
     need = Counter(s.text for s in wanted)
     kept: list[Span] = []
     extra: list[Span] = []
@@ -383,15 +409,40 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True) 
             kept.append(s)
         else:
             extra.append(s)
+    moved = ([s for s in kept if s.kind == "tags"] if every_tag
+             else _misordered(wanted, kept, need))
+    kept = [s for s in kept if s not in moved]
+    need.update(s.text for s in moved)
     lost: list[Span] = []
-    for s in reversed(wanted):  # the last copies of a repeated span are the lost ones
+    for s in reversed(wanted):
         if need[s.text] > 0:
             need[s.text] -= 1
             lost.insert(0, s)
+    return kept, extra, moved, lost
+
+
+def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
+                _again: int = 0) -> Repair:
+    """``output`` with exactly the spans of ``source``, its tags nested as the source's (see
+    the module docstring); without ``guess``, the spans that only a guess would place are
+    returned as ``unplaced``. A line that the guesses leave with its tags out of order goes
+    through again (``_again``, the pass): the tags out of order put again (pass 1), then
+    every tag of the line (pass 2, the last: tags placed by position alone come in the
+    source's order)."""
+    wanted = rules.find(source)
+    found = rules.find(output)
+    if not wanted and not found:
+        return Repair(output)
+    n = len(wanted)
+    if max(n, len(found)) > MAX_SPANS:  # no sentence: as written, said unless it holds them
+        want, got = Counter(s.text for s in wanted), Counter(s.text for s in found)
+        return Repair(output, n, unplaced=tuple((want - got).elements())
+                      or tuple((got - want).elements()))
+    kept, extra, moved, lost = _sorted_out(wanted, found, every_tag=_again == 2)
     if not lost and not extra:
         return Repair(output, n)
     taken = [(s.start, s.end) for s in kept]
-    edits: list[tuple[int, int, str]] = []
+    edits: list[tuple[int, int, str]] = [(s.start, s.end, "") for s in moved]
     restored = 0
 
     def place(start: int, end: int, span: Span) -> None:
@@ -409,31 +460,54 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True) 
     for s in list(lost):  # 1. a garbled copy
         for m in _variant(s.text).finditer(output):
             if m.group() != s.text and _free(m.start(), m.end(), taken + [
-                    (x.start, x.end) for x in extra]):
+                    (x.start, x.end) for x in extra + moved]):
                 place(m.start(), m.end(), s)
                 break
     marks = [m for m in _UNKNOWN.finditer(output)
-             if _free(m.start(), m.end(), taken + [(x.start, x.end) for x in extra])]
+             if _free(m.start(), m.end(), taken + [(x.start, x.end) for x in extra + moved])]
     for s, m in zip(list(lost), marks, strict=False):  # 2. the unknown marks, in order
         place(m.start(), m.end(), s)
     removed = len(extra)
     edits += [(s.start, s.end, "") for s in extra]
     text = _apply(output, edits)
     want = Counter(s.text for s in wanted)
+    misordered = tuple(s.text for s in moved)
     if not lost:
-        got = Counter(s.text for s in rules.find(text))
+        spans = rules.find(text)
+        got = Counter(s.text for s in spans)
         wrong = tuple((want - got).elements()) or tuple((got - want).elements())
-        return Repair(text, n, restored, 0, removed, wrong)
+        if not wrong and misplaced_tags(wanted, spans):  # put back out of order
+            for level in range(_again + 1, 3) if guess else ():
+                again = repair_line(source, text, rules, guess, level)
+                if not again.unplaced:
+                    return replace(again, restored=min(n, restored + again.restored),
+                                   removed=removed + again.removed)
+            misordered = tuple(s.text for s in misplaced_tags(wanted, spans))
+            wrong = misordered
+        return Repair(text, n, restored, 0, removed, wrong, misordered if wrong else ())
     if not guess:
-        return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost))
+        return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost), misordered)
     words = _prose_words(source, wanted)
+    disordered = None  # the first guess with the right spans and its tags out of order
     for beside in (True, False):  # 3. beside a kept neighbour, unless that made another span
         base, rest = _beside_kept(text, source, wanted, lost, rules) if beside else (text, lost)
         for spaced in (False, True):  # spaced apart when joining made another span of them
             placed = _by_position(base, source, wanted, rest, words, rules, spaced)
-            if Counter(s.text for s in rules.find(placed)) == want:
+            found = rules.find(placed)
+            if holds_exactly(wanted, found):
                 return Repair(placed, n, restored + len(lost), len(lost), removed)
-    return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost) or tuple(want))
+            if disordered is None and Counter(s.text for s in found) == want:
+                disordered = placed
+    starts = [t for t in (disordered, text) if t is not None]  # the best guess first
+    for level, start in [(level, start) for level in range(_again + 1, 3) for start in starts
+                         if any(s.kind == "tags" for s in wanted)]:
+        again = repair_line(source, start, rules, guess, level)  # ``</b> a <b>``: again
+        if not again.unplaced:  # a span put back twice counts once
+            put = min(n, restored + len(lost) + again.restored)
+            return replace(again, restored=put, guessed=min(put, len(lost) + again.guessed),
+                           removed=removed + again.removed)
+    return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost) or tuple(want),
+                  misordered)
 
 
 def span_guard(data: DataConfig, mode: str = "repair",

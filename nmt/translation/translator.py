@@ -209,7 +209,8 @@ class StreamTranslator:
         try:
             return layout.join(self.translate(segments, on_truncate=hook) if segments else [])
         except UnplacedSpan as e:  # counted in segments: said of the line
-            raise UnplacedSpan(layout.line_of[e.index], e.spans, e.strict) from None
+            raise UnplacedSpan(layout.line_of[e.index], e.spans, e.strict,
+                               e.misordered) from None
 
     def translate_stream(
         self,

@@ -21,6 +21,7 @@ spans and back, for a model trained to carry sentinels.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,6 +140,31 @@ class SpanRules:
         """The spans of ``text``: they never overlap and come in the order of the text."""
         return resolve(Span(a, b, kind, text[a:b]) for kind, find in self._finders
                        for a, b in find(text) if b > a)
+
+
+def misplaced_tags(wanted: Sequence[Span], got: Sequence[Span]) -> list[Span]:
+    """The tags of ``got`` (a translation's spans) not nested as those of ``wanted`` (its
+    source's): those :func:`tags.unpaired` finds, beyond as many of each as the source leaves
+    unpaired too (a fragment that opens ``<b>`` and does not close it may stay so)."""
+    def unpaired(spans: Sequence[Span]) -> list[Span]:
+        marks = [s for s in spans if s.kind == "tags"]
+        return [marks[i] for i in tags.unpaired([s.text for s in marks])]
+
+    allowed = Counter(s.text for s in unpaired(wanted))
+    out = []
+    for s in unpaired(got):
+        if allowed[s.text]:
+            allowed[s.text] -= 1
+        else:
+            out.append(s)
+    return out
+
+
+def holds_exactly(wanted: Sequence[Span], got: Sequence[Span]) -> bool:
+    """Whether a translation's spans ``got`` are exactly its source's ``wanted``: the same
+    spans as many times each, its tags nested as the source's (:func:`misplaced_tags`)."""
+    return (Counter(s.text for s in got) == Counter(s.text for s in wanted)
+            and not misplaced_tags(wanted, got))
 
 
 def find_spans(text: str, kinds: Sequence[str] = (), terms: Sequence[str] = ()) -> list[Span]:

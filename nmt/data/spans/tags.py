@@ -10,12 +10,15 @@ or closes itself (``<br/>``), it has an attribute with a value (``<a href="x">``
 element of HTML or of the inline markup localisation files carry (``<b>``, ``<em>``, ``<ph>``,
 :data:`ELEMENTS`), or the text closes it later (``<key>Enter</key>``). Otherwise it is the
 metavariable of a usage text (``<NUMBER>``, ``<file>``, ``[<prefix>]``, ``<corrupt X4>``),
-which translators translate (``<NOMBRE>``, ``<fichier>``): text, not a span."""
+which translators translate (``<NOMBRE>``, ``<fichier>``): text, not a span.
+
+:func:`unpaired` says which tags of a text no other pairs with (``</b> <b>``, ``<b><i></b></i>``):
+a translation must nest its tags as its source does, not only hold the same ones."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 _VALUE = r"""(?:"[^"<>\n]*"|'[^'<>\n]*'|[^\s"'=<>`]+)"""
 PATTERN = re.compile(
@@ -33,6 +36,37 @@ ELEMENTS = frozenset("""
     center dd dl dt figure option select textarea title
     g x bx ex ph bpt ept it mrk sub hi qt
 """.split())
+
+
+# HTML's void elements: ``<br>`` opens nothing that a ``</br>`` closes
+VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+
+
+def name(tag: str) -> str:
+    """The element ``tag`` opens or closes, in lower case ("" for a comment)."""
+    m = PATTERN.fullmatch(tag)
+    return m["name"].lower() if m is not None and m["name"] is not None else ""
+
+
+def unpaired(tags: Sequence[str]) -> list[int]:
+    """Which of ``tags`` (a text's tags in its order, each as written) no other pairs with: a
+    closing tag pairs with the innermost element still open, when it is of its name; an
+    opening tag with the closing tag that pairs with it. A tag that closes itself
+    (``<br/>``), a void element (``<br>``) and a comment pair with nothing and are never
+    unpaired. ``</b> <b>``: both unpaired; ``<b><i></b></i>``: ``</b>`` and ``<b>``."""
+    open_: list[int] = []  # indexes of the elements open, the innermost last
+    left: list[int] = []
+    for i, tag in enumerate(tags):
+        element = name(tag)
+        if not element or tag.endswith("/>") or (element in VOID and not tag.startswith("</")):
+            continue
+        if not tag.startswith("</"):
+            open_.append(i)
+        elif open_ and name(tags[open_[-1]]) == element:
+            open_.pop()
+        else:
+            left.append(i)
+    return sorted(left + open_)
 
 
 def _is_markup(m: re.Match[str], last_close: dict[str, int]) -> bool:
