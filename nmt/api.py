@@ -87,15 +87,18 @@ def open_translator(
     model: Path | str | None = None, device: str = "auto", averaged: bool = True,
     compute_type: str = "default", beam: int | None = None, batch_size: int | None = None,
     max_tokens: int | None = None, max_src_tokens: int | None = None, spans: str = "repair",
+    markup: str = "place",
 ) -> StreamTranslator:
     """The translator ``nmt translate`` uses: of the run directory ``run`` (default: the latest
     under runs/) and its ``checkpoint`` (best, last or a file), decoded by ``engine``;
     ``beam``/``batch_size``/``max_tokens`` override the run's [decode]. ``spans``: each output
     keeps its source's protected spans, ``repair`` (put back what can be, guessing a place by
     position), ``strict`` (refuse a line that needs a guess) or ``off``
-    (:mod:`nmt.translation.structure`)."""
+    (:mod:`nmt.translation.structure`). ``markup``: ``place`` (the engine translates each
+    source without its tags, placed in its output by position) or ``model`` (the engine sees
+    the tags); with ``spans`` off the engine always sees them."""
     run, model = arguments.path(run, "run"), arguments.path(model, "model")
-    spans = _spans_mode(spans)
+    spans, markup = _spans_mode(spans), _markup_mode(markup)
     beam, batch_size, max_tokens, max_src_tokens = _decode_arguments(
         checkpoint, device, averaged, compute_type, beam, batch_size, max_tokens, max_src_tokens)
     engine = engine_of(engine, model)
@@ -107,19 +110,25 @@ def open_translator(
         return CT2Translator.from_export(directory, beam=beam, batch_size=batch_size,
                                          max_src_tokens=max_src_tokens, device=device,
                                          compute_type=compute_type, max_tokens=max_tokens,
-                                         where=where, spans=spans)
+                                         where=where, spans=spans, markup=markup)
     from nmt.runs.loading import load_run
     from nmt.translation.translator import Translator
 
     loaded = load_run(run, checkpoint, device, averaged=averaged)
     return Translator.from_run(loaded, beam=beam, batch_size=batch_size, max_tokens=max_tokens,
-                               max_src_tokens=max_src_tokens, spans=spans)
+                               max_src_tokens=max_src_tokens, spans=spans, markup=markup)
 
 
 def _spans_mode(spans: Any) -> str:
     from nmt.translation.structure import MODES
 
     return arguments.choice(spans, "spans", MODES)
+
+
+def _markup_mode(markup: Any) -> str:
+    from nmt.translation.structure import MARKUP
+
+    return arguments.choice(markup, "markup", MARKUP)
 
 
 def _decode_arguments(
@@ -353,10 +362,11 @@ def _run_record(run: Path | None, checkpoint: str, export_dir: Path) -> ScoredRu
 def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
             model: Path | str | None, device: str, averaged: bool, compute_type: str,
             beam: int | None, batch_size: int | None, max_tokens: int | None,
-            spans: str = "repair") -> tuple[ScoredRun, StreamTranslator, str]:
+            spans: str = "repair", markup: str = "place"
+            ) -> tuple[ScoredRun, StreamTranslator, str]:
     """The run, its translator and the tag of the engine in the saved files."""
     run, model = arguments.path(run, "run"), arguments.path(model, "model")
-    spans = _spans_mode(spans)
+    spans, markup = _spans_mode(spans), _markup_mode(markup)
     beam, batch_size, max_tokens, _ = _decode_arguments(
         checkpoint, device, averaged, compute_type, beam, batch_size, max_tokens)
     engine = engine_of(engine, model)
@@ -373,7 +383,8 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
         directory, where = _ct2_directory(run, checkpoint, model)
         translator = CT2Translator.from_export(directory, beam=beam, batch_size=batch_size,
                                                device=device, compute_type=compute_type,
-                                               max_tokens=max_tokens, where=where, spans=spans)
+                                               max_tokens=max_tokens, where=where, spans=spans,
+                                               markup=markup)
         tag = "ct2" if compute_type == "default" else f"ct2-{compute_type}"
         if model is not None:
             tag += f"-{model.resolve().name}"
@@ -383,7 +394,8 @@ def _scored(run: Path | str | None, checkpoint: str, engine: str | None,
 
     loaded = load_run(run, checkpoint, device, averaged=averaged)
     return loaded, Translator.from_run(loaded, beam=beam, batch_size=batch_size,
-                                       max_tokens=max_tokens, spans=spans), ""
+                                       max_tokens=max_tokens, spans=spans,
+                                       markup=markup), ""
 
 
 def backtranslate(
@@ -428,12 +440,13 @@ def score(
     compute_type: str = "default", beam: int | None = None, batch_size: int | None = None,
     max_tokens: int | None = None, limit: int = 0, data_dir: Path | str | None = None,
     textbook_input: bool = False, log: Callable[[str], None] = _say, spans: str = "repair",
+    markup: str = "place",
 ) -> BleuReport:
     """``nmt bleu``: corpus BLEU and chrF of a run on a split of its data (all references of each
     source) or on ``src`` with its line-aligned ``refs``, and how its outputs keep the sources'
     protected spans; hypotheses and scores are saved in the run directory (see
-    :func:`nmt.evaluate.evaluate`). ``limit`` > 0 scores the first N; ``spans`` as in
-    :func:`open_translator` (``off``: the model's own outputs)."""
+    :func:`nmt.evaluate.evaluate`). ``limit`` > 0 scores the first N; ``spans`` and ``markup``
+    as in :func:`open_translator` (``off``: the model's own outputs)."""
     from nmt.evaluate import evaluate_run
 
     split = arguments.choice(split, "split", arguments.SPLITS)
@@ -443,7 +456,8 @@ def score(
         raise TypeError(f"limit: expected a count >= 0 (0: all), got {limit!r:.60}")
     arguments.flag(textbook_input, "textbook_input")
     scored, translator, tag = _scored(run, checkpoint, engine, model, device, averaged,
-                                      compute_type, beam, batch_size, max_tokens, spans)
+                                      compute_type, beam, batch_size, max_tokens, spans,
+                                      markup)
     return evaluate_run(scored, translator, split=split,
                         data_dir=Path(data_dir) if data_dir is not None else None,
                         src=Path(src) if src is not None else None,

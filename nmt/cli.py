@@ -29,6 +29,7 @@ from nmt.options import (
     DeviceOpt,
     EngineOpt,
     ImageOpt,
+    MarkupOpt,
     MaxTokensOpt,
     ModelDirOpt,
     NoEmaOpt,
@@ -278,6 +279,7 @@ def translate(
                      "--no-split gives the model each line whole. Spacing is kept either way."),
     ] = True,
     spans: SpansOpt = "repair",
+    markup: MarkupOpt = "place",
 ) -> None:
     """Translate from the run's source language into its target, a line out per line in (or
     the untranslated strings of a PO or XLIFF file)."""
@@ -296,7 +298,7 @@ def translate(
     open_ = functools.partial(open_translator, run, checkpoint, engine=engine, model=model,
                               device=device, averaged=not no_ema, compute_type=compute_type,
                               beam=beam, batch_size=batch_size, max_tokens=max_tokens,
-                              max_src_tokens=max_src_tokens, spans=spans)
+                              max_src_tokens=max_src_tokens, spans=spans, markup=markup)
     if attention is not None:  # one sentence argument (checked above), then its picture
         _translate_attention(open_(), sentences, output, attention)
         return
@@ -374,6 +376,7 @@ def bleu(
     model: ModelDirOpt = None,
     compute_type: ComputeTypeOpt = "default",
     spans: SpansOpt = "repair",
+    markup: MarkupOpt = "place",
 ) -> None:
     """Corpus BLEU and chrF (sacrebleu) of a run on its test split or on --src/--ref files, and
     how its outputs keep the sources' protected spans."""
@@ -390,7 +393,7 @@ def bleu(
         return
     report = score(run, checkpoint, split=split, src=src, refs=list(ref or []), limit=limit,
                    data_dir=data_dir, textbook_input=textbook_input, log=_warn, spans=spans,
-                   **settings)
+                   markup=markup, **settings)
     if json_:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
         return

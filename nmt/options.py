@@ -74,6 +74,13 @@ SpansOpt = Annotated[
                  "guessing a place by position where needed; one warning with a count), strict "
                  "(a line that needs a guess is an error naming it) or off (as the model wrote)."),
 ]
+MarkupOpt = Annotated[
+    str,
+    typer.Option("--markup", help="Tags (<b>, </b>, <a href=...>) with --spans repair or "
+                 "strict: place (the model translates each line without its tags, placed in "
+                 "its output by position; for models not trained on markup) or model (the "
+                 "model sees them and places them itself)."),
+]
 ComputeTypeOpt = Annotated[
     str,
     typer.Option("--compute-type", help="CTranslate2 only: default (the export's weights), "

@@ -40,7 +40,15 @@ from nmt.data.spans.terms import MAX_BYTES
 from nmt.errors import ConfigError, NmtError
 from nmt.localisation import po as po_file
 from nmt.translation.layout import lay_out
-from nmt.translation.structure import Repair, SpanGuard, UnplacedSpan, guarded, repair_line
+from nmt.translation.structure import (
+    MARKUP,
+    Repair,
+    SpanGuard,
+    UnplacedSpan,
+    guarded,
+    repair_line,
+    without_tags,
+)
 from nmt.translation.translator import StreamTranslator, TruncateHook
 
 FIXTURE = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -130,17 +138,19 @@ def test_the_repair_of_any_output_keeps_the_sources_spans_or_says_it_could_not(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(LINE, LINE), max_size=5), st.sampled_from(["repair", "strict", "off"]))
+@given(st.lists(st.tuples(LINE, LINE), max_size=5), st.sampled_from(["repair", "strict", "off"]),
+       st.sampled_from(MARKUP))
 def test_a_guard_in_any_mode_raises_nothing_but_its_refusal(pairs: list[tuple[str, str]],
-                                                             mode: str) -> None:
+                                                             mode: str, markup: str) -> None:
     sources = [s for s, _ in pairs]
-    engine = dict(pairs)
-    guard = SpanGuard(ALL, mode)
+    bare = markup == "place" and mode != "off"  # what the engine is given: the tags taken out
+    engine = {without_tags(s, ALL) if bare else s: o for s, o in pairs}
+    guard = SpanGuard(ALL, mode, markup)
     try:
         outputs = guarded(lambda xs: [engine[x] for x in xs], sources, guard)
     except UnplacedSpan as e:
         assert mode == "strict"
-        assert re.match(rf"line {e.index + 1}: the translation lost ", one_line(e))
+        assert re.match(rf"line {e.index + 1}: the translation (lost|put) ", one_line(e))
         return
     assert len(outputs) == len(sources)
     if mode == "off":

@@ -27,6 +27,7 @@ from nmt.translation.structure import (
     UnplacedSpan,
     guarded,
     repair_line,
+    without_tags,
 )
 from nmt.translation.translator import StreamTranslator, TruncateHook
 
@@ -208,7 +209,7 @@ def test_tags_out_of_order_are_put_again_nested(source: str, data: st.DataObject
 def test_strict_names_tags_out_of_order() -> None:
     engine = fake_engine({"Click <b>%s</b> now.": "Cliquez</b> <b>%s maintenant.",
                           "Open <b>%s</b>.": "Ouvrir</b> maintenant."})
-    guard = SpanGuard(RULES, "strict")
+    guard = SpanGuard(RULES, "strict", "model")
     with pytest.raises(UnplacedSpan) as e:
         guarded(engine, ["Click <b>%s</b> now."], guard)
     assert str(e.value).startswith(
@@ -216,8 +217,76 @@ def test_strict_names_tags_out_of_order() -> None:
     with pytest.raises(UnplacedSpan) as e:
         guarded(engine, ["a", "Open <b>%s</b>."], guard)
     assert str(e.value).startswith("line 2: the translation lost '<b>', '%s' and no place")
-    assert guarded(engine, ["Click <b>%s</b> now."], SpanGuard(RULES)) == [
+    assert guarded(engine, ["Click <b>%s</b> now."], SpanGuard(RULES, markup="model")) == [
         "Cliquez <b>%s</b> maintenant."]
+
+
+@pytest.mark.parametrize(("source", "bare"), [
+    ("I <b>give up</b>.", "I give up."),
+    ("Click <b> here </b> now", "Click here now"),
+    ("un<b>real</b>", "unreal"),  # inside a word: nothing in its place
+    ("one<br/>two", "one two"),  # a line break stands between words
+    ("a</b><br/>b", "a b"),
+    ("<b>Save</b>", "Save"),
+    ("  <i>x</i>  ", "  x  "),  # the line's own spacing kept
+    ('Here <a href="https://example.org/"><b>it</b></a> is.', "Here it is."),
+    ("Save %s to <b>%s</b>", "Save %s to %s"),  # only tags go
+    ("a < b", "a < b"),
+])
+def test_without_tags(source: str, bare: str) -> None:
+    assert without_tags(source, RULES) == bare
+
+
+def echo_engine(seen: list[str]) -> Callable[[list[str]], list[str]]:
+    """An engine that writes its input back in capitals (spans too: ``%S`` is no ``%s``) and
+    records what it was given."""
+    def translate(sources: list[str]) -> list[str]:
+        seen.extend(sources)
+        return [s.upper() for s in sources]
+    return translate
+
+
+def test_markup_place_translates_without_tags_and_places_them() -> None:
+    sources = ["Can <code>we</code> talk?", "I <b>give up</b>.", "Save <b>%s</b> now", "plain"]
+    seen: list[str] = []
+    guard = SpanGuard(RULES)  # the default: place
+    got = guarded(echo_engine(seen), sources, guard)
+    assert seen == ["Can we talk?", "I give up.", "Save %s now", "plain"]
+    assert got == ["CAN <code>WE</code> TALK?", "I <b>GIVE UP</b>.", "SAVE <b>%s</b> NOW",
+                   "PLAIN"]
+    # what the counts say is the check of the other spans: %S for %s, in place
+    assert (guard.counts.repaired, guard.counts.restored, guard.counts.guessed) == (1, 1, 0)
+    seen.clear()
+    model = guarded(echo_engine(seen), sources, SpanGuard(RULES, markup="model"))
+    assert seen == sources  # the model's own <CODE> taken for the source's <code>, in place
+    assert model[0] == "CAN <code>WE</code> TALK?"
+    seen.clear()
+    assert guarded(echo_engine(seen), sources, SpanGuard(RULES, "off")) == [
+        s.upper() for s in sources] and seen == sources  # off: the engine sees the tags
+
+
+def test_markup_place_in_strict_mode_refuses_only_the_other_spans() -> None:
+    engine = fake_engine({"Save %s now": "Enregistrer maintenant", "I give up.": "J'abandonne."})
+    guard = SpanGuard(RULES, "strict")
+    assert guarded(engine, ["I <b>give up</b>."], guard) == ["<b>J'abandonne</b>."]
+    with pytest.raises(UnplacedSpan) as e:
+        guarded(engine, ["I <b>give up</b>.", "Save <b>%s</b> now"], guard)
+    assert e.value.index == 1 and e.value.spans == ["%s"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(marked_up(), st.sampled_from(["repair", "strict"]))
+def test_markup_place_gives_back_the_tags_nested(source: str, mode: str) -> None:
+    """Whatever the tags of a sentence, the engine never sees one, and the output holds the
+    source's spans, its tags nested as the source's."""
+    seen: list[str] = []
+    try:
+        got = guarded(echo_engine(seen), [source], SpanGuard(RULES, mode))[0]
+    except UnplacedSpan as e:  # strict: a placeholder in capitals is no copy of it
+        assert mode == "strict" and not set(e.spans) & {"<b>", "</b>", "<i>", "</i>"}
+        return
+    assert not any(s.kind == "tags" for s in RULES.find(seen[0]))
+    assert spans_of(got) == spans_of(source) and nested(got), (source, got)
 
 
 def test_a_guess_that_would_make_another_span_is_spaced_apart() -> None:
@@ -258,12 +327,12 @@ def test_guarded_modes_with_a_fake_engine() -> None:
 class FakeTranslator(StreamTranslator):
     """An engine that writes fixed outputs: what the guard does is then known exactly."""
 
-    def __init__(self, outputs: dict[str, str], mode: str) -> None:
+    def __init__(self, outputs: dict[str, str], mode: str, markup: str = "model") -> None:
         self.outputs = outputs
         self.cfg = DecodeConfig()
         self.lowercase, self.normalization = False, "natural"
         self.source_lang = self.target_lang = None
-        self.spans = SpanGuard(RULES, mode)
+        self.spans = SpanGuard(RULES, mode, markup)
 
     def translate_as_written(self, texts: Sequence[str],
                              on_truncate: TruncateHook | None = None) -> list[str]:
@@ -337,6 +406,9 @@ def test_nmt_translate_strict_is_one_error_line_naming_the_line(
     assert err.startswith("error: argument: line 2: the translation lost '%s'")
     code, _, err = invoke("translate", "--run", str(run_dir), "--spans", "fix", "a")
     assert code != 0 and "spans: expected one of repair, strict, off" in err
+    assert err.strip().count("\n") == 0
+    code, _, err = invoke("translate", "--run", str(run_dir), "--markup", "html", "a")
+    assert code != 0 and "markup: expected one of place, model" in err
     assert err.strip().count("\n") == 0
 
 
@@ -424,6 +496,9 @@ def test_ctranslate2_gives_the_same_guarantee(export: Path) -> None:
         assert spans_of(output) == spans_of(source), (source, output)
     raw = CT2Translator.from_export(export, spans="off").translate(CT2_SOURCES)
     assert raw != outputs
+    model = CT2Translator.from_export(export, markup="model").translate(CT2_SOURCES)
+    for source, output in zip(CT2_SOURCES, model, strict=True):
+        assert spans_of(output) == spans_of(source), (source, output)
     code, out, err = invoke("translate", "--model", str(export), *CT2_SOURCES)
     assert code == 0 and out.split("\n")[:-1] == outputs
     assert err.count("spans repaired") == 1

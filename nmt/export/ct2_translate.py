@@ -65,7 +65,7 @@ def _language(meta: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _span_guard(data: dict[str, Any], mode: str, where: str) -> SpanGuard:
+def _span_guard(data: dict[str, Any], mode: str, where: str, markup: str) -> SpanGuard:
     """The guard of the spans the export records (an export older than them: the default
     kinds); a one-line error for a record that is not one."""
     spec, terms = data.get("spans", "default"), data.get("terms", [])
@@ -75,7 +75,7 @@ def _span_guard(data: dict[str, Any], mode: str, where: str) -> SpanGuard:
                               "string and a list of strings; export the run again")
     try:
         return SpanGuard(SpanRules(parse_spans(spec, have_terms=bool(terms)), tuple(terms)),
-                         mode)
+                         mode, markup)
     except ValueError as e:
         raise CheckpointError(f"{where}: {META_FILE}: data.spans: {e}") from None
 
@@ -155,7 +155,7 @@ class CT2Translator(StreamTranslator):
         cls, directory: Path, beam: int | None = None, batch_size: int | None = None,
         max_src_tokens: int | None = None, device: str = "cpu", compute_type: str = "default",
         threads: int = 0, max_tokens: int | None = None, where: str | None = None,
-        spans: str = "repair",
+        spans: str = "repair", markup: str = "place",
     ) -> CT2Translator:
         """Load an export; ``beam``/``batch_size``/``max_tokens`` override its [decode],
         ``compute_type`` (``default``: the export's weights, or ``int8``, ``float32``, ...)
@@ -200,7 +200,7 @@ class CT2Translator(StreamTranslator):
                    meta.get("max_positions"), max_src_tokens, compute_type, directory,
                    bool(meta.get("add_source_eos", True)),
                    _language(meta, "source_language"), _language(meta, "target_language"))
-        made.spans = _span_guard(data, spans, where)
+        made.spans = _span_guard(data, spans, where, markup)
         return made
 
     def translate_as_written(self, texts: Sequence[str],

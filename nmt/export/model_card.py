@@ -195,9 +195,11 @@ def _runtime_lines(card: dict[str, Any]) -> list[str]:
             + " by default (the run's `decode.beam`).",
             "- Placeholders, markup tags and other protected spans (`%s`, `{name}`): `nmt "
             "translate` checks every output against its source and puts back what the model "
-            "dropped or garbled, with either engine (`--spans`). Run without nmt (argostranslate, "
+            "dropped or garbled, with either engine (`--spans`), and translates a line without "
+            "its tags, placing them after (`--markup`). Run without nmt (argostranslate, "
             "LibreTranslate, or CTranslate2 directly), the model's output is used as it is: a "
-            "placeholder it drops or invents stays dropped or invented. argostranslate (1.11) "
+            "placeholder it drops or invents stays dropped or invented, and tags in a line go "
+            "to the model, which may garble the line around them. argostranslate (1.11) "
             "also writes every `_` of a translation as a space (its SentencePiece decoding), so "
             "a span with an underscore (`%(file_name)s`, `--dry_run`) comes out broken there "
             "even where the model wrote it right."]

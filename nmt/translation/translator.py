@@ -282,16 +282,18 @@ class Translator(StreamTranslator):
     def from_run(
         cls, run: LoadedRun, beam: int | None = None, batch_size: int | None = None,
         max_src_tokens: int | None = None, max_tokens: int | None = None,
-        precision: str | None = None, spans: str = "repair",
+        precision: str | None = None, spans: str = "repair", markup: str = "place",
     ) -> Translator:
         """Settings from the run's config; ``beam``/``batch_size``/``max_tokens``/``precision``
-        override its [decode]; ``spans`` is the mode of :mod:`nmt.translation.structure`."""
+        override its [decode]; ``spans`` and ``markup`` are the modes of
+        :mod:`nmt.translation.structure`."""
         cfg = decode_settings(run.config.decode, beam, batch_size, max_tokens, precision)
         data = run.config.data
         translator = cls(run.model, run.tokenizer, cfg, data.lowercase, run.device,
                          max_src_tokens, data.normalization, data.truncate, data.source,
                          data.target)
-        translator.spans = span_guard(data, spans, f"{run.run_dir / CONFIG_FILE}: data.glossary")
+        translator.spans = span_guard(data, spans, f"{run.run_dir / CONFIG_FILE}: data.glossary",
+                                      markup)
         return translator
 
     def translate_as_written(self, texts: Sequence[str],

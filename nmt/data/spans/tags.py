@@ -40,6 +40,10 @@ ELEMENTS = frozenset("""
 
 # HTML's void elements: ``<br>`` opens nothing that a ``</br>`` closes
 VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+# elements that stand between words rather than inside one: a line break, a paragraph, a cell
+SEPARATE = VOID | frozenset("""
+    p div li ul ol dl dt dd table tr td th thead tbody h1 h2 h3 h4 h5 h6 pre blockquote
+""".split())
 
 
 def name(tag: str) -> str:
@@ -48,13 +52,11 @@ def name(tag: str) -> str:
     return m["name"].lower() if m is not None and m["name"] is not None else ""
 
 
-def unpaired(tags: Sequence[str]) -> list[int]:
-    """Which of ``tags`` (a text's tags in its order, each as written) no other pairs with: a
-    closing tag pairs with the innermost element still open, when it is of its name; an
-    opening tag with the closing tag that pairs with it. A tag that closes itself
-    (``<br/>``), a void element (``<br>``) and a comment pair with nothing and are never
-    unpaired. ``</b> <b>``: both unpaired; ``<b><i></b></i>``: ``</b>`` and ``<b>``."""
+def _pairing(tags: Sequence[str]) -> tuple[list[tuple[int, int]], list[int]]:
+    """The pairs of ``tags`` (opening index, closing index) and the indexes of those unpaired
+    (:func:`unpaired`)."""
     open_: list[int] = []  # indexes of the elements open, the innermost last
+    pairs: list[tuple[int, int]] = []
     left: list[int] = []
     for i, tag in enumerate(tags):
         element = name(tag)
@@ -63,10 +65,25 @@ def unpaired(tags: Sequence[str]) -> list[int]:
         if not tag.startswith("</"):
             open_.append(i)
         elif open_ and name(tags[open_[-1]]) == element:
-            open_.pop()
+            pairs.append((open_.pop(), i))
         else:
             left.append(i)
-    return sorted(left + open_)
+    return sorted(pairs), sorted(left + open_)
+
+
+def unpaired(tags: Sequence[str]) -> list[int]:
+    """Which of ``tags`` (a text's tags in its order, each as written) no other pairs with: a
+    closing tag pairs with the innermost element still open, when it is of its name; an
+    opening tag with the closing tag that pairs with it. A tag that closes itself
+    (``<br/>``), a void element (``<br>``) and a comment pair with nothing and are never
+    unpaired. ``</b> <b>``: both unpaired; ``<b><i></b></i>``: ``</b>`` and ``<b>``."""
+    return _pairing(tags)[1]
+
+
+def pairs(tags: Sequence[str]) -> list[tuple[int, int]]:
+    """The elements of ``tags`` (as :func:`unpaired` reads them): the index of each opening
+    tag and of the closing tag that pairs with it."""
+    return _pairing(tags)[0]
 
 
 def _is_markup(m: re.Match[str], last_close: dict[str, int]) -> bool:
