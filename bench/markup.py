@@ -16,8 +16,8 @@ Per translation: lines; tags kept (as many times as the source has them); lines 
 holds the source's spans, each as often; of those, lines whose tags are out of order (``</b>
 ici <b>``, ``<b>a <i>b</b></i>``); lines exact (the source's spans, nested as the source's:
 what ``nmt bleu`` counts); lines with a span the source lacks; BLEU and chrF of the outputs with
-their tags taken out, against the references. It prints a Markdown table and writes the rows
-to ``DIR/results.json``.
+their tags taken out, against the references. It prints a Markdown table and writes the rows,
+stamped with the machine and commit, to ``DIR/results.json``.
 
 ``python -m bench.markup --work DIR --score HYP ...`` scores translations of ``DIR/markup.en``
 made elsewhere (by another commit's ``nmt translate``, say) with the same table.
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import ROOT
+from bench.machine import machine
 
 TAGS = ("b", "i", "em", "code", "a")
 ENGINES = ("nmt", "ctranslate2")
@@ -118,6 +119,7 @@ def score(work: Path, hyp: Path) -> dict[str, Any]:
     """One row of the table: ``hyp``, a translation of ``work/markup.en``."""
     from nmt.data.spans import holds_exactly, misplaced_tags, rules
     from nmt.evaluate import corpus_scores
+    from nmt.translation.structure import without_tags
 
     meta = json.loads((work / "markup.json").read_text(encoding="utf-8"))
     found = rules(meta["spans"])
@@ -139,10 +141,7 @@ def score(work: Path, hyp: Path) -> dict[str, Any]:
             disordered += bool(misplaced_tags(wanted, got))
         exact += holds_exactly(wanted, got)
         invented += bool(have - want)
-        text = out
-        for s in reversed(got):
-            text = text[:s.start] + " " + text[s.end:]
-        plain.append(" ".join(text.split()))
+        plain.append(without_tags(out, found))
     scores = corpus_scores(plain, [[r] for r in refs], lang=meta["target"])
     n = len(sources)
     return {"translation": hyp.name, "lines": n, "spans": tags,
@@ -196,8 +195,11 @@ def main(argv: list[str] | None = None) -> None:
                 hyp = args.work / f"hyp.{engine}.{spans}.{markup}.txt"
                 translate(args.run, src, hyp, engine, spans, markup)
                 rows.append(score(args.work, hyp))
+    stamp = machine()
+    print(f"{stamp['cpu']}, {stamp.get('date', '')}, commit {stamp.get('commit', '?')}\n")
     print(markdown(rows), end="")
-    (args.work / "results.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    (args.work / "results.json").write_text(json.dumps({"machine": stamp, "rows": rows},
+                                                       indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -458,6 +458,9 @@ def test_bleu_prints_and_records_span_integrity(run_dir: Path, tmp_path: Path) -
                for h, s in zip(hyps, sources, strict=True))
     assert spans["kept"] == kept
     assert json.loads(Path(report["scores"]).read_text(encoding="utf-8"))["spans"] == spans
+    code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref),
+                          "--markup", "model")
+    assert code == 0 and "2/2 kept (100.0%), 2/2 lines exact" in out
     src.write_text("a b c\nd e\n", encoding="utf-8")
     ref.write_text("c b a\ne d\n", encoding="utf-8")
     code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref))
