@@ -201,16 +201,18 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
     counts = guard.counts
     for i, (source, plain, output) in enumerate(zip(sources, bare, outputs, strict=True)):
         repair = repair_line(plain, output, guard.rules, guess=guard.mode == "repair")
-        if plain != source and not repair.unplaced:  # the tags taken out, placed again
+        changed = repair.text != output
+        if plain != source:  # the tags taken out, placed again (the line's final check)
             tagged = repair_line(source, repair.text, guard.rules)
             repair = replace(repair, text=tagged.text, spans=tagged.spans,
-                             unplaced=tagged.unplaced, misordered=tagged.misordered)
+                             unplaced=repair.unplaced or tagged.unplaced,
+                             misordered=repair.misordered or tagged.misordered)
         if repair.unplaced and guard.mode == "strict":
             raise UnplacedSpan(i, repair.unplaced, misordered=repair.misordered)
         counts.unplaced += bool(repair.unplaced)  # repair: kept as far as it got, and said
         counts.sentences += 1
         counts.with_spans += repair.spans > 0
-        if repair.text != output and (plain == source or repair.restored or repair.removed):
+        if changed:
             counts.repaired += 1
         counts.restored += repair.restored
         counts.guessed += repair.guessed
