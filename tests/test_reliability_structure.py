@@ -210,6 +210,9 @@ def test_a_sentence_of_more_spans_than_a_sentence_has_is_kept_as_written_and_sai
     with pytest.raises(UnplacedSpan) as e:
         guarded(lambda xs: ["y"] * len(xs), [source], SpanGuard(DEFAULT, "strict"))
     assert "and 395 more" in one_line(e.value) and len(str(e.value)) < 500
+    seen: list[str] = []  # tags taken out only where they would be placed again
+    assert guarded(lambda xs: seen.extend(xs) or list(xs), [source], SpanGuard(DEFAULT)) == [
+        source] and seen == [source]
 
 
 # --- a fake translator -------------------------------------------------------------------------

@@ -192,10 +192,13 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
     whole file. With ``guard.markup`` ``place``, the engine translates each source without
     its tags (:func:`without_tags`), and the tags are placed in its output after the other
     spans are checked, by position (the third place of the module docstring); what the
-    counts say is the check of the other spans."""
+    counts say is the check of the other spans. A line of more than :data:`MAX_SPANS` spans,
+    which is not repaired, goes to the engine as written."""
     if guard is None or guard.mode == "off":
         return translate(list(sources))
     bare = [without_tags(s, guard.rules) if guard.markup == "place" else s for s in sources]
+    bare = [b if len(guard.rules.find(s)) <= MAX_SPANS else s  # not repaired: as written
+            for s, b in zip(sources, bare, strict=True)]
     outputs = translate(bare)
     fixed = []
     counts = guard.counts
