@@ -200,19 +200,21 @@ class SpanIntegrity:
     exact: int  # lines whose output holds exactly the source's spans, its tags nested as the
     # source's (nmt.data.spans.holds_exactly)
     invented: int  # lines whose output holds a span its source does not
+    markup: str = "place"  # the translation's --markup (nmt.translation.structure.MARKUP)
 
     def summary(self) -> str:
         """One line for ``nmt bleu``."""
         if not self.lines:
             return "no spans in this test set"
         share = f" ({100 * self.kept / self.spans:.1f}%)" if self.spans else ""
+        how = f"--spans {self.mode}" + (f", --markup {self.markup}" if self.mode != "off" else "")
         return (f"{self.kept}/{self.spans} kept{share}, {self.exact}/{self.lines} lines exact, "
-                f"{self.invented} with an invented span (--spans {self.mode})")
+                f"{self.invented} with an invented span ({how})")
 
 
 def span_integrity(sources: Sequence[str], hyps: Sequence[str],
                    refs: Sequence[Sequence[str]], rules: SpanRules,
-                   mode: str = "repair") -> SpanIntegrity:
+                   mode: str = "repair", markup: str = "place") -> SpanIntegrity:
     """:class:`SpanIntegrity` of ``hyps`` translated from ``sources`` (``refs`` only choose the
     lines that count)."""
     lines = spans = kept = exact = invented = 0
@@ -227,7 +229,7 @@ def span_integrity(sources: Sequence[str], hyps: Sequence[str],
         kept += sum((wanted & got).values())
         exact += holds_exactly(in_source, in_hyp)
         invented += bool(got - wanted)
-    return SpanIntegrity(mode, lines, spans, kept, exact, invented)
+    return SpanIntegrity(mode, lines, spans, kept, exact, invented, markup)
 
 
 @dataclass
@@ -339,7 +341,8 @@ def evaluate(
     guard = translator.spans
     integrity = span_integrity(sources, hyps, refs,
                                guard.rules if guard else SpanRules(parse_spans("default")),
-                               guard.mode if guard else "off")
+                               guard.mode if guard else "off",
+                               guard.markup if guard else "model")
     hyp_path, scores_path = hypotheses_file(run_dir, tag), scores_file(run_dir, tag)
     atomic_write_text(hyp_path, "".join(h + "\n" for h in hyps))
     report = BleuReport(

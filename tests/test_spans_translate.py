@@ -460,7 +460,7 @@ def test_bleu_prints_and_records_span_integrity(run_dir: Path, tmp_path: Path) -
     code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref))
     assert code == 0
     assert ("spans           2/2 kept (100.0%), 2/2 lines exact, 0 with an invented span "
-            "(--spans repair)") in out
+            "(--spans repair, --markup place)") in out
     code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref),
                           "--spans", "off", "--json")
     report = json.loads(out)
@@ -475,6 +475,7 @@ def test_bleu_prints_and_records_span_integrity(run_dir: Path, tmp_path: Path) -
     code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref),
                           "--markup", "model")
     assert code == 0 and "2/2 kept (100.0%), 2/2 lines exact" in out
+    assert "(--spans repair, --markup model)" in out
     src.write_text("a b c\nd e\n", encoding="utf-8")
     ref.write_text("c b a\ne d\n", encoding="utf-8")
     code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref))
