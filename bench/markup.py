@@ -116,9 +116,11 @@ def translate(run: Path, src: Path, out: Path, engine: str, spans: str, markup: 
 
 
 def score(work: Path, hyp: Path) -> dict[str, Any]:
-    """One row of the table: ``hyp``, a translation of ``work/markup.en``."""
-    from nmt.data.spans import holds_exactly, misplaced_tags, rules
-    from nmt.evaluate import corpus_scores
+    """One row of the table: ``hyp``, a translation of ``work/markup.en``, counted as ``nmt
+    bleu`` counts (:func:`nmt.evaluate.span_integrity`), and the lines whose spans are the
+    source's but whose tags are out of order."""
+    from nmt.data.spans import misplaced_tags, rules
+    from nmt.evaluate import corpus_scores, span_integrity
     from nmt.translation.structure import without_tags
 
     meta = json.loads((work / "markup.json").read_text(encoding="utf-8"))
@@ -129,26 +131,20 @@ def score(work: Path, hyp: Path) -> dict[str, Any]:
     if len(hyps) != len(sources):
         raise SystemExit(f"{hyp}: {len(hyps)} lines, but {work / 'markup.en'} has "
                          f"{len(sources)}")
-    tags = kept = same = disordered = exact = invented = 0
-    plain = []
+    counts = span_integrity(sources, hyps, [[r] for r in refs], found)
+    out_of_order = 0
     for source, out in zip(sources, hyps, strict=True):
         wanted, got = found.find(source), found.find(out)
-        want, have = Counter(s.text for s in wanted), Counter(s.text for s in got)
-        tags += sum(want.values())
-        kept += sum((want & have).values())
-        if want == have:
-            same += 1
-            disordered += bool(misplaced_tags(wanted, got))
-        exact += holds_exactly(wanted, got)
-        invented += bool(have - want)
-        plain.append(without_tags(out, found))
-    scores = corpus_scores(plain, [[r] for r in refs], lang=meta["target"])
-    n = len(sources)
-    return {"translation": hyp.name, "lines": n, "spans": tags,
-            "kept": round(100 * kept / max(tags, 1), 2),
-            "same_spans": round(100 * same / n, 2),
-            "out_of_order": disordered, "exact": round(100 * exact / n, 2),
-            "invented": round(100 * invented / n, 2),
+        out_of_order += (Counter(s.text for s in wanted) == Counter(s.text for s in got)
+                         and bool(misplaced_tags(wanted, got)))
+    scores = corpus_scores([without_tags(h, found) for h in hyps], [[r] for r in refs],
+                           lang=meta["target"])
+    lines = max(counts.lines, 1)
+    return {"translation": hyp.name, "lines": len(sources), "spans": counts.spans,
+            "kept": round(100 * counts.kept / max(counts.spans, 1), 2),
+            "same_spans": round(100 * (counts.exact + out_of_order) / lines, 2),
+            "out_of_order": out_of_order, "exact": round(100 * counts.exact / lines, 2),
+            "invented": round(100 * counts.invented / lines, 2),
             "bleu": round(scores.bleu, 2), "chrf": round(scores.chrf, 2)}
 
 

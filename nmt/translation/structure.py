@@ -543,14 +543,13 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
         spans = rules.find(text)
         got = Counter(s.text for s in spans)
         wrong = tuple((want - got).elements()) or tuple((got - want).elements())
-        if not wrong and misplaced_tags(wanted, spans):  # put back out of order
-            for level in range(_again + 1, 3) if guess else ():
-                again = repair_line(source, text, rules, guess, level)
-                if not again.unplaced:
-                    return replace(again, restored=min(n, restored + again.restored),
-                                   removed=removed + again.removed)
-            misordered = tuple(s.text for s in misplaced_tags(wanted, spans))
-            wrong = misordered
+        misplaced = [] if wrong else misplaced_tags(wanted, spans)
+        if misplaced:  # put back out of order
+            again = _retried(source, [text], rules, _again) if guess else None
+            if again is not None:
+                return replace(again, restored=min(n, restored + again.restored),
+                               removed=removed + again.removed)
+            misordered = wrong = tuple(s.text for s in misplaced)
         return Repair(text, n, restored, 0, removed, wrong, misordered if wrong else ())
     if not guess:
         return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost), misordered)
@@ -565,16 +564,26 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
                 return Repair(placed, n, restored + len(lost), len(lost), removed)
             if disordered is None and Counter(s.text for s in found) == want:
                 disordered = placed
-    starts = [t for t in (disordered, text) if t is not None]  # the best guess first
-    for level, start in [(level, start) for level in range(_again + 1, 3) for start in starts
-                         if any(s.kind == "tags" for s in wanted)]:
-        again = repair_line(source, start, rules, guess, level)  # ``</b> a <b>``: again
-        if not again.unplaced:  # a span put back twice counts once
+    if any(s.kind == "tags" for s in wanted):  # ``</b> a <b>``: its tags put again
+        again = _retried(source, [t for t in (disordered, text) if t is not None], rules,
+                         _again)
+        if again is not None:  # a span put back twice counts once
             put = min(n, restored + len(lost) + again.restored)
             return replace(again, restored=put, guessed=min(put, len(lost) + again.guessed),
                            removed=removed + again.removed)
     return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost) or tuple(want),
                   misordered)
+
+
+def _retried(source: str, starts: Sequence[str], rules: SpanRules, after: int) -> Repair | None:
+    """The first repair of ``source`` from one of ``starts`` (the best first) in the passes
+    after ``after`` (:func:`repair_line`'s ``_again``) that places every span, or None."""
+    for level in range(after + 1, 3):
+        for start in starts:
+            again = repair_line(source, start, rules, True, level)
+            if not again.unplaced:
+                return again
+    return None
 
 
 def span_guard(data: DataConfig, mode: str = "repair", where: str = "data.glossary",
