@@ -35,6 +35,7 @@ from nmt.translation.translator import StreamTranslator, open_input
 if TYPE_CHECKING:
     from nmt.config import Config, DataConfig
     from nmt.data.prepare import Prepared
+    from nmt.translation.structure import SpanGuard
 
 # The recipe's four check sentences and their references (the textbook's, d2l.ai's
 # "Sequence-to-Sequence Learning for Machine Translation"), and the same as people write them,
@@ -299,6 +300,16 @@ def file_references(
     return sources, per_sentence
 
 
+def _spans_tag(guard: SpanGuard | None) -> str:
+    """What the file names of :func:`evaluate` add for a span mode other than the default
+    (``--spans repair --markup place``): ``.spans-off``, ``.spans-strict``, ``.markup-model``."""
+    if guard is None:
+        return ""
+    tag = "" if guard.mode == "repair" else f".spans-{guard.mode}"
+    return tag + (f".markup-{guard.markup}" if guard.markup != "place" and guard.mode != "off"
+                  else "")
+
+
 FILE_PREFIX = "file-"  # results of `nmt bleu --src FILE`: hyp.file-FILE.txt, scores.file-FILE.json
 
 
@@ -319,8 +330,10 @@ def evaluate(
 
     Files: ``hyp.<name>.txt`` (one translation per source line) and ``scores.<name>.json``;
     ``<name>`` gets ``.<tag>`` for another engine than ``nmt`` (``ct2``, ``ct2-int8``) and
-    ``.beamN`` for beam search, so results of each engine and search sit side by side. A
-    split's name is the split's (``test``); a ``--src`` file's is ``file-`` and its file name.
+    ``.beamN`` for beam search, ``.spans-off`` or ``.spans-strict`` for another ``--spans``
+    than ``repair`` and ``.markup-model`` for ``--markup model``, so results of each engine,
+    search and span mode sit side by side. A split's name is the split's (``test``); a
+    ``--src`` file's is ``file-`` and its file name.
     ``cut_short``: said beside the scores (:mod:`nmt.runs.time_budget`).
     """
     import time
@@ -334,11 +347,12 @@ def evaluate(
     engine = tag or "nmt"
     name = f"{name}.{tag}" if tag else name
     tag = name if beam == 1 else f"{name}.beam{beam}"
+    guard = translator.spans
+    tag += _spans_tag(guard)
     start = time.perf_counter()
     hyps = translator.translate(sources)
     seconds = time.perf_counter() - start
     scores = score_multi_and_single(hyps, refs, tokenized=not translator.natural_text, lang=lang)
-    guard = translator.spans
     integrity = span_integrity(sources, hyps, refs,
                                guard.rules if guard else SpanRules(parse_spans("default")),
                                guard.mode if guard else "off",

@@ -21,7 +21,7 @@ from nmt.api import open_translator, translate_lines
 from nmt.config import DecodeConfig
 from nmt.data.spans import KINDS, SpanRules, holds_exactly, misplaced_tags, parse
 from nmt.errors import DataError
-from nmt.evaluate import span_integrity
+from nmt.evaluate import _spans_tag, span_integrity
 from nmt.translation.structure import (
     SpanGuard,
     UnplacedSpan,
@@ -480,6 +480,27 @@ def test_bleu_prints_and_records_span_integrity(run_dir: Path, tmp_path: Path) -
     ref.write_text("c b a\ne d\n", encoding="utf-8")
     code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref", str(ref))
     assert code == 0 and "spans           no spans in this test set" in out
+
+
+def test_bleu_keeps_each_span_modes_translations_apart(run_dir: Path, tmp_path: Path) -> None:
+    src, ref = tmp_path / "t.en", tmp_path / "r.fr"
+    src.write_text("a <b>b</b> %s c\n", encoding="utf-8")
+    ref.write_text("c %s <b>b</b> a\n", encoding="utf-8")
+    written = {}
+    for extra in ((), ("--spans", "off"), ("--markup", "model"),
+                  ("--spans", "off", "--markup", "model")):
+        code, out, _ = invoke("bleu", "--run", str(run_dir), "--src", str(src), "--ref",
+                              str(ref), "--json", *extra)
+        assert code == 0
+        report = json.loads(out)
+        written[extra] = (Path(report["hypotheses"]).name, Path(report["scores"]).name)
+    assert [h for h, _ in written.values()] == [
+        "hyp.file-t.en.txt", "hyp.file-t.en.spans-off.txt", "hyp.file-t.en.markup-model.txt",
+        "hyp.file-t.en.spans-off.txt"]  # off: the model sees the tags, whatever --markup says
+    assert written[()][1] == "scores.file-t.en.json"
+    assert json.loads((run_dir / "scores.file-t.en.json").read_text())["spans"]["mode"] == (
+        "repair")
+    assert _spans_tag(SpanGuard(RULES, "strict", "model")) == ".spans-strict.markup-model"
 
 
 # --- CTranslate2 ---------------------------------------------------------------------------------
