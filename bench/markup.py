@@ -19,8 +19,16 @@ what ``nmt bleu`` counts); lines with a span the source lacks; BLEU and chrF of 
 their tags taken out, against the references. It prints a Markdown table and writes the rows,
 stamped with the machine and commit, to ``DIR/results.json``.
 
+Where the tags land: ``DIR/words.en`` holds up to ``--lines`` sentences of the same source
+with a tag pair around one word the translation keeps as written (a name or a number: a word
+with a capital, not the first, or digits, once in the sentence and once in its first reference,
+``DIR/words.ref``), translated the same ways into ``DIR/hyp.words.ENGINE.SPANS.MARKUP.txt``.
+Of the lines whose output holds that word once, the share with the tag pair around it
+(``<b>Tom</b>``): the second table.
+
 ``python -m bench.markup --work DIR --score HYP ...`` scores translations of ``DIR/markup.en``
-made elsewhere (by another commit's ``nmt translate``, say) with the same table.
+(or of ``DIR/words.en``, for files named ``hyp.words.*``) made elsewhere (by another commit's
+``nmt translate``, say) with the same tables.
 """
 
 from __future__ import annotations
@@ -79,6 +87,21 @@ def marked(sentence: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
+def on_kept_word(sentence: str, reference: str, rng: random.Random) -> str | None:
+    """``sentence`` with a tag pair around a word the translation keeps as written (the
+    module docstring), or None when it has none."""
+    words = sentence.split()
+    plain = [_WORD_END.sub("", w).strip("\"'«(") for w in words]
+    theirs = [_WORD_END.sub("", w).strip("\"'«(") for w in reference.split()]
+    for k, w in enumerate(plain):
+        if (w and (w.isdigit() or (k > 0 and w[0].isupper() and w.isalpha()))
+                and plain.count(w) == 1 and theirs.count(w) == 1):
+            name = rng.choice(TAGS)
+            words[k] = words[k].replace(w, f"{_open(name)}{w}</{name}>", 1)
+            return " ".join(words)
+    return None
+
+
 def build(run: Path, work: Path, lines: int, seed: int, data_dir: Path | None,
           src: Path | None = None, ref: Path | None = None) -> Path:
     """``work/markup.en`` and ``work/markup.ref`` from ``run``'s test split, or from the files
@@ -99,6 +122,11 @@ def build(run: Path, work: Path, lines: int, seed: int, data_dir: Path | None,
     src.write_text("".join(marked(s, rng) + "\n" for s in sources[:lines]), encoding="utf-8")
     (work / "markup.ref").write_text("".join(r[0] + "\n" for r in references[:lines]),
                                      encoding="utf-8")
+    kept = [(m, r[0]) for m, r in ((on_kept_word(s, r[0], rng), r)
+                                   for s, r in zip(sources, references, strict=True)) if m]
+    (work / "words.en").write_text("".join(m + "\n" for m, _ in kept[:lines]), encoding="utf-8")
+    (work / "words.ref").write_text("".join(r + "\n" for _, r in kept[:lines]),
+                                    encoding="utf-8")
     (work / "markup.json").write_text(json.dumps({"run": str(run), "target": cfg.data.target,
                                                   "spans": cfg.data.spans}) + "\n",
                                       encoding="utf-8")
@@ -148,6 +176,39 @@ def score(work: Path, hyp: Path) -> dict[str, Any]:
             "bleu": round(scores.bleu, 2), "chrf": round(scores.chrf, 2)}
 
 
+def on_word(work: Path, hyp: Path) -> dict[str, Any]:
+    """One row of the second table: ``hyp``, a translation of ``work/words.en``: of the lines
+    whose output holds the marked word once, those with the source's tag pair around it."""
+    from nmt.data.spans import rules
+    from nmt.translation.structure import without_tags
+
+    meta = json.loads((work / "markup.json").read_text(encoding="utf-8"))
+    found = rules(meta["spans"])
+    sources = (work / "words.en").read_text(encoding="utf-8").splitlines()
+    hyps = hyp.read_text(encoding="utf-8").splitlines()
+    if len(hyps) != len(sources):
+        raise SystemExit(f"{hyp}: {len(hyps)} lines, but {work / 'words.en'} has "
+                         f"{len(sources)}")
+    lines = kept = 0
+    for source, out in zip(sources, hyps, strict=True):
+        tag = re.search(r"(<[^/>]+>)([^<]+)(</[^>]+>)", source)
+        assert tag is not None, source
+        word = tag.group(2)
+        if re.findall(rf"(?<!\w){re.escape(word)}(?!\w)", without_tags(out, found)) != [word]:
+            continue
+        lines += 1
+        kept += tag.group() in out
+    return {"translation": hyp.name, "lines": len(sources), "with_word": lines,
+            "on_word": round(100 * kept / max(lines, 1), 2)}
+
+
+def markdown_words(rows: Sequence[dict[str, Any]]) -> str:
+    head = ("| translation | lines | lines whose output has the word once | of which the tag "
+            "pair around it |\n|---|---:|---:|---:|\n")
+    return head + "".join(f"| {r['translation']} | {r['lines']:,} | {r['with_word']:,} | "
+                          f"{r['on_word']:.1f}% |\n" for r in rows)
+
+
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     head = ("| translation | lines | spans kept | lines with the source's spans | of which tags "
             "out of order | lines exact | lines with an invented span | BLEU | chrF |\n"
@@ -172,8 +233,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--score", type=Path, nargs="+", default=None,
                         help="score these translations of WORK/markup.en instead")
     args = parser.parse_args(argv)
+    words: list[dict[str, Any]] = []
     if args.score:
-        rows = [score(args.work, h) for h in args.score]
+        rows = [score(args.work, h) for h in args.score if not h.name.startswith("hyp.words.")]
+        words = [on_word(args.work, h) for h in args.score if h.name.startswith("hyp.words.")]
     else:
         if args.run is None:
             parser.error("--run: expected a run directory (or --score HYP ...)")
@@ -191,11 +254,17 @@ def main(argv: list[str] | None = None) -> None:
                 hyp = args.work / f"hyp.{engine}.{spans}.{markup}.txt"
                 translate(args.run, src, hyp, engine, spans, markup)
                 rows.append(score(args.work, hyp))
+                hyp = args.work / f"hyp.words.{engine}.{spans}.{markup}.txt"
+                translate(args.run, args.work / "words.en", hyp, engine, spans, markup)
+                words.append(on_word(args.work, hyp))
     stamp = machine()
     print(f"{stamp['cpu']}, {stamp.get('date', '')}, commit {stamp.get('commit', '?')}\n")
-    print(markdown(rows), end="")
-    (args.work / "results.json").write_text(json.dumps({"machine": stamp, "rows": rows},
-                                                       indent=1) + "\n", encoding="utf-8")
+    if rows:
+        print(markdown(rows), end="")
+    if words:
+        print(("\n" if rows else "") + markdown_words(words), end="")
+    (args.work / "results.json").write_text(json.dumps(
+        {"machine": stamp, "rows": rows, "words": words}, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

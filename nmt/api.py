@@ -95,7 +95,8 @@ def open_translator(
     keeps its source's protected spans, ``repair`` (put back what can be, guessing a place by
     position), ``strict`` (refuse a line that needs a guess) or ``off``
     (:mod:`nmt.translation.structure`). ``markup``: ``place`` (the engine translates each
-    source without its tags, placed in its output by position) or ``model`` (the engine sees
+    source without its tags, placed in its output on the words its attention names, else by
+    position) or ``model`` (the engine sees
     the tags); with ``spans`` off the engine always sees them."""
     run, model = arguments.path(run, "run"), arguments.path(model, "model")
     spans, markup = _spans_mode(spans), _markup_mode(markup)

@@ -77,8 +77,9 @@ SpansOpt = Annotated[
 MarkupOpt = Annotated[
     str,
     typer.Option("--markup", help="Tags (<b>, </b>, <a href=...>) with --spans repair or "
-                 "strict: place (the model translates each line without its tags, placed in "
-                 "its output by position; for models not trained on markup) or model (the "
+                 "strict: place (the model translates each line without its tags, put on the "
+                 "words that render theirs, by the model's attention, else by position; for "
+                 "models not trained on markup) or model (the "
                  "model sees them and places them itself)."),
 ]
 ComputeTypeOpt = Annotated[

@@ -32,6 +32,7 @@ from nmt.translation.search import (
     _best,
     _best_unscored,
     beam_search,
+    forced_attention,
     greedy,
     greedy_uncached,
     greedy_with_weights,
@@ -419,6 +420,23 @@ def test_greedy_with_weights_shapes_and_tokens(untrained: EncoderDecoder) -> Non
         torch.testing.assert_close(weights["self"].sum(-1), torch.ones(2, 2, t))
     else:
         assert set(weights) == {"cross"} and cross.shape[:2] == (1, 1)
+
+
+def test_forced_attention_is_the_greedy_searchs_own(model: EncoderDecoder) -> None:
+    """The weights tags are placed by (:mod:`nmt.translation.alignment`), read by forcing the
+    greedy output through the model in one pass, are those the search saw producing it step
+    by step: the last layer's, its heads averaged."""
+    checked = 0
+    for text in TEXTS[:8]:
+        ids = src_ids(text)
+        hyp, weights = greedy_with_weights(model, torch.tensor([ids]), 9)
+        if not hyp.tokens:
+            continue
+        searched = weights["cross"][-1].mean(dim=0)[: len(hyp.tokens)]
+        forced = torch.tensor(forced_attention(model, ids, hyp.tokens))
+        torch.testing.assert_close(forced, searched, atol=1e-5, rtol=1e-4)
+        checked += 1
+    assert checked
 
 
 def make_run(run_dir: Path, arch: str = "transformer", trained: bool = True) -> Path:

@@ -53,6 +53,7 @@ from nmt.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
 from nmt.export import output_path
 from nmt.export.ct2_directory import (
+    ATTENTION,
     EXPORT_ENTRIES,
     FORMAT,
     META_FILE,
@@ -161,7 +162,10 @@ class TransformerConverter(Converter):  # type: ignore[misc]
         m, pre_norm = self.model, self.cfg.norm_first
         spec = transformer_spec.TransformerSpec.from_config(
             self.cfg.n_layers, self.cfg.n_heads, pre_norm=pre_norm,
-            activation=common_spec.Activation.RELU)
+            activation=common_spec.Activation.RELU,
+            # return_attention: the last layer's heads averaged, as nmt reads its own
+            # (nmt.translation.alignment); CTranslate2's default is the first head alone
+            alignment_layer=-1, alignment_heads=self.cfg.n_heads)
         positions = _array(m.pos)  # (max_positions, d_model), interleaved sin/cos
         with torch.no_grad():
             for stack, embed in ((spec.encoder, m.src_embed), (spec.decoder, m.tgt_embed)):
@@ -331,6 +335,7 @@ def export_run(run: LoadedRun, output: Path, quantization: str | None = None,
         "max_positions": model.max_positions,
         "add_source_eos": add_source_eos if add_source_eos is not None else (
             run.config.data.truncate <= 0),
+        "attention": ATTENTION,
     }
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

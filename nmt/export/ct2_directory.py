@@ -22,6 +22,11 @@ from nmt.runs.portable import META_FILE as META_FILE  # the metadata's name, sha
 from nmt.runs.portable import RUN_COPY  # the folder --with-checkpoint adds to an export
 
 FORMAT = "nmt-ctranslate2-1"
+# What CTranslate2's return_attention gives for an export that records it as its "attention":
+# the last decoder layer's encoder-decoder heads averaged, the weights nmt reads of its own
+# model (nmt.translation.alignment); an export made before gives the first head alone, and
+# places tags by position
+ATTENTION = "last-layer-mean"
 RUN_EXPORTS = EXPORTS_DIR  # exports made on the fly live in RUN/ctranslate2/<checkpoint>/
 
 
@@ -144,6 +149,7 @@ def run_export(run_dir: Path | None, checkpoint: str = "best") -> RunExport:
         truncate = data.get("truncate", 0)
         current = (meta.get("format") == FORMAT and meta.get("quantization") == "float32"
                    and isinstance(truncate, int) and meta.get("add_source_eos") == (truncate <= 0)
+                   and meta.get("attention") == ATTENTION
                    and all(meta.get(k) == v for k, v in checkpoint_stamp(path).items()))
     return RunExport(run_dir, path, target, current)
 

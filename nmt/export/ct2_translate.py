@@ -32,6 +32,7 @@ from nmt.data.spans import parse as parse_spans
 from nmt.data.tokenizers import EOS_ID, Tokenizer, load_tokenizer
 from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
 from nmt.export.ct2_directory import (
+    ATTENTION,
     CT2_FILES,
     META_FILE,
     check_model_vocabulary,
@@ -40,6 +41,7 @@ from nmt.export.ct2_directory import (
     vocabulary,
 )
 from nmt.files import open_stored
+from nmt.translation.alignment import WordAlignment, word_alignment
 from nmt.translation.rules import decode_batches, length_penalty
 from nmt.translation.structure import SpanGuard
 from nmt.translation.translator import (
@@ -145,6 +147,7 @@ class CT2Translator(StreamTranslator):
     add_source_eos: bool = True  # the model appends <eos> (else the input carries it)
     source_lang: str | None = None  # the run's data.source (None: every language's rules)
     target_lang: str | None = None  # the run's data.target
+    attention: bool = False  # return_attention gives the weights nmt aligns with (ATTENTION)
 
     def __post_init__(self) -> None:
         self._src_tokens = vocabulary(self.tokenizer, "src")
@@ -199,7 +202,8 @@ class CT2Translator(StreamTranslator):
                    str(data["normalization"]), int(data["truncate"]),
                    meta.get("max_positions"), max_src_tokens, compute_type, directory,
                    bool(meta.get("add_source_eos", True)),
-                   _language(meta, "source_language"), _language(meta, "target_language"))
+                   _language(meta, "source_language"), _language(meta, "target_language"),
+                   meta.get("attention") == ATTENTION)
         made.spans = _span_guard(data, spans, where, markup)
         return made
 
@@ -216,6 +220,36 @@ class CT2Translator(StreamTranslator):
         outputs = self.translate_ids(batch)
         return [self.tokenizer.decode_tgt(out) if ids else ""
                 for out, ids in zip(outputs, batch, strict=True)]
+
+    def align_as_written(self, texts: Sequence[str], targets: Sequence[str]
+                         ) -> list[WordAlignment | None]:
+        """Each target forced through CTranslate2 as the prefix of its translation, with its
+        ``return_attention`` (:mod:`nmt.translation.alignment`): none from an export that
+        does not record its :data:`~nmt.export.ct2_directory.ATTENTION` (made before it
+        averaged the heads), nor for a source the length limit cuts."""
+        aligned: list[WordAlignment | None] = [None] * len(texts)
+        if not self.attention:
+            return aligned
+        limit = source_limit_for(self.max_positions, self.max_src_tokens, self.truncate)
+        todo: list[tuple[int, list[str], list[str], list[str]]] = []  # i, src, tgt, pieces
+        for i, (text, target) in enumerate(zip(texts, targets, strict=True)):
+            normalized = self.normalize_source(text)
+            ids, n = source_ids(self.tokenizer, normalized, limit)
+            tgt = self.tokenizer.tgt_tokens(self.tokenizer.encode_tgt(target))
+            if ids and n <= limit and tgt:
+                fed = _without_eos(ids) if self.add_source_eos else ids
+                todo.append((i, [self._src_tokens[t] for t in fed], tgt,
+                             self.tokenizer.src_tokens(normalized)))
+        for idx in decode_batches([len(src) + len(tgt) for _, src, tgt, _ in todo], self.cfg):
+            batch = [todo[k] for k in idx]
+            out = self.translator.translate_batch(
+                [src for _, src, _, _ in batch], target_prefix=[tgt for _, _, tgt, _ in batch],
+                beam_size=1, return_attention=True, min_decoding_length=0, max_input_length=0,
+                max_decoding_length=max(len(tgt) for _, _, tgt, _ in batch) + 1)
+            for (i, _, tgt, pieces), result in zip(batch, out, strict=True):
+                aligned[i] = word_alignment(result.attention[0], pieces, tgt, texts[i],
+                                            targets[i])
+        return aligned
 
     def translate_ids(self, src_ids: Sequence[Sequence[int]]) -> list[list[int]]:
         """Encoder ids (ending in ``<eos>``, as :func:`nmt.translation.translator.source_ids` makes

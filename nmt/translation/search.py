@@ -484,3 +484,19 @@ def greedy_with_weights(
         rows = [torch.nn.functional.pad(w, (0, t - w.size(-1))) for w in steps["self"]]
         weights["self"] = torch.stack(rows, dim=2)  # (L, h, T, T)
     return Hypothesis(tokens, float(sum(scores)), finished, scores), weights
+
+
+@torch.inference_mode()
+def forced_attention(model: EncoderDecoder, src: Sequence[int], tgt: Sequence[int]
+                     ) -> list[list[float]]:
+    """The encoder-decoder attention of the last decoder layer, averaged over its heads, of
+    ``tgt`` (ids without ``<bos>``/``<eos>``) forced through the model as the translation of
+    ``src`` (encoder ids, as :func:`~nmt.translation.translator.source_ids` makes them): a row
+    per ``tgt`` token, the weights it puts on each source token
+    (:mod:`nmt.translation.alignment`)."""
+    device = next(model.parameters()).device
+    source = torch.tensor([list(src)], device=device)
+    memory = model.encode(source, torch.tensor([len(src)], device=device))
+    fed = torch.tensor([[BOS_ID, *tgt]], device=device)
+    cross = model.decode(fed, memory, None, need_weights=True, project=False).weights["cross"]
+    return cross[0, -1].float().mean(dim=0)[: len(tgt)].tolist()  # (T, S)

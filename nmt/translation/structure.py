@@ -23,14 +23,18 @@ in the order they are tried:
    joined to each other and their neighbours as in the source: a lost ``<b>`` and ``</b>``
    never come back as ``</b> <b>``, and lost tags go in the source's order; a lost tag pair
    around words goes around a word at least (``<code>parler</code>``, not ``<code> </code>``)
-   where the output has one there.
+   where the output has one there (:mod:`nmt.translation.placement`).
 
 **Markup** (``markup``): with ``place`` (the default), the engine translates each source
-without its tags (:func:`without_tags`) and the tags are placed in its output by 3, after the
-other spans are checked: a model that has not learnt markup translates the words as it would
-without it (1,000 held-out sentences with tags put in, the demo-sized model: 34.2 BLEU against
-4.4 when it sees the tags; docs/BENCHMARKS.md, "Markup"), at the price of a place guessed by
-position. ``model`` gives the engine the tags, for a model trained on markup.
+without its tags (:func:`without_tags`) and the tags are placed in its output after the other
+spans are checked: a model that has not learnt markup translates the words as it would without
+it (1,000 held-out sentences with tags put in, the demo-sized model: 34.2 BLEU against 4.4 when
+it sees the tags; docs/BENCHMARKS.md, "Markup"). Each tag goes on the words that render the
+words it marked, as the model's attention tells (:mod:`nmt.translation.alignment`: a tag pair
+around the first to the last of them, in the output's order, so ``the <b>red</b> car`` gives
+``la voiture <b>rouge</b>``), where that holds the source's spans nested; by position (3)
+where it does not, or where the engine gives no alignment. ``model`` gives the engine the
+tags, for a model trained on markup.
 
 ``repair`` (the default) does all three and counts what it did; ``strict`` does 1 and 2 and
 refuses a line that needs a guess (:class:`UnplacedSpan`, naming the spans); ``off`` leaves
@@ -41,14 +45,16 @@ modes, never given back broken. A sentence of more than :data:`MAX_SPANS` spans,
 output (a minified page or a data dump, not a sentence), is not repaired but refused the same
 way, as the engine wrote it: placing each of its spans would cost the square of their number.
 
-The engine's attention is not used: the CTranslate2 engine has none to give, and one rule for
-every engine is the point. Masking spans with sentinels before encoding (``nmt.data.spans.mask``)
-is not done either: no model trained today has seen a sentinel.
+The engine's attention places only the tags of ``place`` (their words are what the model
+translated); a lost placeholder goes by 1-3, since where the model dropped it, its attention
+says nothing of where it belonged. Both engines give the same attention (CTranslate2's
+``return_attention``, its export averaging the heads nmt averages), so one rule holds for
+both. Masking spans with sentinels before encoding (``nmt.data.spans.mask``) is not done: no
+model trained today has seen a sentinel.
 """
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -58,13 +64,13 @@ from nmt.arguments import option
 from nmt.config import DataConfig
 from nmt.data.spans import Span, SpanRules, holds_exactly, misplaced_tags, rules, tags
 from nmt.errors import DataError
+from nmt.translation.alignment import WordAlignment
+from nmt.translation.placement import CLOSING, beside_kept, by_position, prose_words, tags_on_words
 
 MODES = ("repair", "strict", "off")
 MARKUP = ("place", "model")  # tags taken out before the engine and placed after it, or not
 UNKNOWN_MARKS = ("⁇", "<unk>")  # SentencePiece's surface of an unknown piece; the word tokenizer's
 _UNKNOWN = re.compile("|".join(re.escape(m) for m in UNKNOWN_MARKS))
-_CLOSING = ".!?:;…。！？"
-_WORD = re.compile(r"\S+")
 MAX_SPANS = 100  # spans of a sentence the repair takes on (a sentence of prose has a few)
 _ENCLOSING = ("»«", "«»", '""', "''", "„“", "“”", "‘’", "`'", "()", "[]", "「」")
 
@@ -183,30 +189,45 @@ def without_tags(source: str, rules: SpanRules) -> str:
     return text if source[-1:].isspace() else text.rstrip()
 
 
+Aligner = Callable[[Sequence[str], Sequence[str]], list[WordAlignment | None]]
+
+
 def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
-            guard: SpanGuard | None) -> list[str]:
+            guard: SpanGuard | None, align: Aligner | None = None) -> list[str]:
     """``translate(sources)``, each output checked against its source's spans by ``guard``
     (None, or mode ``off``: as translated). :class:`UnplacedSpan` for a line ``strict``
     cannot place, counted from 0 within ``sources``; ``repair`` keeps such a line as far as it
     could repair it and counts it (:attr:`SpanCounts.unplaced`), so one line never stops a
     whole file. With ``guard.markup`` ``place``, the engine translates each source without
     its tags (:func:`without_tags`), and the tags are placed in its output after the other
-    spans are checked, by position (the third place of the module docstring); what the
-    counts say is the check of the other spans. A line of more than :data:`MAX_SPANS` spans,
-    which is not repaired, goes to the engine as written."""
+    spans are checked (the third place of the module docstring); what the counts say is the
+    check of the other spans. ``align`` (sources without their tags, their translations ->
+    :class:`~nmt.translation.alignment.WordAlignment` or None) tells the engine's word for
+    each source word: tags go on the words they marked where it does, by position where it
+    does not (or none is given). A line of more than :data:`MAX_SPANS` spans, which is not
+    repaired, goes to the engine as written."""
     if guard is None or guard.mode == "off":
         return translate(list(sources))
     bare = [without_tags(s, guard.rules) if guard.markup == "place" else s for s in sources]
     bare = [b if len(guard.rules.find(s)) <= MAX_SPANS else s  # not repaired: as written
             for s, b in zip(sources, bare, strict=True)]
     outputs = translate(bare)
+    repairs = [repair_line(plain, output, guard.rules, guess=guard.mode == "repair")
+               for plain, output in zip(bare, outputs, strict=True)]
+    untagged = [i for i, (s, b) in enumerate(zip(sources, bare, strict=True)) if s != b]
+    alignments: dict[int, WordAlignment | None] = {}
+    if align is not None and untagged:
+        alignments = dict(zip(untagged, align([bare[i] for i in untagged],
+                                              [repairs[i].text for i in untagged]),
+                              strict=True))
     fixed = []
     counts = guard.counts
     for i, (source, plain, output) in enumerate(zip(sources, bare, outputs, strict=True)):
-        repair = repair_line(plain, output, guard.rules, guess=guard.mode == "repair")
+        repair = repairs[i]
         changed = repair.text != output
         if plain != source:  # the tags taken out, placed again (the line's final check)
-            tagged = repair_line(source, repair.text, guard.rules)
+            tagged = repair_line(source, repair.text, guard.rules,
+                                 alignment=alignments.get(i))
             repair = replace(repair, text=tagged.text, spans=tagged.spans,
                              unplaced=repair.unplaced or tagged.unplaced,
                              misordered=repair.misordered or tagged.misordered)
@@ -253,194 +274,12 @@ def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
             if start and text[start - 1:start] + text[end:end + 1] in _ENCLOSING:
                 start, end = start - 1, end + 1
             before, after = text[:start], text[end:]
-            if before.endswith(" ") and (not after or after[0] in " " + _CLOSING + ",)]»”"):
+            if before.endswith(" ") and (not after or after[0] in " " + CLOSING + ",)]»”"):
                 start -= 1
             elif not before.strip() and after.startswith(" "):
                 end += 1
         text = text[:start] + new + text[end:]
     return text
-
-
-def _prose_words(source: str, spans: Sequence[Span]) -> list[int]:
-    """Where the words of ``source`` start, its ``spans`` aside."""
-    blank = list(source)
-    for s in spans:
-        blank[s.start:s.end] = " " * (s.end - s.start)
-    return [m.start() for m in _WORD.finditer("".join(blank))
-            if any(c.isalnum() for c in m.group())]
-
-
-def _prose_share(words: list[int], span: Span) -> tuple[float, bool]:
-    """The share of the source's ``words`` (:func:`_prose_words`) before ``span``, and whether
-    one comes after it."""
-    before = bisect.bisect_left(words, span.start)
-    return (before / len(words) if words else 0.0), before < len(words)
-
-
-def _output_words(text: str, rules: SpanRules) -> list[re.Match[str]]:
-    """The words of ``text``: runs of non-space (a span's own spaces, a tag's attributes, are
-    none), those with a letter or digit outside its spans, as :func:`_prose_words` counts the
-    source's, so that a share of the source's words is the same share of the output's. A span
-    is put between them, never inside a run (``--force/x`` is not cut after ``--force``)."""
-    joined, prose = list(text), list(text)
-    for s in rules.find(text):
-        joined[s.start:s.end] = [c if not c.isspace() else "_" for c in s.text]
-        prose[s.start:s.end] = " " * (s.end - s.start)
-    return [m for m in _WORD.finditer("".join(joined))
-            if any(c.isalnum() for c in prose[m.start():m.end()])]
-
-
-def _joined(source: str, run: Sequence[Span], spaced: bool) -> str:
-    """The spans of ``run`` (in the source's order) as one text: joined where the source joins
-    them (``<b>%s</b>``), else a space apart (and always, when ``spaced``)."""
-    out = run[0].text
-    for a, b in zip(run, run[1:], strict=False):
-        out += ("" if source[a.end:b.start] == "" and not spaced else " ") + b.text
-    return out
-
-
-def _insert(text: str, source: str, run: Sequence[Span], k: int, words: list[re.Match[str]],
-            kept: Sequence[tuple[Span, int]], spaced: bool = False) -> tuple[int, str]:
-    """Where in ``text`` the spans of ``run`` (in the source's order, :func:`_joined`) go, and
-    what goes there: before its word ``k`` of ``words`` (:func:`_output_words`), or after word
-    ``k - 1`` where the source glues them to the word before; after the last word when ``k``
-    is their number (before the closing punctuation when the source has it there). Never
-    before a ``kept`` span (output span, its place in the source) between those words that
-    the source has before them, nor after one it has after them. Joined to their neighbours
-    as in the source (``spaced``: apart from them); nothing of ``text`` is replaced."""
-    first, last = run[0], run[-1]
-    spans = _joined(source, run, spaced)
-    spaced_before = spaced or first.start == 0 or source[first.start - 1].isspace()
-    spaced_after = spaced or last.end == len(source) or source[last.end].isspace()
-    if not text.strip():
-        return len(text), spans
-    glued = k > 0 and not spaced_before and spaced_after
-
-    def after_word() -> tuple[int, str]:
-        at = words[k - 1].end()
-        return at, spans + (" " if text[at:at + 1] and not text[at].isspace() else "")
-
-    if k >= len(words) and not (glued and words):
-        body = text.rstrip()
-        if source[last.end:].strip()[:1] in tuple(_CLOSING):
-            body = body.rstrip(_CLOSING).rstrip()
-        at, place = len(body), (" " if spaced_before or not body else "") + spans
-    elif glued:  # to the word before (``word</b>``), the last word too (``faim</b> !``)
-        at, place = after_word()
-    else:  # before the word (``<b>word``), apart from the one before
-        at = words[k].start()
-        place = (" " if at and not text[at - 1].isspace() else "") + spans + (
-            " " if spaced_after else "")
-    low = words[k - 1].end() if 0 < k <= len(words) else 0
-    high = words[k].start() if k < len(words) else len(text)
-    around = [(s, i) for s, i in kept if low <= s.start and s.end <= high]
-    earlier = [(s.end, i + len(s.text)) for s, i in around if i < first.start]
-    later = [(s.start, i) for s, i in around if i > last.start]
-    if earlier and at < max(earlier)[0]:  # after the kept spans the source has before them,
-        at, end = max(earlier)  # joined to the last as the source joins them
-        after = " " if spaced_after and text[at:at + 1] and not text[at].isspace() else ""
-        place = ("" if end == first.start and not spaced else " ") + spans + after
-    elif later and at > min(later)[0]:  # before those it has after them
-        at, start = min(later)
-        if glued and not text[low:at].strip():  # to the word before, as in the source
-            at, place = after_word()
-        else:
-            place = (" " if spaced_before and at and not text[at - 1].isspace() else ""
-                     ) + spans + ("" if last.end == start and not spaced else " ")
-    return at, place
-
-
-def _kept(text: str, wanted: Sequence[Span], lost: Sequence[Span],
-          rules: SpanRules) -> dict[int, Span]:
-    """The span of ``text`` that each span of the source not ``lost`` is, by the source span's
-    start: the ``n``-th copy of a span in the output is its ``n``-th copy not lost in the
-    source (the copies lost are the last)."""
-    missing = {s.start for s in lost}
-    copies: dict[str, list[int]] = {}
-    for s in wanted:
-        if s.start not in missing:
-            copies.setdefault(s.text, []).append(s.start)
-    kept: dict[int, Span] = {}
-    seen: Counter[str] = Counter()
-    for s in rules.find(text):
-        if seen[s.text] < len(copies.get(s.text, [])):
-            kept[copies[s.text][seen[s.text]]] = s
-        seen[s.text] += 1
-    return kept
-
-
-def _by_position(text: str, source: str, wanted: Sequence[Span], lost: Sequence[Span],
-                 words: list[int], rules: SpanRules, spaced: bool) -> str:
-    """``text`` with each of the ``lost`` spans between its words at the share of the source's
-    ``words`` (:func:`_prose_words`) before it, at the end when none comes after it; between
-    the spans the output kept there in the source's order (:func:`_kept`); spans bound for the
-    same place go there together in the source's order (a lost ``<b>`` and ``</b>`` never come
-    back as ``</b> <b>``); a lost tag pair around words in the source goes around a word
-    at least (``<code>we</code>``, never ``<code> </code>``)."""
-    out = _output_words(text, rules)
-    kept = [(span, start) for start, span in _kept(text, wanted, lost, rules).items()]
-    word_of: dict[int, int] = {}  # lost span's start -> the word it goes before
-    for s in lost:
-        share, after = _prose_share(words, s)
-        word_of[s.start] = min(round(share * len(out)), len(out)) if after else len(out)
-    marks = [s for s in wanted if s.kind == "tags"]
-    placed = [s.start for s in marks if s.start in word_of]  # lost tags, in the source's order
-    for a, b in tags.pairs([s.text for s in marks]):
-        opening, closing = marks[a], marks[b]
-        if (out and word_of.get(opening.start, -1) == word_of.get(closing.start)
-                and bisect.bisect_left(words, closing.start) > bisect.bisect_left(
-                    words, opening.end)):  # words between them in the source: one here too
-            before = placed.index(opening.start)
-            if word_of[opening.start] < len(out):
-                word_of[closing.start] += 1
-            elif not before or word_of[placed[before - 1]] < len(out):
-                word_of[opening.start] -= 1
-    for a, b in zip(placed, placed[1:], strict=False):  # in the source's order still: nested
-        word_of[b] = max(word_of[b], word_of[a])
-    runs: dict[tuple[int, int], list[Span]] = {}  # (word, kept spans before it) -> its spans
-    for s in lost:
-        runs.setdefault((word_of[s.start], sum(i < s.start for _, i in kept)), []).append(s)
-    places = [(*_insert(text, source, run, k, out, kept, spaced), order)
-              for order, ((k, _), run) in enumerate(runs.items())]
-    for at, spans, _ in sorted(places, key=lambda p: (p[0], p[2]), reverse=True):
-        text = text[:at] + spans + text[at:]  # the last first: the others stay put (at one
-        # offset, the source's later first: the earlier goes before it)
-    return text
-
-
-def _beside_kept(text: str, source: str, wanted: Sequence[Span], lost: Sequence[Span],
-                 rules: SpanRules) -> tuple[str, list[Span]]:
-    """``text`` with the ``lost`` spans that the source glues to a span the output kept
-    (:func:`_kept`) put beside that span as the source has them (``<b>%s</b>``, only ``%s``
-    kept: ``<b>`` and ``</b>`` around it; ``%s%s``, one kept: the other after it), and the
-    spans still lost."""
-    kept = _kept(text, wanted, lost, rules)
-    waiting = {s.start for s in lost}
-    inserts: list[tuple[int, int, str]] = []  # (offset, order, text)
-    for i, anchor in enumerate(wanted):
-        there = kept.get(anchor.start)
-        if there is None:
-            continue
-        before: list[Span] = []
-        j = i
-        while (j > 0 and wanted[j - 1].start in waiting
-               and wanted[j - 1].end == wanted[j].start):
-            j -= 1
-            before.insert(0, wanted[j])
-        after: list[Span] = []
-        j = i
-        while (j + 1 < len(wanted) and wanted[j + 1].start in waiting
-               and wanted[j].end == wanted[j + 1].start):
-            j += 1
-            after.append(wanted[j])
-        if before:
-            inserts.append((there.start, 2 * i, "".join(s.text for s in before)))
-        if after:
-            inserts.append((there.end, 2 * i + 1, "".join(s.text for s in after)))
-        waiting -= {s.start for s in before + after}
-    for offset, _, spans in sorted(inserts, reverse=True):
-        text = text[:offset] + spans + text[offset:]
-    return text, [s for s in lost if s.start in waiting]
 
 
 def _misordered(wanted: Sequence[Span], kept: Sequence[Span],
@@ -489,10 +328,13 @@ def _sorted_out(wanted: Sequence[Span], found: Sequence[Span], every_tag: bool
 
 
 def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
-                _again: int = 0) -> Repair:
+                _again: int = 0, alignment: WordAlignment | None = None) -> Repair:
     """``output`` with exactly the spans of ``source``, its tags nested as the source's (see
     the module docstring); without ``guess``, the spans that only a guess would place are
-    returned as ``unplaced``. A line that the guesses leave with its tags out of order goes
+    returned as ``unplaced``. With an ``alignment`` of ``source`` without its tags and
+    ``output``, lost tags go first on the words that render the words they marked
+    (:func:`~nmt.translation.placement.tags_on_words`), by position where that does not hold
+    the source's spans nested. A line that the guesses leave with its tags out of order goes
     through again (``_again``, the pass): the tags out of order put again (pass 1), then
     every tag of the line (pass 2, the last: tags placed by position alone come in the
     source's order)."""
@@ -553,17 +395,26 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
         return Repair(text, n, restored, 0, removed, wrong, misordered if wrong else ())
     if not guess:
         return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost), misordered)
-    words = _prose_words(source, wanted)
+    words = prose_words(source, wanted)
     disordered = None  # the first guess with the right spans and its tags out of order
-    for beside in (True, False):  # 3. beside a kept neighbour, unless that made another span
-        base, rest = _beside_kept(text, source, wanted, lost, rules) if beside else (text, lost)
-        for spaced in (False, True):  # spaced apart when joining made another span of them
-            placed = _by_position(base, source, wanted, rest, words, rules, spaced)
-            found = rules.find(placed)
-            if holds_exactly(wanted, found):
-                return Repair(placed, n, restored + len(lost), len(lost), removed)
-            if disordered is None and Counter(s.text for s in found) == want:
-                disordered = placed
+    for aligned in (True, False) if alignment is not None else (False,):
+        for beside in (True, False):  # 3. beside a kept neighbour, unless that made another
+            # span; the lost tags on their words first, where the alignment tells
+            base, rest = (beside_kept(text, source, wanted, lost, rules) if beside
+                          else (text, lost))
+            on_words = (tags_on_words(base, source, wanted, rest, rules, alignment,
+                                      without_tags(source, rules).split())
+                        if aligned and alignment is not None else {})
+            if aligned and not on_words:
+                continue
+            for spaced in (False, True):  # spaced apart when joining made another span
+                placed = by_position(base, source, wanted, rest, words, rules, spaced,
+                                      on_words)
+                found = rules.find(placed)
+                if holds_exactly(wanted, found):
+                    return Repair(placed, n, restored + len(lost), len(lost), removed)
+                if disordered is None and Counter(s.text for s in found) == want:
+                    disordered = placed
     if any(s.kind == "tags" for s in wanted):  # ``</b> a <b>``: its tags put again
         again = _retried(source, [t for t in (disordered, text) if t is not None], rules,
                          _again)

@@ -30,6 +30,7 @@ from nmt.data.normalize import is_natural_text, normalize, upper
 from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
 from nmt.runs.layout import CONFIG_FILE
+from nmt.translation.alignment import WordAlignment, word_alignment
 from nmt.translation.input_case import in_capitals, sentence_case
 from nmt.translation.limits import output_limit
 from nmt.translation.structure import SpanGuard, UnplacedSpan, guarded, span_guard
@@ -174,7 +175,27 @@ class StreamTranslator:
             return [upper(out, self.target_lang) if shouted else out
                     for out, (_, shouted) in zip(outputs, read, strict=True)]
 
-        return guarded(engine, list(arguments.sentences(texts, "texts")), self.spans)
+        return guarded(engine, list(arguments.sentences(texts, "texts")), self.spans,
+                       self.align)
+
+    def align(self, sources: Sequence[str], targets: Sequence[str]
+              ) -> list[WordAlignment | None]:
+        """Which word of each of ``targets`` renders each word of its source in ``sources``
+        (raw sentences, as :meth:`translate` takes them), where the model's attention tells
+        (:mod:`nmt.translation.alignment`); None for a sentence typed in capitals (its
+        translation was put in capitals after the model wrote it)."""
+        read = [self.as_read(t) for t in sources]
+        plain = [i for i, (_, shouted) in enumerate(read) if not shouted]
+        found = self.align_as_written([read[i][0] for i in plain], [targets[i] for i in plain])
+        aligned: list[WordAlignment | None] = [None] * len(sources)
+        for i, a in zip(plain, found, strict=True):
+            aligned[i] = a
+        return aligned
+
+    def align_as_written(self, texts: Sequence[str], targets: Sequence[str]
+                         ) -> list[WordAlignment | None]:
+        """:meth:`align` of sentences read as written, each engine's own (none by default)."""
+        return [None] * len(texts)
 
     def as_read(self, text: str) -> tuple[str, bool]:
         """The sentence the model is given for ``text``, and whether its translation is given
@@ -295,6 +316,26 @@ class Translator(StreamTranslator):
         translator.spans = span_guard(data, spans, f"{run.run_dir / CONFIG_FILE}: data.glossary",
                                       markup)
         return translator
+
+    def align_as_written(self, texts: Sequence[str], targets: Sequence[str]
+                         ) -> list[WordAlignment | None]:
+        """Each target forced through the model (:func:`~nmt.translation.search.
+        forced_attention`); none for a source the run's length limit cuts."""
+        from nmt.translation.search import forced_attention
+
+        limit, keep_eos = source_cut(self.model, self.max_src_tokens, self.truncate)
+        aligned: list[WordAlignment | None] = []
+        for text, target in zip(texts, targets, strict=True):
+            normalized = self.normalize_source(text)
+            ids, n = source_ids(self.tokenizer, normalized, limit, keep_eos)
+            tgt = self.tokenizer.encode_tgt(target)
+            if not ids or n > limit or not tgt:
+                aligned.append(None)
+                continue
+            weights = forced_attention(self.model, ids, tgt)
+            aligned.append(word_alignment(weights, self.tokenizer.src_tokens(normalized),
+                                          self.tokenizer.tgt_tokens(tgt), text, target))
+        return aligned
 
     def translate_as_written(self, texts: Sequence[str],
                              on_truncate: TruncateHook | None = None) -> list[str]:
