@@ -191,9 +191,9 @@ def on_word(work: Path, hyp: Path) -> dict[str, Any]:
                          f"{len(sources)}")
     lines = kept = 0
     for source, out in zip(sources, hyps, strict=True):
-        tag = re.search(r"(<[^/>]+>)([^<]+)(</[^>]+>)", source)
+        tag = re.search(r"<[a-z]+(?: [^>]*)?>([^<]+)</[a-z]+>", source)
         assert tag is not None, source
-        word = tag.group(2)
+        word = tag.group(1)
         if re.findall(rf"(?<!\w){re.escape(word)}(?!\w)", without_tags(out, found)) != [word]:
             continue
         lines += 1

@@ -65,6 +65,8 @@ def aligned(target: str, *words: int) -> WordAlignment:
     ("Read <a href=\"x\">the <i>manual</i></a> first.", "Lisez d'abord le manuel.",
      (0, 2, 3, 1), "Lisez d'abord <a href=\"x\">le <i>manuel</i></a>."),
     ("one<br/>two three", "un deux trois", (0, 1, 2), "un <br/>deux trois"),
+    ("Guess <em>that <b>cost</b></em> me.", "Devine ce prix.", (0, 2, 2, 1),
+     "Devine ce <em><b>prix</b></em>."),  # the words between <em> and <b> went into one
 ])
 def test_tags_go_on_the_words_the_alignment_names(source: str, target: str,
                                                   words: tuple[int, ...], expected: str) -> None:

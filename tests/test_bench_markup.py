@@ -56,12 +56,14 @@ def test_a_tag_goes_around_a_word_the_reference_keeps() -> None:
 
 
 def test_on_word_counts_the_tag_pair_around_its_word(tmp_path: Path) -> None:
+    link = '<a href="https://example.org/">'
     (tmp_path / "words.en").write_text(
-        "I told <b>Tom</b>.\nCall me at <i>5</i>.\nAsk <b>Mary</b> now.\n", encoding="utf-8")
+        f"I told <b>Tom</b>.\nCall me at <i>5</i>.\nAsk {link}Mary</a> now.\nSee <b>Ann</b>.\n",
+        encoding="utf-8")
     (tmp_path / "markup.json").write_text(json.dumps({"run": "x", "target": "fr",
                                                       "spans": "default"}), encoding="utf-8")
     hyp = tmp_path / "hyp.words.nmt.repair.place.txt"
-    hyp.write_text("Je l'ai dit à <b>Tom</b>.\nAppelle-moi <i>à</i> 5.\nDemande <b>maintenant"
-                   "</b>.\n", encoding="utf-8")
+    hyp.write_text(f"Je l'ai dit à <b>Tom</b>.\nAppelle-moi <i>à</i> 5.\nDemande à {link}Mary"
+                   "</a> maintenant.\nVois <b>-la</b>.\n", encoding="utf-8")
     row = on_word(tmp_path, hyp)
-    assert (row["lines"], row["with_word"], row["on_word"]) == (3, 2, 50.0)  # no Mary: not counted
+    assert (row["lines"], row["with_word"], row["on_word"]) == (4, 3, 66.67)  # no Ann: not counted

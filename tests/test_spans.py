@@ -363,3 +363,12 @@ def test_exact_means_the_same_spans_nested_the_same(source: str, output: str, ex
     wanted, got = ALL.find(source), ALL.find(output)
     assert holds_exactly(wanted, got) == exact
     assert [s.text for s in misplaced_tags(wanted, got)] == misplaced
+
+
+@pytest.mark.parametrize(("tag", "opens"), [
+    ("<b>", True), ('<a href="x">', True), ("<B>", True), ("</b>", False), ("<br/>", False),
+    ("<br>", False), ("<img src=x>", False), ("<!-- c -->", False), ("<b/>", False)])
+def test_which_tags_open_an_element(tag: str, opens: bool) -> None:
+    from nmt.data.spans import tags
+
+    assert tags.opens(tag) is opens

@@ -52,10 +52,16 @@ def _output_words(text: str, rules: SpanRules) -> list[re.Match[str]]:
 
 def _joined(source: str, run: Sequence[Span], spaced: bool) -> str:
     """The spans of ``run`` (in the source's order) as one text: joined where the source joins
-    them (``<b>%s</b>``), else a space apart (and always, when ``spaced``)."""
+    them (``<b>%s</b>``), and after an opening tag or before a closing one, whose words
+    between them in the source are not there (``<em>that <b>cost``: ``<em><b>``); else a
+    space apart (and always, when ``spaced``)."""
     out = run[0].text
     for a, b in zip(run, run[1:], strict=False):
-        out += ("" if source[a.end:b.start] == "" and not spaced else " ") + b.text
+        between = source[a.end:b.start]
+        glued = between == "" or (between.strip() != "" and (
+            (a.kind == "tags" and tags.opens(a.text))
+            or (b.kind == "tags" and b.text.startswith("</"))))
+        out += ("" if glued and not spaced else " ") + b.text
     return out
 
 

@@ -52,6 +52,14 @@ def name(tag: str) -> str:
     return m["name"].lower() if m is not None and m["name"] is not None else ""
 
 
+def opens(tag: str) -> bool:
+    """Whether ``tag`` opens an element that a closing tag ends (``<b>``, ``<a href=...>``;
+    not ``</b>``, ``<br/>``, ``<br>`` or a comment)."""
+    element = name(tag)
+    return (bool(element) and not tag.startswith("</") and not tag.endswith("/>")
+            and element not in VOID)
+
+
 def _pairing(tags: Sequence[str]) -> tuple[list[tuple[int, int]], list[int]]:
     """The pairs of ``tags`` (opening index, closing index) and the indexes of those unpaired
     (:func:`unpaired`)."""
@@ -60,10 +68,10 @@ def _pairing(tags: Sequence[str]) -> tuple[list[tuple[int, int]], list[int]]:
     left: list[int] = []
     for i, tag in enumerate(tags):
         element = name(tag)
-        if not element or tag.endswith("/>") or (element in VOID and not tag.startswith("</")):
-            continue
-        if not tag.startswith("</"):
+        if opens(tag):
             open_.append(i)
+        elif not element or not tag.startswith("</") or tag.endswith("/>"):
+            continue
         elif open_ and name(tags[open_[-1]]) == element:
             pairs.append((open_.pop(), i))
         else:
