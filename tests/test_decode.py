@@ -433,10 +433,21 @@ def test_forced_attention_is_the_greedy_searchs_own(model: EncoderDecoder) -> No
         if not hyp.tokens:
             continue
         searched = weights["cross"][-1].mean(dim=0)[: len(hyp.tokens)]
-        forced = torch.tensor(forced_attention(model, ids, hyp.tokens))
+        forced = torch.tensor(forced_attention(model, [ids], [hyp.tokens])[0])
         torch.testing.assert_close(forced, searched, atol=1e-5, rtol=1e-4)
         checked += 1
     assert checked
+
+
+def test_forced_attention_batched_is_one_by_one(model: EncoderDecoder) -> None:
+    sources = [src_ids(t) for t in TEXTS[:6]]
+    targets = [[4 + (i + j) % 7 for j in range(1 + 3 * i % 8)] for i in range(6)]
+    batched = forced_attention(model, sources, targets)
+    for s, t, rows in zip(sources, targets, batched, strict=True):
+        alone = forced_attention(model, [s], [t])[0]
+        assert len(rows) == len(t) and all(len(r) == len(s) for r in rows)
+        torch.testing.assert_close(torch.tensor(rows), torch.tensor(alone), atol=1e-5,
+                                   rtol=1e-4)
 
 
 def make_run(run_dir: Path, arch: str = "transformer", trained: bool = True) -> Path:

@@ -487,16 +487,18 @@ def greedy_with_weights(
 
 
 @torch.inference_mode()
-def forced_attention(model: EncoderDecoder, src: Sequence[int], tgt: Sequence[int]
-                     ) -> list[list[float]]:
+def forced_attention(model: EncoderDecoder, src: Sequence[Sequence[int]],
+                     tgt: Sequence[Sequence[int]]) -> list[list[list[float]]]:
     """The encoder-decoder attention of the last decoder layer, averaged over its heads, of
-    ``tgt`` (ids without ``<bos>``/``<eos>``) forced through the model as the translation of
-    ``src`` (encoder ids, as :func:`~nmt.translation.translator.source_ids` makes them): a row
-    per ``tgt`` token, the weights it puts on each source token
-    (:mod:`nmt.translation.alignment`)."""
+    each ``tgt[i]`` (ids without ``<bos>``/``<eos>``) forced through the model as the
+    translation of ``src[i]`` (encoder ids, as :func:`~nmt.translation.translator.source_ids`
+    makes them), in one padded batch: per sentence, a row per ``tgt[i]`` token and the
+    weights it puts on each of the ``src[i]`` tokens (:mod:`nmt.translation.alignment`)."""
     device = next(model.parameters()).device
-    source = torch.tensor([list(src)], device=device)
-    memory = model.encode(source, torch.tensor([len(src)], device=device))
-    fed = torch.tensor([[BOS_ID, *tgt]], device=device)
+    source, lengths = pad_batch(src, device)
+    fed, _ = pad_batch([[BOS_ID, *t] for t in tgt], device)
+    memory = model.encode(source, lengths)
     cross = model.decode(fed, memory, None, need_weights=True, project=False).weights["cross"]
-    return cross[0, -1].float().mean(dim=0)[: len(tgt)].tolist()  # (T, S)
+    mean = cross[:, -1].float().mean(dim=1)  # (B, T, S)
+    return [mean[i, : len(t), : len(s)].tolist() for i, (s, t) in enumerate(zip(src, tgt,
+                                                                                 strict=True))]

@@ -320,21 +320,28 @@ class Translator(StreamTranslator):
     def align_as_written(self, texts: Sequence[str], targets: Sequence[str]
                          ) -> list[WordAlignment | None]:
         """Each target forced through the model (:func:`~nmt.translation.search.
-        forced_attention`); none for a source the run's length limit cuts."""
+        forced_attention`), in the batches of its searches; none for a source the run's
+        length limit cuts."""
+        from nmt.translation.rules import decode_batches
         from nmt.translation.search import forced_attention
 
         limit, keep_eos = source_cut(self.model, self.max_src_tokens, self.truncate)
-        aligned: list[WordAlignment | None] = []
-        for text, target in zip(texts, targets, strict=True):
+        todo: list[tuple[int, list[int], list[int], str]] = []  # i, source, target, normalized
+        for i, (text, target) in enumerate(zip(texts, targets, strict=True)):
             normalized = self.normalize_source(text)
             ids, n = source_ids(self.tokenizer, normalized, limit, keep_eos)
             tgt = self.tokenizer.encode_tgt(target)
-            if not ids or n > limit or not tgt:
-                aligned.append(None)
-                continue
-            weights = forced_attention(self.model, ids, tgt)
-            aligned.append(word_alignment(weights, self.tokenizer.src_tokens(normalized),
-                                          self.tokenizer.tgt_tokens(tgt), text, target))
+            if ids and n <= limit and tgt:
+                todo.append((i, ids, tgt, normalized))
+        aligned: list[WordAlignment | None] = [None] * len(texts)
+        for idx in decode_batches([len(ids) + len(tgt) for _, ids, tgt, _ in todo], self.cfg):
+            batch = [todo[k] for k in idx]
+            weights = forced_attention(self.model, [ids for _, ids, _, _ in batch],
+                                       [tgt for _, _, tgt, _ in batch])
+            for (i, _, tgt, normalized), rows in zip(batch, weights, strict=True):
+                aligned[i] = word_alignment(rows, self.tokenizer.src_tokens(normalized),
+                                            self.tokenizer.tgt_tokens(tgt), texts[i],
+                                            targets[i])
         return aligned
 
     def translate_as_written(self, texts: Sequence[str],
