@@ -164,3 +164,18 @@ def test_ctranslate2_aligns_and_places_tags_as_nmt_does(sp_run: Path, tmp_path: 
     del meta["attention"]
     meta_path.write_text(json.dumps(meta), encoding="utf-8")
     assert CT2Translator.from_export(export).align(SOURCES, outputs) == [None] * len(SOURCES)
+
+
+def test_a_sentence_typed_in_capitals_is_aligned_as_the_model_read_it(sp_run: Path) -> None:
+    from nmt.runs.loading import load_run
+    from nmt.translation.translator import Translator
+
+    native = Translator.from_run(load_run(sp_run, "best", "cpu"))
+    shouted = [s.upper() for s in SOURCES]
+    outputs = native.translate(shouted)
+    assert outputs == [o.upper() for o in native.translate(SOURCES)]
+    got = native.align(shouted, outputs)
+    want = native.align(SOURCES, native.translate(SOURCES))
+    assert [a.target if a else None for a in got] == [o if w else None
+                                                      for o, w in zip(outputs, want, strict=True)]
+    assert any(a is not None for a in got)  # (the words: those of the model's own casing)

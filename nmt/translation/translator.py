@@ -182,15 +182,14 @@ class StreamTranslator:
               ) -> list[WordAlignment | None]:
         """Which word of each of ``targets`` renders each word of its source in ``sources``
         (raw sentences, as :meth:`translate` takes them), where the model's attention tells
-        (:mod:`nmt.translation.alignment`); None for a sentence typed in capitals (its
-        translation was put in capitals after the model wrote it)."""
+        (:mod:`nmt.translation.alignment`). A sentence typed in capitals is aligned as the
+        model read and wrote it, in sentence case (its translation was put in capitals after)."""
         read = [self.as_read(t) for t in sources]
-        plain = [i for i, (_, shouted) in enumerate(read) if not shouted]
-        found = self.align_as_written([read[i][0] for i in plain], [targets[i] for i in plain])
-        aligned: list[WordAlignment | None] = [None] * len(sources)
-        for i, a in zip(plain, found, strict=True):
-            aligned[i] = a
-        return aligned
+        written = [sentence_case(t, self.target_lang) if shouted else t
+                   for t, (_, shouted) in zip(targets, read, strict=True)]
+        found = self.align_as_written([text for text, _ in read], written)
+        return [replace(a, target=t) if a is not None and w != t else a
+                for a, w, t in zip(found, written, targets, strict=True)]
 
     def align_as_written(self, texts: Sequence[str], targets: Sequence[str]
                          ) -> list[WordAlignment | None]:
