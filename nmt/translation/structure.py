@@ -101,7 +101,11 @@ class UnplacedSpan(DataError):
 
     def at(self, first_line: int) -> UnplacedSpan:
         """The same error, counting lines from ``first_line`` (0: the first)."""
-        return UnplacedSpan(self.index + first_line, self.spans, self.strict, self.misordered)
+        return self.of_line(self.index + first_line)
+
+    def of_line(self, index: int) -> UnplacedSpan:
+        """The same error, said of line ``index`` (counted from 0)."""
+        return UnplacedSpan(index, self.spans, self.strict, self.misordered)
 
 
 @dataclass(frozen=True)

@@ -229,8 +229,7 @@ class StreamTranslator:
         try:
             return layout.join(self.translate(segments, on_truncate=hook) if segments else [])
         except UnplacedSpan as e:  # counted in segments: said of the line
-            raise UnplacedSpan(layout.line_of[e.index], e.spans, e.strict,
-                               e.misordered) from None
+            raise e.of_line(layout.line_of[e.index]) from None
 
     def translate_stream(
         self,
