@@ -79,6 +79,8 @@ def test_an_alignment_of_another_text_or_one_that_would_cross_tags_is_not_used()
     by_position = repair_line(source, target, RULES).text
     other = aligned("la belle voiture rouge", 0, 3, 2)  # another translation's words
     assert repair_line(source, target, RULES, alignment=other).text == by_position
+    beyond = aligned(target, 0, 9, 1)  # a word the translation does not have
+    assert repair_line(source, target, RULES, alignment=beyond).text == by_position
     # <b> over words 0-2, <i> over words 1-3 of the output: crossed; placed by position
     source, target = "<b>a b</b> <i>c d</i>", "w x y z"
     crossed = repair_line(source, target, RULES, alignment=aligned(target, 0, 2, 1, 3))

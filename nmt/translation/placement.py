@@ -151,14 +151,13 @@ def tags_on_words(text: str, source: str, wanted: Sequence[Span], lost: Sequence
     ``alignment`` of ``source`` without its tags (whose words are ``bare``) and ``text`` (its
     words separated by spaces): a tag pair around source words goes around the output's
     words that render them (from the first to the last of those, in the output's order); a
-    tag alone (``<br/>``)
-    before the word that renders the source's next word. Only tags whose words the alignment
-    covers, and only while ``text`` has the words of the translation aligned (spans glued to
-    them may have been put back since)."""
+    tag alone (``<br/>``) before the word that renders the source's next word. Only tags
+    whose words the alignment covers, and only while ``text`` has the words of the
+    translation aligned (spans glued to them may have been put back since)."""
     marks = [s for s in wanted if s.kind == "tags"]
     spaced = list(_WORD.finditer(text))
     if (len(bare) != len(alignment.words) or len(spaced) != len(alignment.target.split())
-            or not marks):
+            or not marks or not all(0 <= w < len(spaced) for w in alignment.words)):
         return {}
     inside = [False] * (len(source) + 1)  # source characters that are a tag's
     for m in marks:
