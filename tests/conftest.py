@@ -197,6 +197,15 @@ def invoke(*args: str, input: bytes | str | None = None) -> tuple[int, str, str]
 
 
 @pytest.fixture(scope="session")
+def sentencepiece_run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One trained SentencePiece run (``test_export.sentencepiece_run``) for the tests that
+    only read it: training it takes seconds."""
+    from test_export import sentencepiece_run
+
+    return sentencepiece_run(tmp_path_factory.mktemp("sp-run") / "run")
+
+
+@pytest.fixture(scope="session")
 def tiny_corpus_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("corpus") / "fra-eng.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:

@@ -133,11 +133,9 @@ def test_any_alignment_gives_back_the_tags_nested(source: str, rewrite: str,
 # --- the engines -----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def sp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from test_export import sentencepiece_run
-
-    return sentencepiece_run(tmp_path_factory.mktemp("align") / "run")
+@pytest.fixture()
+def sp_run(sentencepiece_run_dir: Path) -> Path:
+    return sentencepiece_run_dir
 
 
 SOURCES = ["The big dog eats.", "We want the small cake.", "He likes the red house."]

@@ -507,15 +507,13 @@ def test_bleu_keeps_each_span_modes_translations_apart(run_dir: Path, tmp_path: 
 
 
 @pytest.fixture(scope="module")
-def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def export(tmp_path_factory: pytest.TempPathFactory, sentencepiece_run_dir: Path) -> Path:
     pytest.importorskip("ctranslate2")
-    from test_export import sentencepiece_run
-
     from nmt.export.ct2_convert import export_run
     from nmt.runs.loading import load_run
 
     root = tmp_path_factory.mktemp("sp")
-    return export_run(load_run(sentencepiece_run(root / "run"), "best"), root / "export")
+    return export_run(load_run(sentencepiece_run_dir, "best"), root / "export")
 
 
 CT2_SOURCES = ["He likes %s.", "The <b>big</b> dog eats.", "Tell {name} to run --fast.",
