@@ -33,7 +33,8 @@ def test_word_alignment_takes_the_piece_that_attends_most_to_each_word() -> None
                [0.6, 0.1, 0.2, 0.1]]
     got = word_alignment(weights, ["▁red", "▁ca", "r"], ["▁voiture", "▁rou", "ge"],
                          "red car", "voiture rouge")
-    assert got == WordAlignment("voiture rouge", (1, 0))  # red: rouge; car (0.8): voiture
+    # red: rouge; car (0.8): voiture
+    assert got == WordAlignment("red car", "voiture rouge", (1, 0))
 
 
 @pytest.mark.parametrize(("source_pieces", "target_pieces", "source", "target", "rows"), [
@@ -50,8 +51,9 @@ def test_word_alignment_is_none_where_the_pieces_are_not_the_words(
     assert (got is not None) == (source == "red  car." and target == "voiture")
 
 
-def aligned(target: str, *words: int) -> WordAlignment:
-    return WordAlignment(target, words)
+def aligned(source: str, target: str, *words: int) -> WordAlignment:
+    """An alignment of ``source`` without its tags and ``target``."""
+    return WordAlignment(without_tags(source, RULES), target, words)
 
 
 @pytest.mark.parametrize(("source", "target", "words", "expected"), [
@@ -71,23 +73,24 @@ def aligned(target: str, *words: int) -> WordAlignment:
 def test_tags_go_on_the_words_the_alignment_names(source: str, target: str,
                                                   words: tuple[int, ...], expected: str) -> None:
     assert without_tags(source, RULES).split().__len__() == len(words)
-    assert repair_line(source, target, RULES, alignment=aligned(target, *words)).text == expected
+    alignment = aligned(source, target, *words)
+    assert repair_line(source, target, RULES, alignment=alignment).text == expected
 
 
 def test_an_alignment_of_another_text_or_one_that_would_cross_tags_is_not_used() -> None:
     source, target = "the <b>red</b> car", "la voiture rouge"
     by_position = repair_line(source, target, RULES).text
-    other = aligned("la belle voiture rouge", 0, 3, 2)  # another translation's words
+    other = aligned(source, "la belle voiture rouge", 0, 3, 2)  # another translation's words
     assert repair_line(source, target, RULES, alignment=other).text == by_position
-    beyond = aligned(target, 0, 9, 1)  # a word the translation does not have
+    beyond = aligned(source, target, 0, 9, 1)  # a word the translation does not have
     assert repair_line(source, target, RULES, alignment=beyond).text == by_position
     # <b> over words 0-2, <i> over words 1-3 of the output: crossed; placed by position
     source, target = "<b>a b</b> <i>c d</i>", "w x y z"
-    crossed = repair_line(source, target, RULES, alignment=aligned(target, 0, 2, 1, 3))
+    crossed = repair_line(source, target, RULES, alignment=aligned(source, target, 0, 2, 1, 3))
     assert crossed.text == repair_line(source, target, RULES).text
     assert holds_exactly(RULES.find(source), RULES.find(crossed.text))
     # siblings the translation turns around stay nested, each on its words
-    swapped = repair_line(source, target, RULES, alignment=aligned(target, 2, 3, 0, 1))
+    swapped = repair_line(source, target, RULES, alignment=aligned(source, target, 2, 3, 0, 1))
     assert swapped.text == "<i>w x</i> <b>y z</b>"
 
 
@@ -96,7 +99,8 @@ def test_guarded_aligns_only_the_lines_whose_tags_it_took_out() -> None:
 
     def align(sources: list[str], targets: list[str]) -> list[WordAlignment | None]:
         asked.extend(zip(sources, targets, strict=True))
-        return [WordAlignment(t, tuple(reversed(range(len(t.split()))))) for t in targets]
+        return [WordAlignment(s, t, tuple(reversed(range(len(t.split())))))
+                for s, t in zip(sources, targets, strict=True)]
 
     def engine(sources: list[str]) -> list[str]:
         return [" ".join(reversed(s.split())) for s in sources]
@@ -123,7 +127,7 @@ def test_any_alignment_gives_back_the_tags_nested(source: str, rewrite: str,
             n = len(t.split())
             words = data.draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=len(s.split()),
                                        max_size=len(s.split())))
-            out.append(WordAlignment(t, tuple(words)) if n else None)
+            out.append(WordAlignment(s, t, tuple(words)) if n else None)
         return out
 
     got = guarded(engine, [source], SpanGuard(RULES), align)[0]
@@ -179,3 +183,4 @@ def test_a_sentence_typed_in_capitals_is_aligned_as_the_model_read_it(sp_run: Pa
     assert [a.target if a else None for a in got] == [o if w else None
                                                       for o, w in zip(outputs, want, strict=True)]
     assert any(a is not None for a in got)  # (the words: those of the model's own casing)
+    assert all(a.source == s for a, s in zip(got, shouted, strict=True) if a is not None)

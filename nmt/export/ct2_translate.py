@@ -41,7 +41,6 @@ from nmt.export.ct2_directory import (
     vocabulary,
 )
 from nmt.files import open_stored
-from nmt.translation.alignment import WordAlignment, word_alignment
 from nmt.translation.rules import decode_batches, length_penalty
 from nmt.translation.structure import SpanGuard
 from nmt.translation.translator import (
@@ -147,7 +146,7 @@ class CT2Translator(StreamTranslator):
     add_source_eos: bool = True  # the model appends <eos> (else the input carries it)
     source_lang: str | None = None  # the run's data.source (None: every language's rules)
     target_lang: str | None = None  # the run's data.target
-    attention: bool = False  # return_attention gives the weights nmt aligns with (ATTENTION)
+    aligns: bool = False  # return_attention gives the weights nmt aligns with (ATTENTION)
 
     def __post_init__(self) -> None:
         self._src_tokens = vocabulary(self.tokenizer, "src")
@@ -210,7 +209,7 @@ class CT2Translator(StreamTranslator):
     def translate_as_written(self, texts: Sequence[str],
                              on_truncate: TruncateHook | None = None) -> list[str]:
         keep_eos = self.max_src_tokens is not None or self.truncate <= 0
-        limit = source_limit_for(self.max_positions, self.max_src_tokens, self.truncate)
+        limit = self.source_limit()
         batch: list[list[int]] = []
         for i, text in enumerate(texts):
             ids, n = source_ids(self.tokenizer, self.normalize_source(text), limit, keep_eos)
@@ -221,35 +220,22 @@ class CT2Translator(StreamTranslator):
         return [self.tokenizer.decode_tgt(out) if ids else ""
                 for out, ids in zip(outputs, batch, strict=True)]
 
-    def align_as_written(self, texts: Sequence[str], targets: Sequence[str]
-                         ) -> list[WordAlignment | None]:
-        """Each target forced through CTranslate2 as the prefix of its translation, with its
-        ``return_attention`` (:mod:`nmt.translation.alignment`): none from an export that
-        does not record its :data:`~nmt.export.ct2_directory.ATTENTION` (made before it
-        averaged the heads), nor for a source the length limit cuts."""
-        aligned: list[WordAlignment | None] = [None] * len(texts)
-        if not self.attention:
-            return aligned
-        limit = source_limit_for(self.max_positions, self.max_src_tokens, self.truncate)
-        todo: list[tuple[int, list[str], list[str], list[str]]] = []  # i, src, tgt, pieces
-        for i, (text, target) in enumerate(zip(texts, targets, strict=True)):
-            normalized = self.normalize_source(text)
-            ids, n = source_ids(self.tokenizer, normalized, limit)
-            tgt = self.tokenizer.tgt_tokens(self.tokenizer.encode_tgt(target))
-            if ids and n <= limit and tgt:
-                fed = _without_eos(ids) if self.add_source_eos else ids
-                todo.append((i, [self._src_tokens[t] for t in fed], tgt,
-                             self.tokenizer.src_tokens(normalized)))
-        for idx in decode_batches([len(src) + len(tgt) for _, src, tgt, _ in todo], self.cfg):
-            batch = [todo[k] for k in idx]
-            out = self.translator.translate_batch(
-                [src for _, src, _, _ in batch], target_prefix=[tgt for _, _, tgt, _ in batch],
-                beam_size=1, return_attention=True, min_decoding_length=0, max_input_length=0,
-                max_decoding_length=max(len(tgt) for _, _, tgt, _ in batch) + 1)
-            for (i, _, tgt, pieces), result in zip(batch, out, strict=True):
-                aligned[i] = word_alignment(result.attention[0], pieces, tgt, texts[i],
-                                            targets[i])
-        return aligned
+    def source_limit(self) -> int:
+        return source_limit_for(self.max_positions, self.max_src_tokens, self.truncate)
+
+    def forced_attention(self, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]
+                         ) -> list[Sequence[Sequence[float]]]:
+        """Each target given to CTranslate2 as the prefix of its translation, with its
+        ``return_attention``: the weights nmt aligns with only from an export that records
+        its :data:`~nmt.export.ct2_directory.ATTENTION` (:attr:`aligns`; made before it
+        averaged the heads, it gives the first head's)."""
+        tgt_tokens = [self.tokenizer.tgt_tokens(t) for t in tgt]
+        out = self.translator.translate_batch(
+            [[self._src_tokens[t] for t in (_without_eos(s) if self.add_source_eos else s)]
+             for s in src], target_prefix=tgt_tokens, beam_size=1, return_attention=True,
+            min_decoding_length=0, max_input_length=0,
+            max_decoding_length=max(len(t) for t in tgt_tokens) + 1)
+        return [result.attention[0] for result in out]
 
     def translate_ids(self, src_ids: Sequence[Sequence[int]]) -> list[list[int]]:
         """Encoder ids (ending in ``<eos>``, as :func:`nmt.translation.translator.source_ids` makes

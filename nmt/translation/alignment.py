@@ -32,10 +32,11 @@ WORD_START = "▁"  # SentencePiece's mark of a piece that starts a word
 
 @dataclass(frozen=True)
 class WordAlignment:
-    """For each word of a source (separated by spaces), the index of the word of ``target``
+    """For each word of ``source`` (separated by spaces), the index of the word of ``target``
     that renders it."""
 
-    target: str  # the translation aligned: the alignment holds for this text only
+    source: str  # the texts aligned: the alignment holds for these only
+    target: str
     words: tuple[int, ...]
 
 
@@ -76,4 +77,4 @@ def word_alignment(weights: Sequence[Sequence[float]], source_pieces: Sequence[s
     for cols in columns:
         best = max(range(len(rows)), key=lambda t: sum(rows[t][j] for j in cols))
         aligned.append(tgt_words[best])
-    return WordAlignment(target, tuple(aligned))
+    return WordAlignment(source, target, tuple(aligned))

@@ -144,17 +144,17 @@ def _kept(text: str, wanted: Sequence[Span], lost: Sequence[Span],
 
 
 def tags_on_words(text: str, source: str, wanted: Sequence[Span], lost: Sequence[Span],
-                   rules: SpanRules, alignment: WordAlignment, bare: Sequence[str]
-                   ) -> dict[int, int]:
+                   rules: SpanRules, alignment: WordAlignment) -> dict[int, int]:
     """Where the ``lost`` tags of ``source`` go in ``text``, as the word of
     :func:`_output_words` they go before (by the tag's start in ``source``), from the
-    ``alignment`` of ``source`` without its tags (whose words are ``bare``) and ``text`` (its
-    words separated by spaces): a tag pair around source words goes around the output's
+    ``alignment`` of ``source`` without its tags and ``text`` (their words separated by
+    spaces): a tag pair around source words goes around the output's
     words that render them (from the first to the last of those, in the output's order); a
     tag alone (``<br/>``) before the word that renders the source's next word. Only tags
     whose words the alignment covers, and only while ``text`` has the words of the
     translation aligned (spans glued to them may have been put back since)."""
     marks = [s for s in wanted if s.kind == "tags"]
+    bare = alignment.source.split()
     spaced = list(_WORD.finditer(text))
     if (len(bare) != len(alignment.words) or len(spaced) != len(alignment.target.split())
             or not marks or not all(0 <= w < len(spaced) for w in alignment.words)):

@@ -406,8 +406,7 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
             # span; the lost tags on their words first, where the alignment tells
             base, rest = (beside_kept(text, source, wanted, lost, rules) if beside
                           else (text, lost))
-            on_words = (tags_on_words(base, source, wanted, rest, rules, alignment,
-                                      without_tags(source, rules).split())
+            on_words = (tags_on_words(base, source, wanted, rest, rules, alignment)
                         if aligned and alignment is not None else {})
             if aligned and not on_words:
                 continue

@@ -138,6 +138,8 @@ class StreamTranslator:
     :meth:`translate`."""
 
     cfg: DecodeConfig  # the search settings (beam, batch size, length limits)
+    tokenizer: Tokenizer
+    aligns: bool = False  # forced_attention gives the weights tags are placed by
     lowercase: bool  # the run's data.lowercase and data.normalization: how input is normalised
     normalization: str
     source_lang: str | None  # the run's data.source: language rules apply as in training
@@ -188,13 +190,48 @@ class StreamTranslator:
         written = [sentence_case(t, self.target_lang) if shouted else t
                    for t, (_, shouted) in zip(targets, read, strict=True)]
         found = self.align_as_written([text for text, _ in read], written)
-        return [replace(a, target=t) if a is not None and w != t else a
-                for a, w, t in zip(found, written, targets, strict=True)]
+        return [replace(a, source=s, target=t) if a is not None else a
+                for a, s, t in zip(found, sources, targets, strict=True)]
 
     def align_as_written(self, texts: Sequence[str], targets: Sequence[str]
                          ) -> list[WordAlignment | None]:
-        """:meth:`align` of sentences read as written, each engine's own (none by default)."""
-        return [None] * len(texts)
+        """:meth:`align` of sentences read as written: each target forced through the engine
+        (:meth:`forced_attention`) in the batches of its searches; none where the engine
+        gives no attention (:attr:`aligns`), nor for a source its length limit cuts."""
+        from nmt.translation.rules import decode_batches
+
+        aligned: list[WordAlignment | None] = [None] * len(texts)
+        if not self.aligns:
+            return aligned
+        limit = self.source_limit()
+        todo: list[tuple[int, list[int], list[int], str]] = []  # i, source, target, normalized
+        for i, (text, target) in enumerate(zip(texts, targets, strict=True)):
+            normalized = self.normalize_source(text)
+            ids, n = source_ids(self.tokenizer, normalized, limit)
+            tgt = self.tokenizer.encode_tgt(target)
+            if ids and n <= limit and tgt:
+                todo.append((i, ids, tgt, normalized))
+        for idx in decode_batches([len(ids) + len(tgt) for _, ids, tgt, _ in todo], self.cfg):
+            batch = [todo[k] for k in idx]
+            weights = self.forced_attention([ids for _, ids, _, _ in batch],
+                                            [tgt for _, _, tgt, _ in batch])
+            for (i, _, tgt, normalized), rows in zip(batch, weights, strict=True):
+                aligned[i] = word_alignment(rows, self.tokenizer.src_tokens(normalized),
+                                            self.tokenizer.tgt_tokens(tgt), texts[i],
+                                            targets[i])
+        return aligned
+
+    def source_limit(self) -> int:
+        """Most source tokens (``<eos>`` included) the engine takes."""
+        raise NotImplementedError
+
+    def forced_attention(self, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]
+                         ) -> list[Sequence[Sequence[float]]]:
+        """Per sentence, the weights each ``tgt[i]`` token (ids without ``<bos>``/``<eos>``),
+        forced through the engine as the translation of ``src[i]`` (encoder ids, as
+        :func:`source_ids` makes them), puts on each source token: the last decoder layer's
+        encoder-decoder attention, heads averaged (:mod:`nmt.translation.alignment`)."""
+        raise NotImplementedError
 
     def as_read(self, text: str) -> tuple[str, bool]:
         """The sentence the model is given for ``text``, and whether its translation is given
@@ -315,32 +352,16 @@ class Translator(StreamTranslator):
                                       markup)
         return translator
 
-    def align_as_written(self, texts: Sequence[str], targets: Sequence[str]
-                         ) -> list[WordAlignment | None]:
-        """Each target forced through the model (:func:`~nmt.translation.search.
-        forced_attention`), in the batches of its searches; none for a source the run's
-        length limit cuts."""
-        from nmt.translation.rules import decode_batches
+    aligns = True  # the model's own attention
+
+    def source_limit(self) -> int:
+        return source_limit(self.model, self.max_src_tokens, self.truncate)
+
+    def forced_attention(self, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]
+                         ) -> list[Sequence[Sequence[float]]]:
         from nmt.translation.search import forced_attention
 
-        limit, keep_eos = source_cut(self.model, self.max_src_tokens, self.truncate)
-        todo: list[tuple[int, list[int], list[int], str]] = []  # i, source, target, normalized
-        for i, (text, target) in enumerate(zip(texts, targets, strict=True)):
-            normalized = self.normalize_source(text)
-            ids, n = source_ids(self.tokenizer, normalized, limit, keep_eos)
-            tgt = self.tokenizer.encode_tgt(target)
-            if ids and n <= limit and tgt:
-                todo.append((i, ids, tgt, normalized))
-        aligned: list[WordAlignment | None] = [None] * len(texts)
-        for idx in decode_batches([len(ids) + len(tgt) for _, ids, tgt, _ in todo], self.cfg):
-            batch = [todo[k] for k in idx]
-            weights = forced_attention(self.model, [ids for _, ids, _, _ in batch],
-                                       [tgt for _, _, tgt, _ in batch])
-            for (i, _, tgt, normalized), rows in zip(batch, weights, strict=True):
-                aligned[i] = word_alignment(rows, self.tokenizer.src_tokens(normalized),
-                                            self.tokenizer.tgt_tokens(tgt), texts[i],
-                                            targets[i])
-        return aligned
+        return list(forced_attention(self.model, src, tgt))
 
     def translate_as_written(self, texts: Sequence[str],
                              on_truncate: TruncateHook | None = None) -> list[str]:
