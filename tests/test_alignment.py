@@ -184,3 +184,17 @@ def test_a_sentence_typed_in_capitals_is_aligned_as_the_model_read_it(sp_run: Pa
                                                       for o, w in zip(outputs, want, strict=True)]
     assert any(a is not None for a in got)  # (the words: those of the model's own casing)
     assert all(a.source == s for a, s in zip(got, shouted, strict=True) if a is not None)
+
+
+def test_a_tag_glued_to_a_kept_span_stays_beside_it_and_one_around_a_span_alone_goes_with_it(
+        ) -> None:
+    """Beside a kept span first (the source glues them), the alignment only for the tags
+    left; a tag pair around a span alone marks no word the attention could name."""
+    source, target = "Use <code>/tmp/x</code> or stop.", "Utilise /tmp/x ou arrête."
+    alignment = aligned(source, target, 0, 3, 2, 3)  # /tmp/x said to render "arrête."
+    assert repair_line(source, target, RULES, alignment=alignment).text == (
+        "Utilise <code>/tmp/x</code> ou arrête.")
+    source, target = "Click <b>%s</b> to open.", "Cliquez pour ouvrir."
+    alignment = aligned(source, target, 0, 1, 1, 2)
+    assert repair_line(source, target, RULES, alignment=alignment).text == (
+        repair_line(source, target, RULES).text)

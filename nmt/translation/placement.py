@@ -149,8 +149,9 @@ def tags_on_words(text: str, source: str, wanted: Sequence[Span], lost: Sequence
     :func:`_output_words` they go before (by the tag's start in ``source``), from the
     ``alignment`` of ``source`` without its tags and ``text`` (their words separated by
     spaces): a tag pair around source words goes around the output's
-    words that render them (from the first to the last of those, in the output's order); a
-    tag alone (``<br/>``) before the word that renders the source's next word. Only tags
+    words that render them (from the first to the last of those, in the output's order),
+    where it marks a word at all (not a span alone); a tag alone (``<br/>``) before the word
+    that renders the source's next word. Only tags
     whose words the alignment covers, and only while ``text`` has the words of the
     translation aligned (spans glued to them may have been put back since)."""
     marks = [s for s in wanted if s.kind == "tags"]
@@ -174,6 +175,15 @@ def tags_on_words(text: str, source: str, wanted: Sequence[Span], lost: Sequence
     def word(char: int) -> int | None:  # the word (of ``bare``) holding that character
         return bisect.bisect_right(ends, char) - 1 if 0 <= char < ends[-1] else None
 
+    others = [False] * len(source)  # characters of the source's other spans (``%s``)
+    for m in wanted:
+        if m.kind != "tags":
+            others[m.start:m.end] = [True] * (m.end - m.start)
+    prose = [False] * len(bare)  # words with a letter or digit outside every span
+    for x, c in enumerate(source):
+        if c.isalnum() and not inside[x] and not others[x]:
+            prose[bisect.bisect_right(ends, before[x]) - 1] = True
+
     out = _output_words(text, rules)
 
     def first_from(target_word: int) -> int:  # the output word that target word starts
@@ -192,8 +202,8 @@ def tags_on_words(text: str, source: str, wanted: Sequence[Span], lost: Sequence
         paired |= {opening.start, closing.start}
         first, last = word(before[opening.end]), word(before[closing.start] - 1)
         if (opening.start not in missing or closing.start not in missing or first is None
-                or last is None or first > last):
-            continue
+                or last is None or first > last or not any(prose[first:last + 1])):
+            continue  # (around a span alone, ``<b>%s</b>``: where the span goes, by position)
         rendered = alignment.words[first:last + 1]
         on[opening.start], on[closing.start] = first_from(min(rendered)), after(max(rendered))
     for m in marks:

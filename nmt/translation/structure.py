@@ -401,11 +401,10 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
         return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost), misordered)
     words = prose_words(source, wanted)
     disordered = None  # the first guess with the right spans and its tags out of order
-    for aligned in (True, False) if alignment is not None else (False,):
-        for beside in (True, False):  # 3. beside a kept neighbour, unless that made another
-            # span; the lost tags on their words first, where the alignment tells
-            base, rest = (beside_kept(text, source, wanted, lost, rules) if beside
-                          else (text, lost))
+    for beside in (True, False):  # 3. beside a kept neighbour, unless that made another span
+        base, rest = beside_kept(text, source, wanted, lost, rules) if beside else (text, lost)
+        for aligned in (True, False) if alignment is not None else (False,):
+            # the lost tags left on their words first, where the alignment tells
             on_words = (tags_on_words(base, source, wanted, rest, rules, alignment)
                         if aligned and alignment is not None else {})
             if aligned and not on_words:
