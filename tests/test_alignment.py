@@ -69,6 +69,9 @@ def aligned(source: str, target: str, *words: int) -> WordAlignment:
     ("one<br/>two three", "un deux trois", (0, 1, 2), "un <br/>deux trois"),
     ("Guess <em>that <b>cost</b></em> me.", "Devine ce prix.", (0, 2, 2, 1),
      "Devine ce <em><b>prix</b></em>."),  # the words between <em> and <b> went into one
+    ("<i>%d files</i> were deleted.", "les fichiers %d étaient supprimés.", (2, 1, 3, 4),
+     "les <i>fichiers %d</i> étaient supprimés."),  # after the kept %d it holds, glued
+    ("<b>Save %s</b>", "%s", (0, 0), "<b>%s</b>"),  # its word lost: around the kept %s
 ])
 def test_tags_go_on_the_words_the_alignment_names(source: str, target: str,
                                                   words: tuple[int, ...], expected: str) -> None:

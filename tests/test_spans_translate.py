@@ -70,6 +70,11 @@ def spans_of(text: str) -> Counter[str]:
     ("Use <b>%d</b> files.", "Utiliser fichiers %d.", "Utiliser fichiers <b>%d</b>.", 2),
     ("%s%s: %d", "%s : %d", "%s%s : %d", 1),
     ("<b><i>%s</i></b>", "%s", "<b><i>%s</i></b>", 4),
+    # around a kept span the source has inside them, glued to it as the source glues them to
+    # the words the output lost (never ``<b> %s`` or ``%d </i>``)
+    ("<b>Save %s</b>", "%s", "<b>%s</b>", 2),
+    ("<i>%d files</i> were deleted.", "fichiers %d supprimés.",
+     "fichiers <i>%d</i> supprimés.", 2),  # <i> beside the %d it is glued to
     # tags the output has out of order are put again, as lost ones
     ("Click <b>%s</b> now.", "Cliquez</b> <b>%s maintenant.", "Cliquez <b>%s</b> maintenant.", 2),
     ("Click <b>here</b> now.", "Cliquez </b>ici<b> maintenant.", "Cliquez <b>ici</b> maintenant.",

@@ -113,14 +113,14 @@ def _insert(text: str, source: str, run: Sequence[Span], k: int, words: list[re.
     if earlier and at < max(earlier)[0]:  # after the kept spans the source has before them,
         at, end = max(earlier)  # joined to the last as the source joins them
         after = " " if spaced_after and text[at:at + 1] and not text[at].isspace() else ""
-        place = ("" if end == first.start and not spaced else " ") + spans + after
+        place = ("" if not spaced_before else " ") + spans + after  # glued as in the source
     elif later and at > min(later)[0]:  # before those it has after them
         at, start = min(later)
         if glued and not text[low:at].strip():  # to the word before, as in the source
             at, place = after_word()
         else:
             place = (" " if spaced_before and at and not text[at - 1].isspace() else ""
-                     ) + spans + ("" if last.end == start and not spaced else " ")
+                     ) + spans + (" " if spaced_after else "")
     return at, place
 
 
