@@ -72,6 +72,15 @@ def aligned(source: str, target: str, *words: int) -> WordAlignment:
     ("<i>%d files</i> were deleted.", "les fichiers %d étaient supprimés.", (2, 1, 3, 4),
      "les <i>fichiers %d</i> étaient supprimés."),  # after the kept %d it holds, glued
     ("<b>Save %s</b>", "%s", (0, 0), "<b>%s</b>"),  # its word lost: around the kept %s
+    ("<b>Warning:</b> the file %s could not be saved.",
+     "Attention : le fichier %s n'a pas pu être sauvé.", (1, 2, 3, 4, 5, 6, 8, 9),
+     "<b>Attention</b> : le fichier %s n'a pas pu être sauvé."),  # rendered by ``:`` alone,
+    # around no word: by position (not ``Attention : <b> </b> le``)
+    ("<em>Give her a</em> <code>doll</code>.", "Donne-le-le !", (0, 0, 0, 1),
+     "<em>Donne-le-le</em> <code></code> !"),  # tags that would cross: by position
+    ("<code>save %1$s</code> <b>%s --force the</b> the", "the the --force %s %1$s save",
+     (0, 3, 5, 5, 4, 5), "<code>the</code> <b>the --force %s %1$s</b> save"),  # all joined as
+    # the source joins them before any spaced apart (``<code> the the </code> <b> --force``)
 ])
 def test_tags_go_on_the_words_the_alignment_names(source: str, target: str,
                                                   words: tuple[int, ...], expected: str) -> None:

@@ -121,6 +121,9 @@ def _insert(text: str, source: str, run: Sequence[Span], k: int, words: list[re.
         else:
             place = (" " if spaced_before and at and not text[at - 1].isspace() else ""
                      ) + spans + (" " if spaced_after else "")
+    if (not spaced and not spaced_before and spaced_after and text[at - 1:at].isspace()
+            and text[:at].strip()):  # glued to what is before it (a kept span: ``%s</b> %d``)
+        at, place = len(text[:at].rstrip()), place.strip()
     return at, place
 
 
@@ -205,7 +208,9 @@ def tags_on_words(text: str, source: str, wanted: Sequence[Span], lost: Sequence
                 or last is None or first > last or not any(prose[first:last + 1])):
             continue  # (around a span alone, ``<b>%s</b>``: where the span goes, by position)
         rendered = alignment.words[first:last + 1]
-        on[opening.start], on[closing.start] = first_from(min(rendered)), after(max(rendered))
+        opens_at, closes_at = first_from(min(rendered)), after(max(rendered))
+        if closes_at > opens_at:  # (around no word, ``Warning:`` -> ``:``: by position)
+            on[opening.start], on[closing.start] = opens_at, closes_at
     for m in marks:
         if m.start in missing and m.start not in paired:
             following = word(before[m.end])
@@ -235,8 +240,10 @@ def by_position(text: str, source: str, wanted: Sequence[Span], lost: Sequence[S
     word_of.update((start, k) for start, k in on_words.items() if start in word_of)
     marks = [s for s in wanted if s.kind == "tags" and s.start not in on_words]
     placed = [s.start for s in marks if s.start in word_of]  # lost tags, in the source's order
+    opening_of: dict[int, int] = {}  # a lost closing tag's start -> its opening tag's
     for a, b in tags.pairs([s.text for s in marks]):
         opening, closing = marks[a], marks[b]
+        opening_of[closing.start] = opening.start
         if (out and word_of.get(opening.start, -1) == word_of.get(closing.start)
                 and bisect.bisect_left(words, closing.start) > bisect.bisect_left(
                     words, opening.end)):  # words between them in the source: one here too
@@ -248,9 +255,14 @@ def by_position(text: str, source: str, wanted: Sequence[Span], lost: Sequence[S
     for a, b in zip(placed, placed[1:], strict=False):  # in the source's order still: nested
         word_of[b] = max(word_of[b], word_of[a])
     runs: dict[tuple[int, int, bool], list[Span]] = {}  # (word, kept spans before it, a
-    # tag on its words that closes: it ends the word before) -> its spans
+    # closing tag that ends the word before) -> its spans
     for s in lost:
-        closes = s.start in on_words and s.text.startswith("</")
+        opened = opening_of.get(s.start, -1)  # (-1: unpaired in the source)
+        closes = s.text.startswith("</") and (s.start in on_words or (
+            word_of.get(opened, -1) < word_of[s.start] and opened not in on_words
+            and not source[s.start - 1].isspace()))  # its element opened on an earlier
+        # word or kept, glued to the word before in the source (``at</em> <i>these``:
+        # ``un</em> <i>coup``)
         runs.setdefault((word_of[s.start], sum(i < s.start for _, i in kept), closes),
                         []).append(s)
     places = [(*_insert(text, source, run, k, out, kept, spaced), order)

@@ -401,22 +401,22 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
         return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost), misordered)
     words = prose_words(source, wanted)
     disordered = None  # the first guess with the right spans and its tags out of order
-    for beside in (True, False):  # 3. beside a kept neighbour, unless that made another span
+    tries = [(spaced, beside, aligned) for spaced in (False, True) for beside in (True, False)
+             for aligned in ((True, False) if alignment is not None else (False,))]
+    for spaced, beside, aligned in tries:  # 3. beside a kept neighbour, unless that made
+        # another span; the lost tags left on their words, where the alignment tells; spaced
+        # apart only when none joined as the source holds the source's spans
         base, rest = beside_kept(text, source, wanted, lost, rules) if beside else (text, lost)
-        for aligned in (True, False) if alignment is not None else (False,):
-            # the lost tags left on their words first, where the alignment tells
-            on_words = (tags_on_words(base, source, wanted, rest, rules, alignment)
-                        if aligned and alignment is not None else {})
-            if aligned and not on_words:
-                continue
-            for spaced in (False, True):  # spaced apart when joining made another span
-                placed = by_position(base, source, wanted, rest, words, rules, spaced,
-                                      on_words)
-                found = rules.find(placed)
-                if holds_exactly(wanted, found):
-                    return Repair(placed, n, restored + len(lost), len(lost), removed)
-                if disordered is None and Counter(s.text for s in found) == want:
-                    disordered = placed
+        on_words = (tags_on_words(base, source, wanted, rest, rules, alignment)
+                    if aligned and alignment is not None else {})
+        if aligned and not on_words:
+            continue
+        placed = by_position(base, source, wanted, rest, words, rules, spaced, on_words)
+        found = rules.find(placed)
+        if holds_exactly(wanted, found):
+            return Repair(placed, n, restored + len(lost), len(lost), removed)
+        if disordered is None and Counter(s.text for s in found) == want:
+            disordered = placed
     if any(s.kind == "tags" for s in wanted):  # ``</b> a <b>``: its tags put again
         again = _retried(source, [t for t in (disordered, text) if t is not None], rules,
                          _again)
