@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from nmt import arguments
 from nmt.arguments import option
-from nmt.errors import ConfigError, DataError, NmtError
+from nmt.errors import ConfigError, DataError, NmtError, shown
 
 if TYPE_CHECKING:
     from nmt.config import Config
@@ -186,7 +186,7 @@ def translate_lines(
     arguments.flag(split, "split")
     if not (callable(translator) or hasattr(translator, "translate_stream")):
         raise TypeError(f"translator: expected a translator (open_translator) or a function "
-                        f"that opens one, got {translator!r:.60}")
+                        f"that opens one, got {shown(translator)}")
     if sentences is not None and input is not None:
         raise DataError(f"{option('input')}: give sentences or {option('input')}, not both")
     input_ = Path(input) if input is not None else None
@@ -286,10 +286,10 @@ def translate_file(
         arguments.choice(format, "format", FORMATS)
     if not (callable(translator) or hasattr(translator, "translate_stream")):
         raise TypeError(f"translator: expected a translator (open_translator) or a function "
-                        f"that opens one, got {translator!r:.60}")
+                        f"that opens one, got {shown(translator)}")
     if check is not None and not callable(check):
         raise TypeError(f"check: expected a function (source, translation) -> bool, got "
-                        f"{check!r:.60}")
+                        f"{shown(check)}")
     kind = format_of(input_, format)
     if kind == "text":
         translate_lines(translator, input=input_, output=output_, warn=warn)
@@ -311,7 +311,7 @@ def translate_file(
             engine().translate_stream(lines, out.append, on_truncate=lambda i, n, limit: warn(
                 f"warning: {name}: a string of {n} source tokens, cut to {limit}"))
         except UnplacedSpan as e:  # said of the string's line: its index is no line of the file
-            raise DataError(f"{name}: the string {lines[e.index]!r:.60}: {e.reason}") from None
+            raise DataError(f"{name}: the string {shown(lines[e.index])}: {e.reason}") from None
         return out
 
     filled = fill_file(input_, output_, translate, format=kind, check=check,
@@ -420,7 +420,7 @@ def backtranslate(
     arguments.choice(search, "search", SEARCHES)
     arguments.count(beam, "beam", "decode.beam")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= INT_MAX:
-        raise ConfigError(f"top_k: expected 0 (every token) or more, got {top_k!r:.30}")
+        raise ConfigError(f"top_k: expected 0 (every token) or more, got {shown(top_k, 30)}")
     arguments.seed(seed)
     arguments.text(checkpoint, "checkpoint")
     arguments.text(device, "device")
@@ -454,7 +454,7 @@ def score(
     src, data_dir = arguments.path(src, "src"), arguments.path(data_dir, "data_dir")
     refs = arguments.paths(refs, "refs")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise TypeError(f"limit: expected a count >= 0 (0: all), got {limit!r:.60}")
+        raise TypeError(f"limit: expected a count >= 0 (0: all), got {shown(limit)}")
     arguments.flag(textbook_input, "textbook_input")
     scored, translator, tag = _scored(run, checkpoint, engine, model, device, averaged,
                                       compute_type, beam, batch_size, max_tokens, spans,

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from nmt.errors import ConfigError
+from nmt.errors import ConfigError, shown
 from nmt.setting_ranges import int_limit
 
 SPLITS = ("train", "valid", "test")  # what nmt bleu scores a run on
@@ -43,17 +43,13 @@ def spelled_as(spell: Callable[[str], str]) -> Iterator[None]:
         _spelling.reset(token)
 
 
-def _shown(value: Any) -> str:
-    return f"{value!r:.60}"
-
-
 def sentences(value: Any, name: str = "sentences") -> Iterable[str]:
     """A list (or any iterable) of sentences, each a ``str``; one string is refused (it would
     be read as a list of characters), as are bytes and items that are not strings. A list is
     checked now; another iterable item by item as it is read (it may be a stream)."""
     if isinstance(value, (str, bytes, bytearray)):
         raise TypeError(f"{name}: expected a list of sentences, got one {type(value).__name__} "
-                        f"({_shown(value)}); wrap it in a list: [{_shown(value)}]")
+                        f"({shown(value)}); wrap it in a list: [{shown(value)}]")
     _not_a_listing(value, name, "sentences")
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
@@ -70,7 +66,7 @@ def _not_a_listing(value: Any, name: str, what: str) -> None:
             else None if isinstance(value, Iterable) else "")
     if kind is None:
         return
-    got = f"{kind} ({_shown(value)})" if kind else _shown(value)
+    got = f"{kind} ({shown(value)})" if kind else shown(value)
     hint = "; pass its values as a list" if isinstance(value, Mapping) else \
         "; pass them in a list, in the order wanted" if kind else ""
     raise TypeError(f"{name}: expected a list of {what}, got {got}{hint}")
@@ -78,7 +74,7 @@ def _not_a_listing(value: Any, name: str, what: str) -> None:
 
 def _sentence(item: Any, name: str) -> str:
     if not isinstance(item, str):
-        raise TypeError(f"{name}: expected a sentence (str), got {_shown(item)}")
+        raise TypeError(f"{name}: expected a sentence (str), got {shown(item)}")
     return item
 
 
@@ -89,7 +85,7 @@ def count(value: Any, name: str, key: str, *, optional: bool = True) -> int | No
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: expected an integer, got {_shown(value)}")
+        raise TypeError(f"{name}: expected an integer, got {shown(value)}")
     if not 1 <= value <= int_limit(key):
         raise ConfigError(f"{option(name)}: expected 1 <= {name} <= {int_limit(key)}, "
                           f"got {value}")
@@ -100,7 +96,7 @@ def seed(value: Any, name: str = "seed") -> int:
     """A random seed: an integer from 0 to the bound of ``train.seed`` (what numpy takes), the
     same bound ``--seed`` has on the command line."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: expected an integer, got {_shown(value)}")
+        raise TypeError(f"{name}: expected an integer, got {shown(value)}")
     if not 0 <= value <= int_limit("train.seed"):
         raise ConfigError(f"{option(name)}: expected 0 <= {name} <= {int_limit('train.seed')}, "
                           f"got {value}")
@@ -112,15 +108,15 @@ def path(value: Any, name: str, *, optional: bool = True) -> Path | None:
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)) or value == "":
-        raise TypeError(f"{name}: expected a path, got {_shown(value)}")
+        raise TypeError(f"{name}: expected a path, got {shown(value)}")
     return Path(value)
 
 
 def paths(value: Any, name: str) -> list[Path]:
     """A list of paths; one path on its own is refused (it would be read as characters)."""
     if isinstance(value, (str, bytes, os.PathLike)):
-        raise TypeError(f"{name}: expected a list of paths, got one ({_shown(value)}); wrap it "
-                        f"in a list: [{_shown(value)}]")
+        raise TypeError(f"{name}: expected a list of paths, got one ({shown(value)}); wrap it "
+                        f"in a list: [{shown(value)}]")
     _not_a_listing(value, name, "paths")
     return [p for i, v in enumerate(value) if (p := path(v, f"{name}[{i}]", optional=False))]
 
@@ -129,10 +125,10 @@ def choice(value: Any, name: str, choices: Iterable[str]) -> str:
     """One of ``choices``."""
     allowed = tuple(choices)
     if not isinstance(value, str):
-        raise TypeError(f"{name}: expected one of {', '.join(allowed)}, got {_shown(value)}")
+        raise TypeError(f"{name}: expected one of {', '.join(allowed)}, got {shown(value)}")
     if value not in allowed:
         raise ConfigError(f"{option(name)}: expected one of {', '.join(allowed)}, "
-                          f"got {_shown(value)}")
+                          f"got {shown(value)}")
     return value
 
 
@@ -141,12 +137,12 @@ def text(value: Any, name: str, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise TypeError(f"{name}: expected a string, got {_shown(value)}")
+        raise TypeError(f"{name}: expected a string, got {shown(value)}")
     return value
 
 
 def flag(value: Any, name: str) -> bool:
     """``True`` or ``False``."""
     if not isinstance(value, bool):
-        raise TypeError(f"{name}: expected True or False, got {_shown(value)}")
+        raise TypeError(f"{name}: expected True or False, got {shown(value)}")
     return value

@@ -30,7 +30,7 @@ from nmt.data.tokenizers import (
     SENTENCEPIECE_SAMPLE,
     SPECIALS,
 )
-from nmt.errors import ConfigError
+from nmt.errors import ConfigError, shown
 from nmt.setting_ranges import int_limit, range_of
 from nmt.toml_files import dump_toml, read_toml
 
@@ -264,7 +264,7 @@ def family_of(arch: str, where: str = "config") -> Family:
     family = families().get(arch)
     if family is None:
         raise ConfigError(f"{where}: model.arch: expected one of {', '.join(families())}, "
-                          f"got {arch!r:.60}")
+                          f"got {shown(arch)}")
     return family
 
 
@@ -413,19 +413,20 @@ def _check_value(where: str, key: str, f: dataclasses.Field, value: Any) -> Any:
     if tp is float and ok and not math.isfinite(value):
         raise ConfigError(f"{where}: {key}: expected a finite number, got {value!r}")
     if not ok:
-        raise ConfigError(f"{where}: {key}: expected {_type_name(tp)}, got {value!r:.60}")
+        raise ConfigError(f"{where}: {key}: expected {_type_name(tp)}, got {shown(value)}")
     if tp is str and not value.isprintable():  # config.toml must be able to hold it on one line
-        raise ConfigError(f"{where}: {key}: expected printable text, got {value!r:.60}")
+        raise ConfigError(f"{where}: {key}: expected printable text, got {shown(value)}")
     choices = f.metadata.get("choices")
     if choices and value not in choices:
         raise ConfigError(
-            f"{where}: {key}: expected one of {', '.join(choices)}, got {value!r:.60}"
+            f"{where}: {key}: expected one of {', '.join(choices)}, got {shown(value)}"
         )
     if tp in (int, float) and not range_of(key).admits(value):
         raise ConfigError(f"{where}: {key}: expected {range_of(key).expected()}, "
-                          f"got {value!r:.30}")
+                          f"got {shown(value, 30)}")
     if tp is int and value > int_limit(key):
-        raise ConfigError(f"{where}: {key}: expected at most {int_limit(key)}, got {value!r:.30}")
+        raise ConfigError(f"{where}: {key}: expected at most {int_limit(key)}, "
+                          f"got {shown(value, 30)}")
     return value
 
 
@@ -443,7 +444,7 @@ def from_dict(raw: dict[str, Any], where: str = "config", *, saved: bool = False
                 f"{where}: unknown section [{_q(name)}]; expected one of {', '.join(SECTIONS)}"
             )
         if not isinstance(table, dict):
-            raise ConfigError(f"{where}: {name}: expected a table [{name}], got {table!r:.60}")
+            raise ConfigError(f"{where}: {name}: expected a table [{name}], got {shown(table)}")
         if name == "model":
             sections[name] = _model_from_table(table, where, saved)
             continue
@@ -474,7 +475,7 @@ def _sources(where: str, value: Any, with_corpus: bool) -> tuple[SourceConfig, .
     if not (isinstance(value, list) and value and all(isinstance(t, dict) for t in value)):
         raise ConfigError(f"{where}: data.sources: expected [[data.sources]] tables (corpus, "
                           f"weight, filters, licence, name, back_translated), got "
-                          f"{value!r:.60}")
+                          f"{shown(value)}")
     if with_corpus:
         raise ConfigError(f"{where}: data.corpus and data.sources: expected one of them (a "
                           "source's corpus goes in its [[data.sources]] table)")
@@ -498,7 +499,7 @@ def _sources(where: str, value: Any, with_corpus: bool) -> tuple[SourceConfig, .
     labels = [s.label for s in out]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"{where}: data.sources: two sources named "
-                          f"{next(x for x in labels if labels.count(x) > 1)!r:.60}; give each a "
+                          f"{shown(next(x for x in labels if labels.count(x) > 1))}; give each a "
                           "name")
     return tuple(out)
 
@@ -541,15 +542,15 @@ def _check_consistency(cfg: Config, where: str) -> None:
     kept = t.keep_from.split(",") if t.keep_from else []
     if not set(kept) <= set(KEEP_FROM):
         raise ConfigError(f"{where}: train.keep_from: expected a list of "
-                          f"{', '.join(KEEP_FROM)} (or empty), got {t.keep_from!r:.60}")
+                          f"{', '.join(KEEP_FROM)} (or empty), got {shown(t.keep_from)}")
     forms = d.case_forms.split(",")
     if not set(forms) <= set(CASE_FORM_NAMES) or "" in forms:
         raise ConfigError(f"{where}: data.case_forms: expected a list of "
-                          f"{', '.join(CASE_FORM_NAMES)}, got {d.case_forms!r:.60}")
+                          f"{', '.join(CASE_FORM_NAMES)}, got {shown(d.case_forms)}")
     _check_languages(d, where)
     if not _DEVICE.fullmatch(t.device):
         raise ConfigError(f"{where}: train.device: expected auto, cpu, cuda, cuda:N or mps, "
-                          f"got {t.device!r:.60}")
+                          f"got {shown(t.device)}")
 
 
 _DEVICE = re.compile(r"auto|(cpu|cuda|mps)(:\d+)?")
@@ -562,8 +563,9 @@ def _check_languages(d: DataConfig, where: str) -> None:
 
     for key, code in (("data.source", d.source), ("data.target", d.target)):
         if code not in LANGUAGES:
-            raise ConfigError(f"{where}: {key}: unknown language code {code!r:.30}; expected an "
-                              "ISO 639-1 code such as en, fr, de, ru, zh (docs/DATA.md)")
+            raise ConfigError(f"{where}: {key}: unknown language code {shown(code, 30)}; "
+                              "expected an ISO 639-1 code such as en, fr, de, ru, zh "
+                              "(docs/DATA.md)")
     if d.source == d.target:
         raise ConfigError(f"{where}: data.source and data.target: expected two languages, got "
                           f"{d.source!r} on both sides")
@@ -571,11 +573,11 @@ def _check_languages(d: DataConfig, where: str) -> None:
         names = d.columns.split(",")
         if len(set(names)) != len(names) or not all(names):
             raise ConfigError(f"{where}: data.columns: expected distinct column names, got "
-                              f"{d.columns!r:.60}")
+                              f"{shown(d.columns)}")
         for key, code in (("data.source", d.source), ("data.target", d.target)):
             if code not in names:
                 raise ConfigError(f"{where}: data.columns: no column {code!r} for {key} "
-                                  f"(columns {d.columns!r:.60})")
+                                  f"(columns {shown(d.columns)})")
     if d.tokenizer == "word":
         for code in (d.source, d.target):
             if not language(code).spaced:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nmt.errors import ConfigError
+from nmt.errors import ConfigError, shown
 
 
 def _one_of(*values: str) -> Callable[[str], bool]:
@@ -52,7 +52,7 @@ def read(name: str) -> str | None:
     text = os.environ.get(name) or None
     variable = VARIABLES[name]
     if text is not None and not variable.accepts(text):
-        raise ConfigError(f"{name}={text!r:.80}: expected {variable.expected}")
+        raise ConfigError(f"{name}={shown(text, 80)}: expected {variable.expected}")
     return text
 
 

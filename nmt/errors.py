@@ -31,6 +31,14 @@ def os_reason(e: OSError) -> str:
     return e.strerror or str(e) or type(e).__name__
 
 
+def shown(value: object, width: int = 60) -> str:
+    """``value`` as a message quotes it: its ``repr`` (on one line, its control characters
+    escaped), cut to ``width`` characters with ``…`` where it is cut, never ending in a
+    space."""
+    text = repr(value)
+    return text if len(text) <= width else text[:max(width - 1, 1)].rstrip() + "…"
+
+
 def first_line(error: BaseException, limit: int = 160) -> str:
     """The first line of ``error``'s message, cut to ``limit`` characters, or its type's name when
     the message is empty: how a one-line error quotes an exception from a library (torch's and

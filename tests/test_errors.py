@@ -1,11 +1,13 @@
-"""How a one-line error quotes an exception raised inside a library."""
+"""How a one-line error quotes an exception raised inside a library, and a value it names."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
-from nmt.errors import first_line
+from nmt.errors import first_line, shown
 
 
 def test_first_line_keeps_the_first_line_of_a_long_message() -> None:
@@ -30,3 +32,20 @@ def test_a_real_torch_error_gives_one_line() -> None:
     assert "\n" in str(caught.value)  # torch's message runs to several lines
     line = first_line(caught.value)
     assert line and "\n" not in line and line in str(caught.value)
+
+
+@given(st.one_of(st.text(), st.binary(), st.integers(), st.floats(), st.lists(st.text())),
+       st.integers(2, 80))
+def test_a_value_shown_in_an_error_is_one_line_cut_where_it_says(value: object,
+                                                                 width: int) -> None:
+    """What an error quotes never breaks its one line: no line break or trailing space, at most
+    ``width`` characters, and ``…`` where it was cut (a cut ``'abc`` read as the whole)."""
+    text = shown(value, width)
+    assert text.isprintable() and text == text.rstrip()
+    assert len(text) <= width
+    assert text == repr(value) or text.endswith("…")
+
+
+def test_a_value_shown_whole_or_cut_golden() -> None:
+    assert shown("cpu") == "'cpu'"
+    assert shown("a b" + " " * 80, 6) == "'a b…"  # not "'a b  " (one line ends with a space)

@@ -34,7 +34,7 @@ from nmt.data.hash_buckets import Column, HashBuckets
 from nmt.data.normalize import special_casing
 from nmt.data.spool import text_hash
 from nmt.data.tokenizers import SPECIALS, UNK_ID, Tokenizer, load_tokenizer
-from nmt.errors import DataError, first_line, os_reason, write_errors
+from nmt.errors import DataError, first_line, os_reason, shown, write_errors
 from nmt.files import (
     Temporary,
     make_dirs,
@@ -459,7 +459,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise DataError(f"{path}: expected a JSON object, got {type(meta).__name__}")
     if type(meta.get("version")) is not int or meta["version"] != CACHE_VERSION:
-        raise DataError(f"{path}: cache version {meta.get('version')!r:.20}, "
+        raise DataError(f"{path}: cache version {shown(meta.get('version'), 20)}, "
                         f"expected {CACHE_VERSION}")
     problems = {
         "corpus_sha256": not (isinstance(meta.get("corpus_sha256"), str)

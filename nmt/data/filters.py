@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from nmt.data.languages import Language, letter_runs
 from nmt.data.spans import Finder, SpanRules, emails, paths, urls
 from nmt.data.spans import parse as parse_spans
+from nmt.errors import shown
 
 
 def identical(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
@@ -279,22 +280,22 @@ def parse(spec: str) -> dict[str, float]:
             continue
         name, _, value = item.lstrip("-").partition("=")
         if name not in FILTERS:
-            raise ValueError(f"unknown filter {name!r:.40}; expected default, none, or names "
+            raise ValueError(f"unknown filter {shown(name, 40)}; expected default, none, or names "
                              f"among {', '.join(FILTERS)}")
         if item.startswith("-"):
             if value:
-                raise ValueError(f"{item!r:.40}: a filter taken away takes no value")
+                raise ValueError(f"{shown(item, 40)}: a filter taken away takes no value")
             chosen.pop(name, None)
             continue
         kind = FILTERS[name].kind
         if value and kind is NO_VALUE:
-            raise ValueError(f"{item!r:.40}: {name} takes no value (write {name})")
+            raise ValueError(f"{shown(item, 40)}: {name} takes no value (write {name})")
         try:
             parameter = float(value) if value else FILTERS[name].default
         except ValueError:
-            raise ValueError(f"{item!r:.40}: expected {name}=N, N {kind.expected()}") from None
+            raise ValueError(f"{shown(item, 40)}: expected {name}=N, N {kind.expected()}") from None
         if value and not kind.admits(parameter):
-            raise ValueError(f"{item!r:.40}: expected {name}=N, N {kind.expected()}")
+            raise ValueError(f"{shown(item, 40)}: expected {name}=N, N {kind.expected()}")
         chosen[name] = parameter
     return {name: chosen[name] for name in FILTERS if name in chosen}
 

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from nmt.arguments import option
 from nmt.data.tokenizers import SPECIALS, Tokenizer
-from nmt.errors import CheckpointError, DataError, NmtError
+from nmt.errors import CheckpointError, DataError, NmtError, shown
 from nmt.files import Temporary, read_stored_text
 from nmt.runs.layout import EXPORTS_DIR
 from nmt.runs.portable import META_FILE as META_FILE  # the metadata's name, shared with --from
@@ -217,7 +217,7 @@ def check_export_meta(meta: dict[str, Any], path: Path) -> None:
         value: Any = meta
         for part in field.split("."):
             value = value.get(part) if isinstance(value, dict) else None
-        return CheckpointError(f"{path}: {field}: expected {expected}, got {value!r:.40}")
+        return CheckpointError(f"{path}: {field}: expected {expected}, got {shown(value, 40)}")
 
     if not isinstance(meta.get("decode"), dict):
         raise bad("decode", "a table of [decode] settings")

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import polib
 
-from nmt.errors import DataError
+from nmt.errors import DataError, shown
 from nmt.localisation.filled import Filled, NamedCheck, Translate, translate_texts
 from nmt.localisation.placeholders import FORMAT_CHECKS
 from nmt.localisation.plurals import plural_count, plural_forms
@@ -92,7 +92,7 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
         if failed is not None or not all(out for _, out in pairs):
             why = failed or "the translation is empty"
             report.messages.append(f"{name}: line {entry.linenum}: {why}; left "
-                                   f"untranslated (msgid {entry.msgid!r:.60})")
+                                   f"untranslated (msgid {shown(entry.msgid)})")
             report.left += 1
             continue
         if entry.msgid_plural:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 import torch
 
-from nmt.errors import CheckpointError, first_line
+from nmt.errors import CheckpointError, first_line, shown
 from nmt.files import atomic_write_bytes, open_stored, path_problem
 
 if TYPE_CHECKING:
@@ -208,9 +208,9 @@ class Field:
                                              or value == self.most == math.inf):
             return f"expected a finite number, got {value!r}"
         if value < self.least:
-            return f"expected at least {self.least}, got {value!r:.40}"
+            return f"expected at least {self.least}, got {shown(value, 40)}"
         if value > self.most:
-            return f"expected at most {self.most}, got {value!r:.40}"
+            return f"expected at most {self.most}, got {shown(value, 40)}"
         return ""
 
 
@@ -278,7 +278,7 @@ def check_progress(progress: Any) -> str:
 
 
 def _plain(key: Any) -> str:
-    return key if isinstance(key, str) and key.isidentifier() else repr(key)[:40]
+    return key if isinstance(key, str) and key.isidentifier() else shown(key, 40)
 
 
 def _check_layout(path: Path, payload: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from nmt.arguments import option
 from nmt.config import Config, from_dict, load_config
-from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason
+from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason, shown
 from nmt.files import (
     TMP_SUFFIX,
     append_text,
@@ -282,8 +282,8 @@ def frozen_change(cfg: Config, trained: Config, when: str = "on --resume",
         if key is not None:
             return f"{section}.{key}", (
                 f"[{section}] cannot change {when} ({section}.{key} is "
-                f"{new.get(key)!r:.40}, but the checkpoint was trained with "
-                f"{old.get(key)!r:.40}); {advice}")
+                f"{shown(new.get(key), 40)}, but the checkpoint was trained with "
+                f"{shown(old.get(key), 40)}); {advice}")
     return None
 
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from nmt.errors import CheckpointError, NmtError
+from nmt.errors import CheckpointError, NmtError, shown
 
 TEXT_CAP = 300  # characters of a name, a licence, a signature
 MISSING: Any = object()  # no default: the field must be there
@@ -37,7 +37,7 @@ class Fields:
 
     def bad(self, key: str, expected: str, value: Any) -> NmtError:
         where = self.name(key) or "the file"
-        return self.error(f"{self.path}: {where}: expected {expected}, got {value!r:.40}")
+        return self.error(f"{self.path}: {where}: expected {expected}, got {shown(value, 40)}")
 
     def has(self, key: str) -> bool:
         return self.table.get(key) is not None

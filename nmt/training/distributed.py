@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from nmt import environment
-from nmt.errors import ConfigError, NmtError, first_line
+from nmt.errors import ConfigError, NmtError, first_line, shown
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,8 @@ def launcher_int(name: str, default: int | None, least: int, most: int) -> int:
     except ValueError:
         value = least - 1
     if not least <= value <= most:
-        raise ConfigError(f"{name}={text!r:.40}: expected a whole number from {least} to {most} "
-                          f"({LAUNCHER})")
+        raise ConfigError(f"{name}={shown(text, 40)}: expected a whole number from {least} "
+                          f"to {most} ({LAUNCHER})")
     return value
 
 

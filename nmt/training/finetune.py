@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.config import Config, DataConfig, load_config
-from nmt.errors import CheckpointError, ConfigError, NmtError, first_line
+from nmt.errors import CheckpointError, ConfigError, NmtError, first_line, shown
 from nmt.files import stored_digest, user_path
 from nmt.runs.layout import CONFIG_FILE, PARENT_FILE
 from nmt.runs.portable import UnpackedCopy, open_run_copy
@@ -218,7 +218,7 @@ def _check_received_name(name: str, where: str) -> None:
         check_run_name(name)
     except NmtError:
         raise CheckpointError(f"{where}: {META_FILE}: run: expected a run's name (a directory "
-                              f"name on one line), got {name!r:.60}") from None
+                              f"name on one line), got {shown(name)}") from None
 
 
 def child_config(parent: Parent, config_path: Path | None, overrides: list[str]) -> Config:
@@ -229,22 +229,22 @@ def child_config(parent: Parent, config_path: Path | None, overrides: list[str])
     given = _model_table(config_path, overrides)
     for key, value in given.items():
         if theirs.get(key, object()) != value:
-            raise ConfigError(f"model.{key}: {value!r:.40} would change the model of --from "
-                              f"{parent.label} ({key} = {theirs.get(key)!r:.40}); a continued "
+            raise ConfigError(f"model.{key}: {shown(value, 40)} would change the model of --from "
+                              f"{parent.label} ({key} = {shown(theirs.get(key), 40)}); a continued "
                               "model keeps it")
     cfg = load_config(config_path, overrides, base=was.to_dict(),
                       base_name=f"the config of --from {parent.label}")
     for key in TOKENIZER_KEYS:
         if getattr(cfg.data, key) != getattr(was.data, key):
-            raise ConfigError(f"data.{key}: {getattr(cfg.data, key)!r:.40} would change the "
+            raise ConfigError(f"data.{key}: {shown(getattr(cfg.data, key), 40)} would change the "
                               f"tokenizer of --from {parent.label} ({key} = "
-                              f"{getattr(was.data, key)!r:.40}); a continued model keeps it")
+                              f"{shown(getattr(was.data, key), 40)}); a continued model keeps it")
     if cfg.model != was.model:
         mine, theirs = cfg.model.to_dict(), was.model.to_dict()
         key = next(k for k in {**mine, **theirs} if mine.get(k) != theirs.get(k))
-        raise ConfigError(f"model.{key}: {mine.get(key)!r:.40} would change the model of --from "
-                          f"{parent.label} ({key} = {theirs.get(key)!r:.40}); a continued "
-                          "model keeps it")
+        raise ConfigError(f"model.{key}: {shown(mine.get(key), 40)} would change the model of "
+                          f"--from {parent.label} ({key} = {shown(theirs.get(key), 40)}); a "
+                          "continued model keeps it")
     return dataclasses.replace(cfg, model=was.model)
 
 

@@ -63,7 +63,7 @@ from dataclasses import dataclass, field, replace
 from nmt.arguments import option
 from nmt.config import DataConfig
 from nmt.data.spans import Span, SpanRules, holds_exactly, misplaced_tags, rules, tags
-from nmt.errors import DataError
+from nmt.errors import DataError, shown
 from nmt.translation.alignment import WordAlignment
 from nmt.translation.placement import CLOSING, beside_kept, by_position, prose_words, tags_on_words
 
@@ -76,7 +76,7 @@ _ENCLOSING = ("»«", "«»", '""', "''", "„“", "“”", "‘’", "`'", "(
 
 
 def _shown(spans: Sequence[str]) -> str:
-    return ", ".join(repr(s)[:60] for s in spans[:5]) + (
+    return ", ".join(shown(s) for s in spans[:5]) + (
         f" and {len(spans) - 5:,} more" if len(spans) > 5 else "")
 
 

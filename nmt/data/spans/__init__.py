@@ -39,7 +39,7 @@ from nmt.data.spans import (
     terms,
     urls,
 )
-from nmt.errors import ConfigError
+from nmt.errors import ConfigError, shown
 
 Finder = Callable[[str], Iterator[tuple[int, int]]]
 
@@ -89,7 +89,7 @@ def parse(spec: str, have_terms: bool = False) -> tuple[str, ...]:
             continue
         name = item[1:] if item.startswith("-") else item
         if name not in KINDS:
-            raise ValueError(f"unknown kind {name!r:.40}; expected default, none, or names "
+            raise ValueError(f"unknown kind {shown(name, 40)}; expected default, none, or names "
                              f"among {', '.join(KINDS)}")
         if item.startswith("-"):
             chosen.discard(name)
