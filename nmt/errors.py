@@ -39,6 +39,15 @@ def shown(value: object, width: int = 60) -> str:
     return text if len(text) <= width else text[:max(width - 1, 1)].rstrip() + "…"
 
 
+def named(name: str, width: int = 80) -> str:
+    """A name read from a file or folder (an archive's entry, a folder's file) as a message
+    names it: as written when it is printable, without spaces at its ends, and not longer than
+    ``width``; else as :func:`shown` quotes it (``'a\\nb.txt'``), so that it never breaks
+    the message's one line."""
+    plain = name.isprintable() and name == name.strip() and 0 < len(name) <= width
+    return name if plain else shown(name, width)
+
+
 def first_line(error: BaseException, limit: int = 160) -> str:
     """The first line of ``error``'s message, cut to ``limit`` characters, or its type's name when
     the message is empty: how a one-line error quotes an exception from a library (torch's and

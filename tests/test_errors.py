@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nmt.errors import first_line, shown
+from nmt.errors import first_line, named, shown
 
 
 def test_first_line_keeps_the_first_line_of_a_long_message() -> None:
@@ -49,3 +49,10 @@ def test_a_value_shown_in_an_error_is_one_line_cut_where_it_says(value: object,
 def test_a_value_shown_whole_or_cut_golden() -> None:
     assert shown("cpu") == "'cpu'"
     assert shown("a b" + " " * 80, 6) == "'a b…"  # not "'a b  " (one line ends with a space)
+
+
+def test_a_name_read_from_a_file_is_shown_as_written_unless_it_would_break_the_line() -> None:
+    assert named("fra-eng/fra.txt") == "fra-eng/fra.txt"
+    assert named("a\nb.txt") == "'a\\nb.txt'"
+    assert named(" x") == "' x'"  # a space at an end would be lost to the eye
+    assert named("x" * 200, 20) == "'" + "x" * 18 + "…"

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import nmt.data.download as dl
@@ -136,3 +138,26 @@ def test_disk_full_during_extraction(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.undo()
     assert ensure_corpus(data, str(archive), expected_sha256=DIGEST, log=quiet).read_bytes() == (
         TEXT)
+
+
+ENTRY_NAMES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+                      min_size=1, max_size=120)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=ENTRY_NAMES, second=ENTRY_NAMES, bad=st.sampled_from(["", "/", "../"]))
+def test_an_archives_entry_names_never_break_the_one_line_error(
+        tmp_path: Path, first: str, second: str, bad: str) -> None:
+    """Whatever an archive names its entries (line breaks, control characters, spaces at the
+    ends, thousands of characters), the error that names them is one line: two text files
+    where one was expected, or an entry refused for its path."""
+    path = tmp_path / "user.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(bad + first + ".txt", TEXT)
+        z.writestr(second + "/b.txt", TEXT)
+    with pytest.raises(DataError) as caught:
+        dl.read_archive(path, str(path))
+    message = str(caught.value)
+    assert message.isprintable() and message == message.strip(), message
+    assert len(message) < len(str(path)) + 400

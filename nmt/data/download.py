@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO
 
 from nmt import environment
-from nmt.errors import DataError, os_reason
+from nmt.errors import DataError, named, os_reason, shown
 from nmt.files import Temporary, make_dirs, path_problem, umask_mode, user_path
 
 CORPUS_URL = "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
@@ -199,14 +199,16 @@ def _check_entry(info: zipfile.ZipInfo, label: str) -> None:
     name = info.filename
     parts = name.replace("\\", "/").split("/")
     if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
-        raise DataError(f"{label}: refusing archive entry with an absolute path: {name!r}")
+        raise DataError(f"{label}: refusing archive entry with an absolute path: "
+                        f"{shown(name, 80)}")
     if ".." in parts:
-        raise DataError(f"{label}: refusing archive entry that climbs out with '..': {name!r}")
+        raise DataError(f"{label}: refusing archive entry that climbs out with '..': "
+                        f"{shown(name, 80)}")
     if stat.S_ISLNK(info.external_attr >> 16):
-        raise DataError(f"{label}: refusing symbolic-link archive entry: {name!r}")
+        raise DataError(f"{label}: refusing symbolic-link archive entry: {shown(name, 80)}")
     if info.file_size > MAX_ENTRY_BYTES:
-        raise DataError(f"{label}: refusing archive entry {name!r} of {info.file_size} bytes "
-                        f"(expected at most {MAX_ENTRY_BYTES}; a zip bomb?)")
+        raise DataError(f"{label}: refusing archive entry {shown(name, 80)} of "
+                        f"{info.file_size} bytes (expected at most {MAX_ENTRY_BYTES}; a zip bomb?)")
 
 
 def _copy_limited(src: IO[bytes], dst: IO[bytes], name: str, label: str) -> str:
@@ -215,7 +217,7 @@ def _copy_limited(src: IO[bytes], dst: IO[bytes], name: str, label: str) -> str:
     for chunk in iter(lambda: src.read(_CHUNK), b""):
         n += len(chunk)
         if n > MAX_ENTRY_BYTES:
-            raise DataError(f"{label}: refusing archive entry {name!r}: more than "
+            raise DataError(f"{label}: refusing archive entry {shown(name, 80)}: more than "
                             f"{MAX_ENTRY_BYTES} bytes once decompressed (a zip bomb?)")
         h.update(chunk)
         dst.write(chunk)
@@ -288,8 +290,8 @@ def extract_corpus(archive_path: Path, data_dir: Path, digest: str | None,
                     with os.fdopen(fd, "wb") as dst, z.open(by_name[name]) as src:
                         found = _copy_limited(src, dst, name, label)
                     if name == text_entry and digest is not None and found != digest:
-                        raise DataError(f"{label}: wrong content: SHA-256 of {text_entry} is "
-                                        f"{found}, expected {digest}")
+                        raise DataError(f"{label}: wrong content: SHA-256 of "
+                                        f"{named(text_entry)} is {found}, expected {digest}")
                 for tmp, final in staged:
                     os.replace(tmp.path, final)
             finally:
@@ -309,9 +311,10 @@ def read_archive(path: Path, label: str) -> tuple[bytes, bytes | None, str]:
             texts = [i for i in infos if i.filename.endswith(".txt") and not i.is_dir()
                      and Path(i.filename).name != "_about.txt"]
             if len(texts) != 1:
-                names = ", ".join(i.filename for i in texts) or "none"
+                names = ", ".join(named(i.filename) for i in texts[:3]) or "none"
+                more = f" and {len(texts) - 3:,} more" if len(texts) > 3 else ""
                 raise DataError(f"{label}: expected one text file (XXX.txt) in the archive, "
-                                f"found {names:.200}")
+                                f"found {names}{more}")
             abouts = [i for i in infos if Path(i.filename).name == "_about.txt"]
 
             def read(info: zipfile.ZipInfo) -> bytes:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from nmt.arguments import option
 from nmt.data.tokenizers import SPECIALS, Tokenizer
-from nmt.errors import CheckpointError, DataError, NmtError, shown
+from nmt.errors import CheckpointError, DataError, NmtError, named, shown
 from nmt.files import Temporary, read_stored_text
 from nmt.runs.layout import EXPORTS_DIR
 from nmt.runs.portable import META_FILE as META_FILE  # the metadata's name, shared with --from
@@ -87,7 +87,7 @@ def why_not_an_export(path: Path) -> str | None:
             continue
         if entry.is_dir() or not any(fnmatch.fnmatchcase(entry.name, pattern)
                                      for pattern in EXPORT_ENTRIES):
-            return f"holds {entry.name}, which nmt export did not write"
+            return f"holds {named(entry.name)}, which nmt export did not write"
     return None
 
 
@@ -171,7 +171,7 @@ def export_directory(path: Path, where: str) -> Path:
                 tops = sorted({n.split("/")[0] for n in z.namelist() if "/" in n})
         except (OSError, zipfile.BadZipFile):
             tops = []
-        folder = tops[0] if len(tops) == 1 else "FOLDER"
+        folder = named(tops[0]) if len(tops) == 1 else "FOLDER"
         raise CheckpointError(f"{where}: an Argos Translate package (a zip file); unpack it "
                               f"(unzip {path.name}) and pass the export inside it: --model "
                               f"{folder}/model")

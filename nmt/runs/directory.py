@@ -22,7 +22,7 @@ from typing import Any
 
 from nmt.arguments import option
 from nmt.config import Config, from_dict, load_config
-from nmt.errors import CheckpointError, ConfigError, NmtError, os_reason, shown
+from nmt.errors import CheckpointError, ConfigError, NmtError, named, os_reason, shown
 from nmt.files import (
     TMP_SUFFIX,
     append_text,
@@ -144,7 +144,7 @@ def empty_run_dir(run_dir: Path) -> None:
             else:
                 entry.unlink()
         except OSError as e:
-            raise NmtError(f"{option('overwrite')}: cannot remove {entry} "
+            raise NmtError(f"{option('overwrite')}: cannot remove {named(str(entry))} "
                            f"({os_reason(e)})") from None
 
 

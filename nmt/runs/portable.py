@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from nmt.data.tokenizers import FILES as TOKENIZER_FILES
 from nmt.data.tokenizers import META_FILE as TOKENIZER_META
-from nmt.errors import CheckpointError, NmtError, os_reason
+from nmt.errors import CheckpointError, NmtError, named, os_reason
 from nmt.files import Temporary, read_stored_text
 from nmt.runs.layout import (
     CHECKPOINTS_DIR,
@@ -233,8 +233,9 @@ def _run_copy_members(z: zipfile.ZipFile, where: str) -> tuple[str, dict[str, zi
         raise CheckpointError(f"{where}: this package holds no checkpoint; continuing it needs "
                               "one exported with nmt export --to argos --with-checkpoint")
     if len(found) > 1:
-        raise CheckpointError(f"{where}: holds {len(found)} run copies ({found[0]}/{RUN_COPY}, "
-                              f"{found[1]}/{RUN_COPY}); expected the one folder of a package "
+        raise CheckpointError(f"{where}: holds {len(found)} run copies "
+                              f"({named(found[0])}/{RUN_COPY}, {named(found[1])}/{RUN_COPY}); "
+                              "expected the one folder of a package "
                               "nmt export wrote")
     return found[0], copies[found[0]]
 

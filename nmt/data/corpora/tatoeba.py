@@ -28,7 +28,7 @@ from nmt.data.corpora.base import (
 )
 from nmt.data.download import ensure_corpus, sha256_file, tatoeba_archive
 from nmt.data.languages import from_tatoeba
-from nmt.errors import DataError
+from nmt.errors import DataError, named
 
 PAIR_NAME = re.compile(r"[a-z]{3}-eng")
 _CODE = re.compile(r"([a-z]{3})(?:-eng)?")  # deu.txt, deu-eng.zip, deu-eng/deu.txt
@@ -83,7 +83,7 @@ class Tatoeba:
 
         # the text of a Tatoeba archive (tens of MB at most) is held, as extracting it is checked
         data, _, entry = read_archive(path, str(path))
-        label = f"{path}:{entry}"
+        label = f"{path}:{named(entry)}"
         other = other_language(entry if _CODE.fullmatch(
             Path(entry).name.split(".")[0]) else path.name, ctx, label)
         return tatoeba_corpus(lambda: io.BytesIO(data), label, other, ctx, form=self.name,
