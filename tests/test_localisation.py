@@ -255,7 +255,11 @@ def test_po_in_another_charset_and_without_header(tmp_path: Path) -> None:
     ("%(count)d in %(dir)s", "in %(dir)s: %(count)d", True),
     ("%(count)d files", "%(n)d Dateien", False),
     ("%s", "", False),
-    ("no placeholder", "kein % Platzhalter", True),
+    # a % that starts no directive: formatting fails ("% P", as msgfmt -c reads it), unless
+    # the source has as many (glibc's %m, read as no directive)
+    ("no placeholder", "kein % Platzhalter", False),
+    ("Welcome back, %(name)s!", "Bon retour, %(s) %(name)s", False),
+    ("%m: %s", "%m : %s", True),
     # %% is a percent sign, no directive; lost, the % left reads the next letter
     ("%%d of %%s", "%%s von %%d", True),
     ("%%(name)s", "", True),
@@ -285,6 +289,9 @@ def test_printf_check(source: str, translation: str, kept: bool) -> None:
     ("{{literal}} {x}", "{x} {{wörtlich}}", True),
     ("{{{name}}}", "{{name}}", False),  # a brace, the field {name}, a brace
     ("{name!r}", "{name}", False),
+    ("{n} files", "{n} fichiers }", False),  # a lone brace: str.format fails
+    ("{n} files", "{n} fichiers {", False),
+    ("a } b {n}", "{n} a } b", True),  # as many as the source
 ])
 def test_brace_check(source: str, translation: str, kept: bool) -> None:
     assert brace_kept(source, translation) is kept

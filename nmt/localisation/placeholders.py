@@ -21,6 +21,8 @@ left untranslated, never written broken):
   the arguments).
 - Python braces (``python-brace-format``): the same fields (``{name}``, ``{0!r:>10}``), each
   as written, in any order; ``{{`` and ``}}`` are literal braces.
+- Neither has more of its marks outside them than the source (a ``%`` that starts no
+  directive, ``%(s) <``; a lone brace): formatting such a string fails.
 """
 
 from __future__ import annotations
@@ -32,14 +34,28 @@ from nmt.data.spans import Span, printf, python_format, resolve
 Check = Callable[[str, str], bool]  # (source, translation) -> the translation may be written
 
 
-def printf_directives(text: str) -> list[str]:
-    """The ``%`` directives of ``text`` (``%%`` aside) as a comparable list: those that name
-    their argument sorted (their order is free), the others in order."""
+def _percent_spans(text: str) -> list[Span]:
+    """The ``%`` directives of ``text`` and its ``%%``, as a format string reads them."""
     spans = [Span(*m.span(), "printf", m[0]) for m in printf.IN_FORMAT_STRING.finditer(text)]
     spans += [Span(a, b, "python", text[a:b]) for a, b in python_format.find(text)
               if text[a] == "%"]
-    found = [s.text for s in resolve(spans) if s.text != "%%"]
+    return resolve(spans)
+
+
+def printf_directives(text: str) -> list[str]:
+    """The ``%`` directives of ``text`` (``%%`` aside) as a comparable list: those that name
+    their argument sorted (their order is free), the others in order."""
+    found = [s.text for s in _percent_spans(text) if s.text != "%%"]
     return [d for d in found if not _named(d)] + sorted(d for d in found if _named(d))
+
+
+def _stray(text: str, spans: list[tuple[int, int]], marks: str) -> int:
+    """How many of the characters ``marks`` of ``text`` are outside its ``spans``: a ``%``
+    that starts no directive (``%(s) <``), a brace that opens or closes no field."""
+    inside = [False] * len(text)
+    for a, b in spans:
+        inside[a:b] = [True] * (b - a)
+    return sum(c in marks and not inside[i] for i, c in enumerate(text))
 
 
 def _named(directive: str) -> bool:
@@ -48,8 +64,14 @@ def _named(directive: str) -> bool:
 
 
 def printf_kept(source: str, translation: str) -> bool:
-    """``c-format`` and ``python-format``: the same directives (see the module's rules)."""
-    return printf_directives(source) == printf_directives(translation)
+    """``c-format`` and ``python-format``: the same directives (see the module's rules), and no
+    more ``%`` outside them than the source has (``%(s) <`` is no directive: formatting it
+    fails)."""
+    def stray(text: str) -> int:
+        return _stray(text, [(x.start, x.end) for x in _percent_spans(text)], "%")
+
+    return (printf_directives(source) == printf_directives(translation)
+            and stray(translation) <= stray(source))
 
 
 def brace_fields(text: str) -> list[str]:
@@ -58,8 +80,13 @@ def brace_fields(text: str) -> list[str]:
 
 
 def brace_kept(source: str, translation: str) -> bool:
-    """``python-brace-format``: the same replacement fields, in any order."""
-    return brace_fields(source) == brace_fields(translation)
+    """``python-brace-format``: the same replacement fields, in any order, and no more braces
+    outside them and ``{{``, ``}}`` than the source has (``{name`` fails to format)."""
+    def stray(text: str) -> int:
+        return _stray(text, [m.span() for m in python_format.PATTERN.finditer(text)], "{}")
+
+    return brace_fields(source) == brace_fields(translation) and stray(translation) <= stray(
+        source)
 
 
 # a PO entry's flag -> the check its translation must pass; ``no-c-format`` and other flags
