@@ -5,9 +5,11 @@ input a one-line error with nothing written."""
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import shutil
+import string
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -363,6 +365,42 @@ def test_po_generated_entries(tmp_path: Path, entries: list[tuple[str, str | Non
             assert new.msgstr == translate_texts(reverse_words, [old.msgid])[0]
             assert new.flags == ["fuzzy"]
     assert filled.filled + filled.left == sum(1 for e in catalog if not e.msgstr)
+
+
+_FORMATS = {  # a flag -> format strings of its kind, and the arguments they take
+    "c-format": ["Cannot open %s: %s", "%d of %d files", "%1$s is %2$d%% done", "100%% sure"],
+    "python-format": ["Hello %(name)s, you have %(count)d", "%s is %d%% done", "%(a)r"],
+    "python-brace-format": ["{name} has {count} files", "{0} of {1}", "{{literal}} {x!r:>5}"],
+}
+_GARBLES = ["%", "% ", "%(", "%(s) ", "{", "}", "{x", "%s", "{name}", "%d"]
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flag=st.sampled_from(sorted(_FORMATS)), data=st.data())
+def test_a_garbled_format_string_is_never_written(tmp_path: Path, flag: str,
+                                                   data: st.DataObject) -> None:
+    """Whatever a translator makes of a format string (a stray ``%``, a lone brace, a lost or
+    an added placeholder), the PO file written is valid (``msgfmt -c``) and each string it
+    fills formats as its source does: a translation that would not is left untranslated."""
+    msgid = data.draw(st.sampled_from(_FORMATS[flag]))
+    at = data.draw(st.integers(0, len(msgid)))
+    cut = data.draw(st.integers(0, 3))
+    garble = data.draw(st.sampled_from(_GARBLES))
+
+    def garbling(texts: Sequence[str]) -> list[str]:
+        return [t[:at] + garble + t[at + cut:] for t in texts]
+
+    catalog = polib.POFile()
+    catalog.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    catalog.append(polib.POEntry(msgid=msgid, msgstr="", flags=[flag]))
+    written, _ = fill_po(tmp_path, str(catalog), garbling)
+    assert_msgfmt_accepts(tmp_path / "out.po")
+    msgstr = polib.pofile(written)[0].msgstr
+    if msgstr and flag == "python-brace-format":
+        list(string.Formatter().parse(msgstr))  # a lone brace raises ValueError
+    elif msgstr and flag == "python-format" and "%(" in msgid:
+        msgstr % collections.defaultdict(int)  # noqa: B018 (a stray % raises ValueError)
 
 
 # --- XLIFF --------------------------------------------------------------------------------------
