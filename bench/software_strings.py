@@ -376,9 +376,10 @@ def prose_test_set(run: Path, work: Path, lang: str, limit: int,
 def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[str, Any]:
     """How ``hyps`` keep the protected spans (kinds ``spec``) of ``sources``: spans kept (as
     many times as the source has them), span-bearing lines whose translation holds exactly
-    their spans, its tags nested as the source's (``holds_exactly``), and lines whose
+    their spans, its tags nested as the source's and its directives in its order
+    (``holds_in_order``), and lines whose
     translation holds a span its source lacks (of every line, those without spans too)."""
-    from nmt.data.spans import holds_exactly, rules
+    from nmt.data.spans import holds_in_order, rules
 
     found = rules(spec)
     span_lines = spans = kept = exact = invented = 0
@@ -392,7 +393,7 @@ def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[st
             span_lines += 1
             spans += sum(wanted.values())
             kept += sum((wanted & got).values())
-            exact += holds_exactly(in_source, in_hyp)
+            exact += holds_in_order(in_source, in_hyp)
             kinds = {s.text: s.kind for s in in_source}
             for text, n in wanted.items():
                 counts = by_kind.setdefault(kinds[text], [0, 0])

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nmt.arguments import option
 from nmt.data.normalize import is_natural_text, normalize
-from nmt.data.spans import SpanRules, holds_exactly
+from nmt.data.spans import SpanRules, holds_in_order
 from nmt.data.spans import parse as parse_spans
 from nmt.errors import DataError
 from nmt.files import read_lines
@@ -199,7 +199,8 @@ class SpanIntegrity:
     spans: int  # spans in their sources
     kept: int  # of which the output holds (as many times as the source)
     exact: int  # lines whose output holds exactly the source's spans, its tags nested as the
-    # source's (nmt.data.spans.holds_exactly)
+    # source's, its directives that take the next argument in its order
+    # (nmt.data.spans.holds_in_order)
     invented: int  # lines whose output holds a span its source does not
     markup: str = "place"  # the translation's --markup (nmt.translation.structure.MARKUP)
 
@@ -228,7 +229,7 @@ def span_integrity(sources: Sequence[str], hyps: Sequence[str],
         lines += 1
         spans += sum(wanted.values())
         kept += sum((wanted & got).values())
-        exact += holds_exactly(in_source, in_hyp)
+        exact += holds_in_order(in_source, in_hyp)
         invented += bool(got - wanted)
     return SpanIntegrity(mode, lines, spans, kept, exact, invented, markup)
 

@@ -19,13 +19,21 @@ from test_decode import make_run
 
 from nmt.api import open_translator, translate_lines
 from nmt.config import DecodeConfig
-from nmt.data.spans import KINDS, SpanRules, holds_exactly, misplaced_tags, parse
+from nmt.data.spans import (
+    KINDS,
+    SpanRules,
+    argument_order,
+    holds_exactly,
+    misplaced_tags,
+    parse,
+)
 from nmt.errors import DataError
 from nmt.evaluate import _spans_tag, span_integrity
 from nmt.translation.structure import (
     SpanGuard,
     UnplacedSpan,
     guarded,
+    in_argument_order,
     repair_line,
     without_tags,
 )
@@ -309,6 +317,7 @@ def test_markup_place_gives_back_the_tags_nested(source: str, mode: str, rewrite
         return
     assert not any(s.kind == "tags" for s in RULES.find(seen[0]))
     assert spans_of(got) == spans_of(source) and nested(got), (source, got)
+    assert argument_order(RULES.find(got)) == argument_order(RULES.find(source)), (source, got)
 
 
 @settings(max_examples=300, deadline=None)
@@ -468,6 +477,40 @@ def test_span_integrity_counts_tags_out_of_order_as_not_exact() -> None:
     got = span_integrity(sources, hyps, [[h] for h in hyps], RULES, "off")
     assert (got.lines, got.spans, got.kept, got.exact, got.invented) == (3, 9, 9, 2, 0)
     assert "9/9 kept (100.0%), 2/3 lines exact" in got.summary()
+
+
+def test_span_integrity_counts_directives_out_of_order_as_not_exact() -> None:
+    sources = ["%s is %d", "%1$s is %2$d", "%s and %s"]
+    hyps = ["%d est %s", "%2$d est %1$s", "%s et %s"]
+    got = span_integrity(sources, hyps, [[h] for h in hyps], RULES, "off")
+    assert (got.lines, got.spans, got.kept, got.exact) == (3, 6, 6, 2)
+
+
+@pytest.mark.parametrize(("source", "output", "expected"), [
+    ("%s is %d", "%d est %s", "%s est %d"),
+    ("process %d waiting for %s after %ld.%03d ms", "processus %d attend %s %03d après %ld.",
+     "processus %d attend %s %ld après %03d."),
+    ("%1$s is %2$d", "%2$d est %1$s", "%2$d est %1$s"),  # numbered: any order
+    ("%s of %1$s", "%1$s de %s", "%1$s de %s"),
+    ("%s: %d%%", "%d%% : %s", "%s%% : %d"),  # %% takes no argument
+    ("%s is %d", "%d est", "%d est"),  # not the same directives: the repair's work, not this
+])
+def test_directives_come_back_in_the_sources_order(source: str, output: str,
+                                                   expected: str) -> None:
+    assert in_argument_order(source, output, RULES) == expected
+
+
+def test_strict_and_repair_put_directives_in_order_and_count_it() -> None:
+    for mode in ("repair", "strict"):
+        guard = SpanGuard(RULES, mode)
+        got = guarded(lambda sources: ["%d fichiers dans %s" for _ in sources],
+                      ["%s holds %d files"], guard)
+        assert got == ["%s fichiers dans %d"]
+        assert guard.counts.reordered == 1 and guard.counts.repaired == 1
+        assert "1 put in the source's order" in guard.counts.summary()
+    off = guarded(lambda sources: ["%d fichiers dans %s"], ["%s holds %d files"],
+                  SpanGuard(RULES, "off"))
+    assert off == ["%d fichiers dans %s"]
 
 
 def test_bleu_prints_and_records_span_integrity(run_dir: Path, tmp_path: Path) -> None:

@@ -25,6 +25,11 @@ in the order they are tried:
    around words goes around a word at least (``<code>parler</code>``, not ``<code> </code>``)
    where the output has one there (:mod:`nmt.translation.placement`).
 
+Then the printf directives that take the next argument (``%s``, ``%d``, not ``%2$s``) are put
+in the source's order where the output has them in another (:func:`in_argument_order`): a
+program gives their arguments in the source's order, and ``%d ... %s`` for ``%s ... %d`` reads
+a string as a number. Both ``repair`` and ``strict`` do it (it guesses nothing).
+
 **Markup** (``markup``): with ``place`` (the default), the engine translates each source
 without its tags (:func:`without_tags`) and the tags are placed in its output after the other
 spans are checked: a model that has not learnt markup translates the words as it would without
@@ -62,7 +67,16 @@ from dataclasses import dataclass, field, replace
 
 from nmt.arguments import option
 from nmt.config import DataConfig
-from nmt.data.spans import Span, SpanRules, holds_exactly, misplaced_tags, rules, tags
+from nmt.data.spans import (
+    Span,
+    SpanRules,
+    argument_order,
+    holds_exactly,
+    misplaced_tags,
+    printf,
+    rules,
+    tags,
+)
 from nmt.errors import DataError, shown
 from nmt.translation.alignment import WordAlignment
 from nmt.translation.placement import CLOSING, beside_kept, by_position, prose_words, tags_on_words
@@ -131,6 +145,7 @@ class SpanCounts:
     guessed: int = 0
     removed: int = 0
     unplaced: int = 0  # sentences whose spans not even a guess could all place (repair mode)
+    reordered: int = 0  # sentences whose directives were put in the source's order
 
     def since(self, before: SpanCounts) -> SpanCounts:
         return SpanCounts(*(a - b for a, b in zip(self.as_tuple(), before.as_tuple(),
@@ -138,7 +153,7 @@ class SpanCounts:
 
     def as_tuple(self) -> tuple[int, ...]:
         return (self.sentences, self.with_spans, self.repaired, self.restored, self.guessed,
-                self.removed, self.unplaced)
+                self.removed, self.unplaced, self.reordered)
 
     def summary(self) -> str:
         """One line, for the warning ``nmt translate`` prints (empty when nothing changed)."""
@@ -147,8 +162,9 @@ class SpanCounts:
         guessed = f", {self.guessed} of them placed by position" if self.guessed else ""
         unplaced = (f"; in {self.unplaced} sentence{'s' if self.unplaced > 1 else ''} not every "
                     "span could be placed" if self.unplaced else "")
+        reordered = f", {self.reordered} put in the source's order" if self.reordered else ""
         return (f"spans repaired in {self.repaired} of {self.sentences} sentences: {self.restored} "
-                f"restored{guessed}, {self.removed} invented removed{unplaced} "
+                f"restored{guessed}, {self.removed} invented removed{reordered}{unplaced} "
                 f"({option('spans')} strict refuses a line that needs a guess; "
                 f"{option('spans')} off keeps the model's text)")
 
@@ -237,6 +253,10 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
                              misordered=repair.misordered or tagged.misordered)
         if repair.unplaced and guard.mode == "strict":
             raise UnplacedSpan(i, repair.unplaced, misordered=repair.misordered)
+        ordered = in_argument_order(source, repair.text, guard.rules)
+        counts.reordered += ordered != repair.text
+        changed |= ordered != repair.text
+        repair = replace(repair, text=ordered)
         counts.unplaced += bool(repair.unplaced)  # repair: kept as far as it got, and said
         counts.sentences += 1
         counts.with_spans += repair.spans > 0
@@ -426,6 +446,25 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
                            removed=removed + again.removed)
     return Repair(text, n, restored, 0, removed, tuple(s.text for s in lost) or tuple(want),
                   misordered)
+
+
+def in_argument_order(source: str, text: str, rules: SpanRules) -> str:
+    """``text`` with the printf directives that take the next argument (``%s``, ``%d``; not
+    ``%2$s``: :func:`~nmt.data.spans.argument_order`) in the source's order, where it holds the
+    same ones in another (``%d ... %s`` for ``%s ... %d``: formatting it would read a number as
+    a string, or crash): the source's first where the text has its first, and so on, the
+    words as they are. Else ``text`` as it is."""
+    spans = rules.find(text)
+    want, got = argument_order(rules.find(source)), argument_order(spans)
+    if got == want or sorted(got) != sorted(want):
+        return text
+    ordered = text
+    directives = [s for s in spans if s.kind == "printf" and printf.in_order(s.text)]
+    for span, directive in sorted(zip(directives, want, strict=True), key=lambda p: -p[0].start):
+        ordered = ordered[:span.start] + directive + ordered[span.end:]
+    again = rules.find(ordered)  # the same spans (none joined to a neighbour), in order now
+    same = sorted(s.text for s in again) == sorted(s.text for s in spans)
+    return ordered if same and argument_order(again) == want else text
 
 
 def _retried(source: str, starts: Sequence[str], rules: SpanRules, after: int) -> Repair | None:

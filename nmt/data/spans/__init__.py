@@ -167,6 +167,18 @@ def holds_exactly(wanted: Sequence[Span], got: Sequence[Span]) -> bool:
             and not misplaced_tags(wanted, got))
 
 
+def argument_order(spans: Sequence[Span]) -> list[str]:
+    """The printf directives of ``spans`` that take the next argument (:func:`printf.in_order`),
+    in their order: the order of the arguments a program gives them."""
+    return [s.text for s in spans if s.kind == "printf" and printf.in_order(s.text)]
+
+
+def holds_in_order(wanted: Sequence[Span], got: Sequence[Span]) -> bool:
+    """:func:`holds_exactly`, and the directives that take the next argument in the source's
+    order (``%d ... %s`` for ``%s ... %d`` reads a number as a string): a line exact."""
+    return holds_exactly(wanted, got) and argument_order(wanted) == argument_order(got)
+
+
 def find_spans(text: str, kinds: Sequence[str] = (), terms: Sequence[str] = ()) -> list[Span]:
     """The spans of ``text`` of the kinds named (default: every kind but terms), with
     ``terms`` for the kind ``terms``."""

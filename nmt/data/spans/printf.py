@@ -35,6 +35,13 @@ PATTERN = _directive(_FLAGS)  # in any text
 IN_FORMAT_STRING = _directive(_FLAGS + " ")  # in a format string: a space is a flag too
 
 
+def in_order(directive: str) -> bool:
+    """Whether ``directive`` takes the next of the arguments (``%s``, ``%-5d``, ``%*s``), so
+    that its place among such directives is its argument's: not ``%%``, not one that numbers
+    its argument (``%2$s``)."""
+    return directive != "%%" and "$" not in directive
+
+
 def find(text: str) -> Iterator[tuple[int, int]]:
     for m in PATTERN.finditer(text):
         yield m.span()
