@@ -29,12 +29,14 @@ from nmt.data.spans import (
 )
 from nmt.errors import DataError
 from nmt.evaluate import _spans_tag, span_integrity
+from nmt.localisation.placeholders import printf_kept
 from nmt.translation.structure import (
     SpanGuard,
     UnplacedSpan,
     guarded,
     in_argument_order,
     repair_line,
+    without_remnants,
     without_tags,
 )
 from nmt.translation.translator import StreamTranslator, TruncateHook
@@ -498,6 +500,48 @@ def test_span_integrity_counts_directives_out_of_order_as_not_exact() -> None:
 def test_directives_come_back_in_the_sources_order(source: str, output: str,
                                                    expected: str) -> None:
     assert in_argument_order(source, output, RULES) == expected
+
+
+@pytest.mark.parametrize(("source", "output", "expected"), [
+    ("%3u %3u", "%33 %3u %3u", "%3u %3u"),
+    ("Files scanned: %lld", "Fichiers lus : %ll %lld", "Fichiers lus : %lld"),
+    ("%13lu writes", "%13lu %133 écrit", "%13lu écrit"),
+    ("%d%% of %s", "%d%% de %s %", "%d%% de %s"),  # a % alone: a garbled %% or directive
+    ("50% of %s", "50 % de %s", "50 % de %s"),  # as many as the source has
+    ("%s at 3%-5%", "%s à 3%-5%", "%s à 3%-5%"),  # as many as the source has
+    ("no directive, 5%", "pas de directive %33", "pas de directive %33"),  # no format string
+    ("see %s", "voir https://a.org/a%20b %s", "voir https://a.org/a%20b %s"),  # in a span
+])
+def test_what_is_left_of_a_garbled_directive_is_removed(source: str, output: str,
+                                                        expected: str) -> None:
+    assert without_remnants(source, output, RULES)[0] == expected
+
+
+FORMAT_STRINGS = ["Cannot open %s: %s", "%d of %d files in %s", "%3u %3u", "%-10s|%5.2f|",
+                  "Files scanned: %lld", "%s is %d%% done", "%2$s then %1$s, %%"]
+MESSES = ["", "%33 ", "%ll", "%.*", "%", "50 % ", "%s", "%d ", "% s", "⁇"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(FORMAT_STRINGS), st.sampled_from(sorted(REWRITES)),
+       st.lists(st.tuples(st.integers(0, 40), st.sampled_from(MESSES)), max_size=3))
+def test_a_repaired_format_string_formats_as_its_source(source: str, rewrite: str,
+                                                        messes: list[tuple[int, str]]) -> None:
+    """Whatever an engine makes of a format string (words moved or dropped, directives lost,
+    garbled, added, swapped, the start of one left), the repaired line passes the check a
+    PO entry's translation must pass (nmt.localisation.placeholders): the same directives,
+    those that take the next argument in the source's order, no stray ``%`` more; or it says
+    that not every span could be placed."""
+    def engine(sources: list[str]) -> list[str]:
+        out = REWRITES[rewrite](sources[0])
+        for at, mess in messes:
+            at = min(at, len(out))
+            out = out[:at] + mess + out[at:]
+        return [out]
+
+    guard = SpanGuard(RULES, "repair")
+    got = guarded(engine, [source], guard)[0]
+    assert printf_kept(source, got) or guard.counts.unplaced, (source, got)  # (or it says so)
 
 
 def test_strict_and_repair_put_directives_in_order_and_count_it() -> None:

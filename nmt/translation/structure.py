@@ -28,7 +28,10 @@ in the order they are tried:
 Then the printf directives that take the next argument (``%s``, ``%d``, not ``%2$s``) are put
 in the source's order where the output has them in another (:func:`in_argument_order`): a
 program gives their arguments in the source's order, and ``%d ... %s`` for ``%s ... %d`` reads
-a string as a number. Both ``repair`` and ``strict`` do it (it guesses nothing).
+a string as a number; and what is left of a directive the model garbled, the start of one
+that no conversion ends (``%33``, ``%ll``), is removed as an invented span where the source is a
+format string (:func:`without_remnants`). Both ``repair`` and ``strict`` do it (it guesses
+nothing).
 
 **Markup** (``markup``): with ``place`` (the default), the engine translates each source
 without its tags (:func:`without_tags`) and the tags are placed in its output after the other
@@ -255,6 +258,8 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
             raise UnplacedSpan(i, repair.unplaced, misordered=repair.misordered)
         ordered = in_argument_order(source, repair.text, guard.rules)
         counts.reordered += ordered != repair.text
+        ordered, remnants = without_remnants(source, ordered, guard.rules)
+        counts.removed += remnants
         changed |= ordered != repair.text
         repair = replace(repair, text=ordered)
         counts.unplaced += bool(repair.unplaced)  # repair: kept as far as it got, and said
@@ -465,6 +470,32 @@ def in_argument_order(source: str, text: str, rules: SpanRules) -> str:
     again = rules.find(ordered)  # the same spans (none joined to a neighbour), in order now
     same = sorted(s.text for s in again) == sorted(s.text for s in spans)
     return ordered if same and argument_order(again) == want else text
+
+
+def without_remnants(source: str, text: str, rules: SpanRules) -> tuple[str, int]:
+    """``text`` without the starts of printf directives that no conversion ends (``%33``,
+    ``%ll``, ``%.*``, a ``%`` alone: :func:`~nmt.data.spans.printf.remnants`) beyond those its
+    source has, where the source is a format string (holds a printf span), and how many went:
+    what is left of a directive a model garbled (``%3u %3u`` -> ``%33 %3u %3u``) makes
+    formatting the string fail. (A format string writes a percent sign ``%%``, a span.)"""
+    in_source = rules.find(source)
+    if not any(s.kind == "printf" for s in in_source):
+        return text, 0
+    allowed = Counter(source[a:b] for a, b in printf.remnants(
+        source, [(s.start, s.end) for s in in_source]))
+    extra = []
+    for a, b in printf.remnants(text, [(s.start, s.end) for s in rules.find(text)]):
+        if allowed[text[a:b]]:
+            allowed[text[a:b]] -= 1
+        else:
+            extra.append((a, b))
+    for a, b in reversed(extra):  # with a space beside it, where it stood apart
+        if text[a - 1:a].isspace() and (b == len(text) or text[b].isspace()):
+            a -= 1
+        elif a == 0 and text[b:b + 1].isspace():
+            b += 1
+        text = text[:a] + text[b:]
+    return text, len(extra)
 
 
 def _retried(source: str, starts: Sequence[str], rules: SpanRules, after: int) -> Repair | None:

@@ -15,7 +15,7 @@ takes no argument) is not read: it is strftime's month (:mod:`nmt.data.spans.str
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 _ARG = r"(?:[1-9]\d*\$)?"  # a numbered argument: %1$s, %*2$d
 _LENGTH = r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?"
@@ -33,6 +33,21 @@ def _directive(flags: str) -> re.Pattern[str]:
 
 PATTERN = _directive(_FLAGS)  # in any text
 IN_FORMAT_STRING = _directive(_FLAGS + " ")  # in a format string: a space is a flag too
+
+
+# the start of a directive that no conversion ends (``%33``, ``%ll``, ``%.*``, a ``%`` alone):
+# what is left of one a model garbled
+_REMNANT = re.compile(rf"%{_ARG}[-+#0']*(?:\d+|\*)?(?:\.(?:\d+|\*)?)?{_LENGTH}")
+
+
+def remnants(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Where ``text`` holds the start of a directive that no conversion ends, outside its
+    ``spans`` (a URL's ``%20``, a directive): ``%33 %3u`` -> ``%33``; ``50 %`` -> ``%``."""
+    inside = [False] * (len(text) + 1)
+    for a, b in spans:
+        inside[a:b] = [True] * (b - a)
+    return [m.span() for m in _REMNANT.finditer(text)
+            if not inside[m.start()]]
 
 
 def in_order(directive: str) -> bool:
