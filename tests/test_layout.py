@@ -12,7 +12,9 @@ from conftest import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nmt.data.spans import KINDS, SpanRules, parse
 from nmt.translation.layout import lay_out, sentence_splitter, translate_laid_out
+from nmt.translation.structure import SpanGuard
 from nmt.translation.translator import StreamTranslator, Translator, TruncateHook
 
 SPLIT = sentence_splitter("en")
@@ -298,3 +300,42 @@ def test_the_paragraph_benchmark_scores_each_way(tiny_data_dir: Path, tmp_path: 
     assert "| split | 8 |" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="not a run directory"):
         main(["--run", str(tmp_path), "--data-dir", str(tiny_data_dir)])
+
+
+RULES = SpanRules(parse("default"))
+SPAN_TEXTS = [t for kind, k in KINDS.items() if kind != "terms" for t in k.examples]
+
+
+def keep(text: str) -> list[tuple[int, int]]:
+    return [(s.start, s.end) for s in RULES.find(text)]
+
+
+def test_a_sentence_never_ends_inside_a_protected_span() -> None:
+    split = sentence_splitter("en", keep)
+    assert SPLIT("Print %.*s twice") == ["Print %.", "*s twice"]  # sentencex alone
+    assert split("Print %.*s twice") == ["Print %.*s twice"]
+    assert split("Open %s. Then close it.") == ["Open %s. ", "Then close it."]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(SPAN_TEXTS),
+                          st.sampled_from(["Hello.", "Stop!", "Why?", "a", "b.", ". ", "*"])),
+                min_size=1, max_size=8))
+def test_sentences_are_cut_between_spans_only(parts: list[str]) -> None:
+    """Whatever spans and sentence ends a line holds, its sentences join into it again and
+    none ends inside a span of the line."""
+    text = " ".join(parts)
+    pieces = sentence_splitter("en", keep)(text)
+    assert "".join(pieces) == text
+    at = 0
+    for piece in pieces[:-1]:
+        at += len(piece)
+        assert not any(a < at < b for a, b in keep(text)), (text, pieces)
+
+
+def test_a_translator_with_spans_never_cuts_one_into_sentences() -> None:
+    engine = Recording()
+    engine.spans = SpanGuard(RULES, "off")
+    assert engine.translate_lines(["Print %.*s twice. Then stop."]) == [
+        "PRINT %.*S TWICE. THEN STOP."]
+    assert engine.batches[0] == ["Print %.*s twice.", "Then stop."]

@@ -200,13 +200,34 @@ def translate_laid_out(lines: Sequence[str], translate: Engine,
     return layout.join(translate(layout.segments) if layout.segments else [])
 
 
-def sentence_splitter(lang: str | None) -> Splitter:
+def sentence_splitter(lang: str | None,
+                      keep: Callable[[str], Sequence[tuple[int, int]]] | None = None
+                      ) -> Splitter:
     """The sentences of a text in ``lang`` (an ISO 639 code), by sentencex: its rules for the
     language (abbreviations, decimals, quotes), through its fallback chain for a language it
     has no rules of its own for (``"gsw"`` -> German's), else its language-independent
     rule (a full stop, ``!``, ``?``, ``。``, ``।``, ``؟`` and the like before a space or
-    the end). ``None`` (a run that does not name its source language) takes that rule too."""
+    the end). ``None`` (a run that does not name its source language) takes that rule too.
+    Never inside a span that ``keep`` finds (start, end) in the text: sentencex ends a sentence
+    at the full stop of ``%.*s``, so ``Print %.*s twice`` would reach the model as ``Print %.``
+    and ``*s twice``."""
     import sentencex  # a small native module, loaded only when a line is split
 
     code = lang or "und"
-    return lambda text: list(sentencex.segment(code, text))
+
+    def split(text: str) -> list[str]:
+        pieces = list(sentencex.segment(code, text))
+        if keep is None or "".join(pieces) != text:
+            return pieces
+        spans = keep(text)
+        out: list[str] = []
+        at = 0
+        for piece in pieces:
+            if out and any(a < at < b for a, b in spans):
+                out[-1] += piece  # the piece goes on the span the one before began
+            else:
+                out.append(piece)
+            at += len(piece)
+        return out
+
+    return split

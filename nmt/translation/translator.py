@@ -256,7 +256,10 @@ class StreamTranslator:
         from nmt.translation.layout import lay_out, sentence_splitter
 
         lines = list(arguments.sentences(lines, "lines"))
-        layout = lay_out(lines, sentence_splitter(self.source_lang) if split else None)
+        guard = self.spans
+        keep = None if guard is None else (
+            lambda text: [(s.start, s.end) for s in guard.rules.find(text)])
+        layout = lay_out(lines, sentence_splitter(self.source_lang, keep) if split else None)
 
         def hook(i: int, n: int, limit: int) -> None:
             if on_truncate is not None:
