@@ -50,6 +50,11 @@ def spans_of(text: str) -> Counter[str]:
 
 @pytest.mark.parametrize(("source", "output", "expected", "guessed"), [
     # garbled copies, replaced in place
+    ("Cannot open %s: %s", "Impossible %s : %⁇s", "Impossible %s : %s", 0),  # with what is
+    ("Hello {name}!", "Bonjour {na⁇e} !", "Bonjour {name} !", 0),  # left of the copy around
+    ("Hello {name}!", "Bonjour {⁇name} !", "Bonjour {name} !", 0),  # the mark, where that
+    ("Open (%s)", "Ouvrir (%⁇s)", "Ouvrir (%s)", 0),  # holds a sign of the span
+    ("Tell %s", "Dis à les⁇", "Dis à les%s", 0),  # letters alone: the word's own
     ("Tell %s to call me.", "Dis à % s de m'appeler.", "Dis à %s de m'appeler.", 0),
     ("Hello {name}!", "Bonjour { name } !", "Bonjour {name} !", 0),
     ("Tell %s to call me.", "Dis à ⁇ s de m'appeler.", "Dis à %s de m'appeler.", 0),

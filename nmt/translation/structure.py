@@ -294,6 +294,26 @@ def _free(start: int, end: int, taken: list[tuple[int, int]]) -> bool:
     return all(end <= a or start >= b for a, b in taken)
 
 
+def _with_its_copy(text: str, start: int, end: int, span: str,
+                   taken: list[tuple[int, int]]) -> tuple[int, int]:
+    """A garbled copy of ``span`` or an unknown mark at ``start:end`` of ``text``, with what is
+    left around it of the copy: the characters next to it (no space, none taken) that read
+    with it as ``span`` with characters missing (``%⁇s``, ``{na⁇e}``, ``{⁇name}``), where they
+    hold one of its signs, not only letters or digits (``les⁇`` keeps its ``s``); else
+    ``start:end`` alone."""
+    def fits(a: int, b: int) -> bool:
+        left = iter(span)
+        return _free(a, b, taken) and all(c in left for c in _UNKNOWN.sub("", text[a:b]))
+
+    a, b = start, end
+    while a > 0 and not text[a - 1].isspace() and fits(a - 1, b):
+        a -= 1
+    while b < len(text) and not text[b].isspace() and fits(a, b + 1):
+        b += 1
+    swallowed = text[a:start] + text[end:b]
+    return (a, b) if any(not c.isalnum() for c in swallowed) else (start, end)
+
+
 def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     """``text`` with ``(start, end, replacement)`` edits made; a removal takes the quotes or
     brackets it leaves empty and a space with it, so that no double space or space before
@@ -397,14 +417,15 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
             place(s.start, s.end, twin)
     for s in list(lost):  # 1. a garbled copy
         for m in _variant(s.text).finditer(output):
-            if m.group() != s.text and _free(m.start(), m.end(), taken + [
-                    (x.start, x.end) for x in extra + moved]):
-                place(m.start(), m.end(), s)
+            busy = taken + [(x.start, x.end) for x in extra + moved]
+            if m.group() != s.text and _free(m.start(), m.end(), busy):
+                place(*_with_its_copy(output, m.start(), m.end(), s.text, busy), s)
                 break
     marks = [m for m in _UNKNOWN.finditer(output)
              if _free(m.start(), m.end(), taken + [(x.start, x.end) for x in extra + moved])]
     for s, m in zip(list(lost), marks, strict=False):  # 2. the unknown marks, in order
-        place(m.start(), m.end(), s)
+        place(*_with_its_copy(output, m.start(), m.end(), s.text, taken + [
+            (x.start, x.end) for x in extra + moved]), s)
     removed = len(extra)
     edits += [(s.start, s.end, "") for s in extra]
     text = _apply(output, edits)
