@@ -49,26 +49,17 @@ def printf_directives(text: str) -> list[str]:
     return [d for d in found if not _named(d)] + sorted(d for d in found if _named(d))
 
 
-def _stray(text: str, spans: list[tuple[int, int]], marks: str) -> int:
-    """How many of the characters ``marks`` of ``text`` are outside its ``spans``: a ``%``
-    that starts no directive (``%(s) <``), a brace that opens or closes no field."""
-    inside = [False] * len(text)
-    for a, b in spans:
-        inside[a:b] = [True] * (b - a)
-    return sum(c in marks and not inside[i] for i, c in enumerate(text))
-
-
 def _named(directive: str) -> bool:
     """``%2$s``, ``%(name)s``: a directive that names its argument, so its place is free."""
-    return "$" in directive or directive.startswith("%(")
+    return directive.startswith("%(") or not printf.in_order(directive)
 
 
 def printf_kept(source: str, translation: str) -> bool:
     """``c-format`` and ``python-format``: the same directives (see the module's rules), and no
     more ``%`` outside them than the source has (``%(s) <`` is no directive: formatting it
     fails)."""
-    def stray(text: str) -> int:
-        return _stray(text, [(x.start, x.end) for x in _percent_spans(text)], "%")
+    def stray(text: str) -> int:  # each starts what no conversion ends (printf.remnants)
+        return len(printf.remnants(text, [(x.start, x.end) for x in _percent_spans(text)]))
 
     return (printf_directives(source) == printf_directives(translation)
             and stray(translation) <= stray(source))
@@ -83,7 +74,10 @@ def brace_kept(source: str, translation: str) -> bool:
     """``python-brace-format``: the same replacement fields, in any order, and no more braces
     outside them and ``{{``, ``}}`` than the source has (``{name`` fails to format)."""
     def stray(text: str) -> int:
-        return _stray(text, [m.span() for m in python_format.PATTERN.finditer(text)], "{}")
+        inside = [False] * len(text)
+        for m in python_format.PATTERN.finditer(text):
+            inside[m.start():m.end()] = [True] * (m.end() - m.start())
+        return sum(c in "{}" and not inside[i] for i, c in enumerate(text))
 
     return brace_fields(source) == brace_fields(translation) and stray(translation) <= stray(
         source)
