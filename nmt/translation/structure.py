@@ -256,12 +256,13 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
                              misordered=repair.misordered or tagged.misordered)
         if repair.unplaced and guard.mode == "strict":
             raise UnplacedSpan(i, repair.unplaced, misordered=repair.misordered)
-        ordered = in_argument_order(source, repair.text, guard.rules)
-        counts.reordered += ordered != repair.text
-        ordered, remnants = without_remnants(source, ordered, guard.rules)
-        counts.removed += remnants
-        changed |= ordered != repair.text
-        repair = replace(repair, text=ordered)
+        if "%" in source:  # a format string's directives, as a program formats them
+            ordered = in_argument_order(source, repair.text, guard.rules)
+            counts.reordered += ordered != repair.text
+            ordered, remnants = without_remnants(source, ordered, guard.rules)
+            counts.removed += remnants
+            changed |= ordered != repair.text
+            repair = replace(repair, text=ordered)
         counts.unplaced += bool(repair.unplaced)  # repair: kept as far as it got, and said
         counts.sentences += 1
         counts.with_spans += repair.spans > 0
