@@ -377,12 +377,15 @@ def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[st
     """How ``hyps`` keep the protected spans (kinds ``spec``) of ``sources``: spans kept (as
     many times as the source has them), span-bearing lines whose translation holds exactly
     their spans, its tags nested as the source's and its directives in its order
-    (``holds_in_order``), and lines whose
-    translation holds a span its source lacks (of every line, those without spans too)."""
+    (``holds_in_order``), lines whose translation holds a span its source lacks (of every
+    line, those without spans too), and of the lines with a ``%``, those whose translation
+    fails the check a ``c-format`` PO entry must pass (``printf_kept``: the program that
+    formats it would read the wrong arguments or fail)."""
     from nmt.data.spans import holds_in_order, rules
+    from nmt.localisation.placeholders import printf_kept
 
     found = rules(spec)
-    span_lines = spans = kept = exact = invented = 0
+    span_lines = spans = kept = exact = invented = percent_lines = unformatted = 0
     by_kind: dict[str, list[int]] = {}  # kind -> [kept, of]
     for source, hyp in zip(sources, hyps, strict=True):
         in_source = found.find(source)
@@ -400,6 +403,9 @@ def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[st
                 counts[0] += min(n, got[text])
                 counts[1] += n
         invented += bool(got - wanted)
+        if "%" in source:
+            percent_lines += 1
+            unformatted += not printf_kept(source, hyp)
 
     def share(n: int, of: int) -> float | None:
         return round(100 * n / of, 2) if of else None
@@ -407,6 +413,7 @@ def integrity(sources: Sequence[str], hyps: Sequence[str], spec: str) -> dict[st
     return {"lines": len(sources), "span_lines": span_lines, "span_count": spans,
             "spans_kept": share(kept, spans), "lines_exact": share(exact, span_lines),
             "lines_invented": share(invented, len(sources)),
+            "percent_lines": percent_lines, "format_failed": unformatted,
             "kept_by_kind": {k: by_kind[k] for k in sorted(by_kind, key=lambda k: -by_kind[k][1])}}
 
 
@@ -660,6 +667,13 @@ def percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}%"
 
 
+def unformatted(row: dict[str, Any]) -> str:
+    """"N of M" lines with a ``%`` that would not format; "-" for none or an older row."""
+    if not row.get("percent_lines"):
+        return "-"
+    return f"{row['format_failed']:,} of {row['percent_lines']:,}"
+
+
 def markdown(r: dict[str, Any]) -> str:
     m, c = r["machine"], r["corpus"]
     steps = "the config's steps" if r["steps"] is None else f"{r['steps']} steps"
@@ -678,22 +692,24 @@ def markdown(r: dict[str, Any]) -> str:
         f"({c['entries']:,} entries, {c['pairs']:,} distinct pairs); training "
         f"{c['training_pairs']:,} pairs ({c['training_pairs_with_spans']:,} with a span), test "
         f"{c['test_lines']:,} strings ({c['test_lines_with_spans']:,} with a span). Invented: "
-        "lines whose translation holds a span its source lacks, of all lines.",
+        "lines whose translation holds a span its source lacks, of all lines. Would not format: "
+        "of the lines with a `%`, those whose translation fails `msgfmt -c`'s check of a "
+        "c-format string (`printf_kept`).",
         "",
         "| test | engine | --spans | lines | span lines | spans kept | span lines exact "
-        "| lines invented | BLEU | chrF |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| lines invented | would not format | BLEU | chrF |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in r["rows"]:
         if "note" in row:
             lines.append(f"| {row['test']} | {row['engine']} | {row['spans']} | "
-                         f"{row['note']} | | | | | | |")
+                         f"{row['note']} | | | | | | | |")
             continue
         lines.append(
             f"| {row['test']} | {row['engine']} | {row['spans']} | {row['lines']:,} | "
             f"{row['span_lines']:,} | {percent(row['spans_kept'])} | "
             f"{percent(row['lines_exact'])} | {percent(row['lines_invented'])} | "
-            f"{row['bleu']:.2f} | {row['chrf']:.2f} |")
+            f"{unformatted(row)} | {row['bleu']:.2f} | {row['chrf']:.2f} |")
     counted = [row for row in r["rows"] if row.get("kept_by_kind")]
     kinds = list(dict.fromkeys(k for row in counted for k in row["kept_by_kind"]))
     if counted:

@@ -91,12 +91,23 @@ def test_integrity_counts_kept_exact_and_invented_over_every_line() -> None:
         ["Ouvrir %s", "Copier %s", "Fait %d.", "Bonjour"], "default")
     assert got == {"lines": 4, "span_lines": 2, "span_count": 3, "spans_kept": 66.67,
                    "lines_exact": 50.0, "lines_invented": 25.0,
+                   "percent_lines": 2, "format_failed": 1,
                    "kept_by_kind": {"printf": [2, 3]}}
     by_kind = software_strings.integrity(
         ["Run --force on %s", "See <b>{name}</b> and --force"],
         ["Lancer --forcer sur %s", "Voir <b>{name}</b> et --force"], "default")["kept_by_kind"]
     assert by_kind == {"options": [1, 2], "tags": [2, 2], "printf": [1, 1], "python": [1, 1]}
     assert list(by_kind)[:2] == ["options", "tags"]  # the most spans first
+
+
+def test_integrity_counts_translations_that_would_not_format() -> None:
+    """Of the lines with a ``%``: the directives in another order, a stray ``%`` added or a
+    directive lost fail; a prose ``50 %`` kept (as the source has it) and a reordered ``%2$s`` pass."""
+    got = software_strings.integrity(
+        ["%s holds %d files", "Done: 50 %", "%1$s of %2$s", "Copy %s", "Copy %s", "No format"],
+        ["%d fichiers dans %s", "Fait : 50 %", "%2$s de %1$s", "Copier %s %", "Copier",
+         "Pas %s"], "default")
+    assert (got["percent_lines"], got["format_failed"]) == (5, 3)
 
 
 def test_measure_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
