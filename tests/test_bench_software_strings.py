@@ -102,7 +102,8 @@ def test_integrity_counts_kept_exact_and_invented_over_every_line() -> None:
 
 def test_integrity_counts_translations_that_would_not_format() -> None:
     """Of the lines with a ``%``: the directives in another order, a stray ``%`` added or a
-    directive lost fail; a prose ``50 %`` kept (as the source has it) and a reordered ``%2$s`` pass."""
+    directive lost fail; a prose ``50 %`` kept (as the source has it) and a reordered
+    ``%2$s`` pass."""
     got = software_strings.integrity(
         ["%s holds %d files", "Done: 50 %", "%1$s of %2$s", "Copy %s", "Copy %s", "No format"],
         ["%d fichiers dans %s", "Fait : 50 %", "%2$s de %1$s", "Copier %s %", "Copier",
