@@ -62,6 +62,10 @@ def spans_of(text: str) -> Counter[str]:
      0),
     # an invented span of a lost one's kind takes its place
     ("%d files", "%i fichiers", "%d fichiers", 0),
+    ("Use --force now", "Utilisez --for⁇ce", "Utilisez --force", 0),  # with what is left of
+    ("Use --dry-run now", "Utilisez --dry⁇run", "Utilisez --dry-run", 0),  # the copy beside
+    ("Use --force now", "Utilisez --for⁇ ici", "Utilisez --force ici", 0),  # it
+    ("Copy %s now", "Copier %dfichiers", "Copier %sfichiers", 0),  # (a word, not the copy)
     # unknown marks take the lost spans in order
     ("Run %s with --force now", "Lancez ⁇ avec ⁇ maintenant",
      "Lancez %s avec --force maintenant", 0),
@@ -197,6 +201,25 @@ def test_lost_tags_come_back_nested_as_in_the_source(source: str, data: st.DataO
     repaired = repair_line(source, output, RULES).text
     assert spans_of(repaired) == spans_of(source)
     assert nested(repaired), (output, repaired)
+
+
+@pytest.mark.parametrize(("source", "output", "garbled"), [
+    ("<code>open</code> <i>%s %d</i> <em>open</em>",
+     "</i>open</ em>%s %d<i> </em>open<code>", "</ em>"),
+    ("<code>open</code> <i>--force</i> <em>open</em>",
+     "<i>open</c ode>--force<em> </i>open</em>", "</c ode>"),
+    ("<code>open</code> <i>--force</i> <em>open</em>",  # (a space where it parted words)
+     "</i>open</ i>--force<code> <em>open</em>", "</ i>"),
+])
+def test_a_garbled_tag_copy_where_no_nesting_holds_goes_in_the_last_pass(
+        source: str, output: str, garbled: str) -> None:
+    """Tags shuffled, one lost, and a garbled copy of one where the tag cannot nest: the last
+    pass puts every tag by position, from the output as written, the garbled copy removed
+    (put right in its place, nothing nested and the line came back with tags unplaced)."""
+    repair = repair_line(source, output, RULES)
+    assert not repair.unplaced
+    assert spans_of(repair.text) == spans_of(source) and nested(repair.text)
+    assert garbled not in repair.text
 
 
 @settings(max_examples=300, deadline=None)

@@ -387,7 +387,8 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
     the source's spans nested. A line that the guesses leave with its tags out of order goes
     through again (``_again``, the pass): the tags out of order put again (pass 1), then
     every tag of the line (pass 2, the last: tags placed by position alone come in the
-    source's order)."""
+    source's order; a garbled copy of a tag, ``</ em>``, is removed there, not put right
+    where it stands)."""
     wanted = rules.find(source)
     found = rules.find(output)
     if not wanted and not found:
@@ -411,16 +412,27 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
         lost.remove(span)
         restored += 1
 
-    for s in list(extra):  # 1. an invented span of a lost one's kind takes its place
+    for s in list(extra):  # 1. an invented span of a lost one's kind takes its place, with
+        # what is left of the copy beside it (``--for⁇ce``: ``--for`` read as an option)
         twin = next((x for x in lost if x.kind == s.kind), None)
         if twin is not None:
             extra.remove(s)
-            place(s.start, s.end, twin)
-    for s in list(lost):  # 1. a garbled copy
+            busy = taken + [(x.start, x.end) for x in extra + moved]
+            place(*_with_its_copy(output, s.start, s.end, twin.text, busy), twin)
+    for s in list(lost):  # 1. a garbled copy (of a tag, removed in the last pass, which
+        # puts every tag again by position: in its place it may not nest)
         for m in _variant(s.text).finditer(output):
             busy = taken + [(x.start, x.end) for x in extra + moved]
             if m.group() != s.text and _free(m.start(), m.end(), busy):
-                place(*_with_its_copy(output, m.start(), m.end(), s.text, busy), s)
+                copy = _with_its_copy(output, m.start(), m.end(), s.text, busy)
+                if _again == 2 and s.kind == "tags":  # (a space where it parted words,
+                    # ``open</ i>--force``: a tag may go between them)
+                    parted = output[copy[0] - 1:copy[0]].strip() and output[
+                        copy[1]:copy[1] + 1].strip(CLOSING + ",)]»” ")
+                    edits.append((*copy, " " if parted else ""))
+                    taken.append(copy)
+                else:
+                    place(*copy, s)
                 break
     marks = [m for m in _UNKNOWN.finditer(output)
              if _free(m.start(), m.end(), taken + [(x.start, x.end) for x in extra + moved])]
@@ -438,7 +450,7 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
         wrong = tuple((want - got).elements()) or tuple((got - want).elements())
         misplaced = [] if wrong else misplaced_tags(wanted, spans)
         if misplaced:  # put back out of order
-            again = _retried(source, [text], rules, _again) if guess else None
+            again = _retried(source, [text, output], rules, _again) if guess else None
             if again is not None:
                 return replace(again, restored=min(n, restored + again.restored),
                                removed=removed + again.removed)
@@ -465,8 +477,8 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
         if disordered is None and Counter(s.text for s in found) == want:
             disordered = placed
     if any(s.kind == "tags" for s in wanted):  # ``</b> a <b>``: its tags put again
-        again = _retried(source, [t for t in (disordered, text) if t is not None], rules,
-                         _again)
+        again = _retried(source, [t for t in (disordered, text, output) if t is not None],
+                         rules, _again)
         if again is not None:  # a span put back twice counts once
             put = min(n, restored + len(lost) + again.restored)
             return replace(again, restored=put, guessed=min(put, len(lost) + again.guessed),
@@ -521,10 +533,12 @@ def without_remnants(source: str, text: str, rules: SpanRules) -> tuple[str, int
 
 
 def _retried(source: str, starts: Sequence[str], rules: SpanRules, after: int) -> Repair | None:
-    """The first repair of ``source`` from one of ``starts`` (the best first) in the passes
-    after ``after`` (:func:`repair_line`'s ``_again``) that places every span, or None."""
+    """The first repair of ``source`` from one of ``starts`` (the best first; the output as
+    the model wrote it last, where a garbled copy of a tag put right in its place stands in
+    the others) in the passes after ``after`` (:func:`repair_line`'s ``_again``) that places
+    every span, or None."""
     for level in range(after + 1, 3):
-        for start in starts:
+        for start in dict.fromkeys(starts):
             again = repair_line(source, start, rules, True, level)
             if not again.unplaced:
                 return again
