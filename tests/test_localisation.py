@@ -501,6 +501,27 @@ def test_xliff_lost_tags_leave_the_unit(tmp_path: Path) -> None:
     assert filled.left == 1  # </g> before <g>: not written, the file stays well-formed
 
 
+def test_xliff_wrapping_tags_nest_as_elements_do(tmp_path: Path) -> None:
+    """An empty ``<g id="1"/>`` travels whole (it was read as an opening tag whose closing tag
+    was missing, and the unit was left); ``<g>`` inside ``<g>`` and a prefixed ``<xl:g>`` are
+    filled; a translation that crosses them (``<g><mrk></g></mrk>``) is left."""
+    units = ['Click <g id="1"/> here', 'A <g id="1">b <g id="2">c</g></g> d',
+             'Click <xl:g id="3">here</xl:g> now', 'A <g id="4">b <mrk mtype="x">c</mrk></g>']
+    text = XLIFF.replace('xmlns="urn:oasis:names:tc:xliff:document:1.2"',
+                         'xmlns="urn:oasis:names:tc:xliff:document:1.2" '
+                         'xmlns:xl="urn:oasis:names:tc:xliff:document:1.2"').replace(
+        "    </body>", "".join(f'      <trans-unit id="n{i}"><source>{u}</source></trans-unit>\n'
+                              for i, u in enumerate(units)) + "    </body>")
+    written, filled = fill_xliff(tmp_path, text, shout_xml)
+    got = targets(written)
+    assert got["n0"] == 'CLICK <g id="1" /> HERE|needs-review-translation'
+    assert got["n1"].startswith('A <g id="1">B <g id="2">C</g></g> D|')
+    assert "n2" in got and filled.left == 0
+    crossed, filled = fill_xliff(tmp_path, text, lambda ts: [
+        t.replace("C</mrk></g>", "C</g></mrk>") for t in shout_xml(ts)])
+    assert "n3" not in targets(crossed) and filled.left == 1
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 BILLION_LAUGHS = '''<?xml version="1.0"?>

@@ -12,9 +12,11 @@ Rules (what CAT tools such as OmegaT, Okapi and Trados expect of machine output)
   ``</source>``, indented as the source; an empty target is replaced and keeps its other
   attributes.
 - Inline tags: ``<g>`` and ``<mrk>`` wrap text, so their start and end tags travel in the text
-  given to the translator; ``<x/>``, ``<bx/>``, ``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept>`` and
-  ``<it>`` travel whole, as written. A translation must give back every one of them, with the
-  wrapping tags well nested, or the unit is left untranslated and reported.
+  given to the translator (an empty one, ``<g id="1"/>``, whole); ``<x/>``, ``<bx/>``,
+  ``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept>`` and ``<it>`` travel whole, as written. A
+  translation must give back every one of them, with the wrapping tags well nested (as
+  :func:`nmt.data.spans.tags.unpaired` pairs tags), or the unit is left untranslated and
+  reported.
 - Safety: the file is read whole within a bound (:func:`nmt.localisation.read_file`), and a
   document type declaration is refused, so no entity can be declared, let alone expanded
   (billion laughs, external entities). Only UTF-8 (or ASCII) files are read; XLIFF 2 is not.
@@ -34,6 +36,7 @@ from typing import Any
 from xml.parsers import expat
 from xml.sax.saxutils import escape, quoteattr
 
+from nmt.data.spans import tags
 from nmt.errors import DataError
 from nmt.localisation.filled import Filled, NamedCheck, Translate, translate_texts
 
@@ -188,8 +191,12 @@ def _units(events: list[_Event], data: bytes, name: str) -> list[_Unit]:
             elif event.kind == "start" and event.name not in WRAPPING:
                 atomic, base = event.start, depth
             elif event.kind in ("start", "end"):
-                kind = "open" if event.kind == "start" else "close"
-                unit.pieces.append((kind, _markup(data, event.start, event.end)))
+                markup = _markup(data, event.start, event.end)
+                if not markup:  # the end of ``<g id="1"/>``: it wraps nothing, travels whole
+                    unit.pieces[-1] = ("tag", unit.pieces[-1][1])
+                else:
+                    kind = "open" if event.kind == "start" else "close"
+                    unit.pieces.append((kind, markup))
             depth += step
         elif event.kind == "start" and event.name in ("source", "target"):
             inside, depth = event.name, 0
@@ -238,24 +245,16 @@ def _content(translation: str, pieces: list[tuple[str, str]]) -> str | None:
     """The target's content for ``translation`` of a source made of ``pieces``: its text
     escaped, its inline tags as the source wrote them; None when the translation lost, added
     or badly nested a tag."""
-    tags = {markup: kind for kind, markup in pieces if kind != "text"}
-    if not tags:
+    inline = {markup: kind for kind, markup in pieces if kind != "text"}
+    if not inline:
         return escape(translation)
-    split = re.split("(" + "|".join(map(re.escape, sorted(tags, key=len, reverse=True))) + ")",
-                     translation)
-    open_tags: list[str] = []
-    for markup in split[1::2]:
-        if tags[markup] == "open":
-            open_tags.append(_tag_name(markup))
-        elif tags[markup] == "close" and (not open_tags or open_tags.pop() != _tag_name(markup)):
-            return None
-    if open_tags or Counter(split[1::2]) != Counter(m for k, m in pieces if k != "text"):
+    split = re.split("(" + "|".join(map(re.escape, sorted(inline, key=len, reverse=True)))
+                     + ")", translation)
+    wrapping = [m for m in split[1::2] if inline[m] in ("open", "close")]
+    if tags.unpaired(wrapping) or Counter(split[1::2]) != Counter(
+            m for k, m in pieces if k != "text"):
         return None
     return "".join(piece if i % 2 else escape(piece) for i, piece in enumerate(split))
-
-
-def _tag_name(markup: str) -> str:
-    return re.split(r"[\s/>]", markup.lstrip("</"), maxsplit=1)[0]
 
 
 def _target_edit(unit: _Unit, content: str, encoding: str) -> tuple[int, int, bytes]:
