@@ -522,6 +522,45 @@ def test_xliff_wrapping_tags_nest_as_elements_do(tmp_path: Path) -> None:
     assert "n3" not in targets(crossed) and filled.left == 1
 
 
+_ATOMIC = ['<x id="1"/>', '<ph id="2">&lt;b&gt;</ph>', '<g id="3"/>', '<mrk mtype="x"/>',
+           '<bpt id="4">&lt;i&gt;</bpt>', '<ept id="4">&lt;/i&gt;</ept>', '<bx id="5"/>']
+
+
+@st.composite
+def inline_content(draw: st.DrawFn, depth: int = 0) -> str:
+    """A source's content: text (escaped), inline tags that travel whole, and ``<g>`` or
+    ``<mrk>`` elements wrapping more of the same, two deep at most."""
+    from xml.sax.saxutils import escape
+
+    def wrapped(name: str) -> st.SearchStrategy[str]:
+        attribute = ' id="9"' if name == "g" else ' mtype="term"'
+        return inline_content(depth + 1).map(lambda inner: f"<{name}{attribute}>{inner}</{name}>")
+
+    text = st.text(st.sampled_from("ab é<>&\"'"), min_size=1, max_size=6).map(escape)
+    piece = text | st.sampled_from(_ATOMIC)
+    if depth < 2:
+        piece = piece | wrapped("g") | wrapped("mrk")
+    return "".join(draw(st.lists(piece, min_size=1, max_size=4)))
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(inline_content(), min_size=1, max_size=4))
+def test_xliff_inline_markup_of_any_shape_comes_back_as_written(tmp_path: Path,
+                                                               contents: list[str]) -> None:
+    """Whatever inline markup a source holds (nested ``<g>``, empty ones, ``<x/>``, ``<ph>``,
+    ``<bpt>``, escaped text), a translator that gives back what it was given fills every unit
+    with the source's content, byte for byte."""
+    units = "".join(f'<trans-unit id="u{i}"><source>Word {c}</source></trans-unit>\n'
+                    for i, c in enumerate(contents))
+    text = XLIFF.replace("    </body>", units + "    </body>")
+    written, filled = fill_xliff(tmp_path, text, list)
+    assert filled.left == 0, filled.messages
+    for i, content in enumerate(contents):
+        assert (f'<source>Word {content}</source><target state="needs-review-translation" '
+                f'state-qualifier="mt-suggestion">Word {content}</target>') in written
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 BILLION_LAUGHS = '''<?xml version="1.0"?>
