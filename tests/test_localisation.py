@@ -556,7 +556,7 @@ def test_xliff_inline_markup_of_any_shape_comes_back_as_written(tmp_path: Path,
     text = XLIFF.replace("    </body>", units + "    </body>")
     written, filled = fill_xliff(tmp_path, text, list)
     assert filled.left == 0, filled.messages
-    for i, content in enumerate(contents):
+    for content in contents:
         assert (f'<source>Word {content}</source><target state="needs-review-translation" '
                 f'state-qualifier="mt-suggestion">Word {content}</target>') in written
 
