@@ -315,6 +315,52 @@ def _with_its_copy(text: str, start: int, end: int, span: str,
     return (a, b) if any(not c.isalnum() for c in swallowed) else (start, end)
 
 
+def _in_place(output: str, lost: list[Span], extra: list[Span], moved: Sequence[Span],
+              taken: list[tuple[int, int]], edits: list[tuple[int, int, str]],
+              last_pass: bool) -> int:
+    """Steps 1 and 2 of :func:`repair_line`: the ``edits`` to ``output`` that put its garbled
+    copies of ``lost`` spans right, give an ``extra`` (invented) span's place to a lost one of
+    its kind and fill its unknown marks with the lost spans in order; the spans put back are
+    taken out of ``lost`` (and their twins out of ``extra``), their places added to ``taken``,
+    and their number returned. In the ``last_pass``, which puts every tag again by position,
+    a garbled copy of a tag is removed instead: in its place it may not nest."""
+    restored = 0
+
+    def busy() -> list[tuple[int, int]]:  # the places taken, and those of spans to go
+        return taken + [(x.start, x.end) for x in [*extra, *moved]]
+
+    def place(start: int, end: int, span: Span) -> None:
+        nonlocal restored
+        edits.append((start, end, span.text))
+        taken.append((start, end))
+        lost.remove(span)
+        restored += 1
+
+    for s in list(extra):  # 1. an invented span of a lost one's kind takes its place, with
+        # what is left of the copy beside it (``--for⁇ce``: ``--for`` read as an option)
+        twin = next((x for x in lost if x.kind == s.kind), None)
+        if twin is not None:
+            extra.remove(s)
+            place(*_with_its_copy(output, s.start, s.end, twin.text, busy()), twin)
+    for s in list(lost):  # 1. a garbled copy
+        for m in _variant(s.text).finditer(output):
+            if m.group() != s.text and _free(m.start(), m.end(), busy()):
+                copy = _with_its_copy(output, m.start(), m.end(), s.text, busy())
+                if last_pass and s.kind == "tags":  # a space where it parted words
+                    # (``open</ i>--force``: a tag may go between them)
+                    parted = output[copy[0] - 1:copy[0]].strip() and output[
+                        copy[1]:copy[1] + 1].strip(CLOSING + ",)]»” ")
+                    edits.append((*copy, " " if parted else ""))
+                    taken.append(copy)
+                else:
+                    place(*copy, s)
+                break
+    marks = [m for m in _UNKNOWN.finditer(output) if _free(m.start(), m.end(), busy())]
+    for s, m in zip(list(lost), marks, strict=False):  # 2. the unknown marks, in order
+        place(*_with_its_copy(output, m.start(), m.end(), s.text, busy()), s)
+    return restored
+
+
 def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     """``text`` with ``(start, end, replacement)`` edits made; a removal takes the quotes or
     brackets it leaves empty and a space with it, so that no double space or space before
@@ -401,44 +447,9 @@ def repair_line(source: str, output: str, rules: SpanRules, guess: bool = True,
     kept, extra, moved, lost = _sorted_out(wanted, found, every_tag=_again == 2)
     if not lost and not extra:
         return Repair(output, n)
-    taken = [(s.start, s.end) for s in kept]
-    edits: list[tuple[int, int, str]] = [(s.start, s.end, "") for s in moved]
-    restored = 0
-
-    def place(start: int, end: int, span: Span) -> None:
-        nonlocal restored
-        edits.append((start, end, span.text))
-        taken.append((start, end))
-        lost.remove(span)
-        restored += 1
-
-    for s in list(extra):  # 1. an invented span of a lost one's kind takes its place, with
-        # what is left of the copy beside it (``--for⁇ce``: ``--for`` read as an option)
-        twin = next((x for x in lost if x.kind == s.kind), None)
-        if twin is not None:
-            extra.remove(s)
-            busy = taken + [(x.start, x.end) for x in extra + moved]
-            place(*_with_its_copy(output, s.start, s.end, twin.text, busy), twin)
-    for s in list(lost):  # 1. a garbled copy (of a tag, removed in the last pass, which
-        # puts every tag again by position: in its place it may not nest)
-        for m in _variant(s.text).finditer(output):
-            busy = taken + [(x.start, x.end) for x in extra + moved]
-            if m.group() != s.text and _free(m.start(), m.end(), busy):
-                copy = _with_its_copy(output, m.start(), m.end(), s.text, busy)
-                if _again == 2 and s.kind == "tags":  # (a space where it parted words,
-                    # ``open</ i>--force``: a tag may go between them)
-                    parted = output[copy[0] - 1:copy[0]].strip() and output[
-                        copy[1]:copy[1] + 1].strip(CLOSING + ",)]»” ")
-                    edits.append((*copy, " " if parted else ""))
-                    taken.append(copy)
-                else:
-                    place(*copy, s)
-                break
-    marks = [m for m in _UNKNOWN.finditer(output)
-             if _free(m.start(), m.end(), taken + [(x.start, x.end) for x in extra + moved])]
-    for s, m in zip(list(lost), marks, strict=False):  # 2. the unknown marks, in order
-        place(*_with_its_copy(output, m.start(), m.end(), s.text, taken + [
-            (x.start, x.end) for x in extra + moved]), s)
+    edits = [(s.start, s.end, "") for s in moved]
+    restored = _in_place(output, lost, extra, moved, [(s.start, s.end) for s in kept], edits,
+                         last_pass=_again == 2)
     removed = len(extra)
     edits += [(s.start, s.end, "") for s in extra]
     text = _apply(output, edits)
