@@ -45,6 +45,22 @@ def test_each_example_is_one_span_of_its_kind(kind: str, example: str) -> None:
     assert [(s.kind, s.text) for s in found] == [(kind, example)]
 
 
+# text of scripts written without spaces between words, and Korean, whose particles join the
+# word before: a span glued to it on either side is found alone
+UNSPACED_TEXT = ["を開けません", "ファイル", "打开文件", "（注）", "ไฟล์", "파일을", "ຟາຍ", "ឯកសារ",
+                 "ဖိုင်", "ཡིག་ཆ"]
+
+
+@pytest.mark.parametrize(("kind", "example"), EXAMPLES)
+@pytest.mark.parametrize("around", UNSPACED_TEXT)
+def test_each_example_glued_to_unspaced_text_is_one_span(kind: str, example: str,
+                                                         around: str) -> None:
+    """``/proc/net/snmpを開けません``: the path, not the sentence (the kinds that end where a
+    word ends read these scripts' letters as no word of theirs)."""
+    for text in (f"{around}{example}{around}", f"{example}{around}", f"{around}{example}"):
+        assert [(s.kind, s.text) for s in ALL.find(text)] == [(kind, example)], text
+
+
 # realistic strings of several formats, and the spans each holds
 GOLDEN = [
     # gettext (C)

@@ -5,17 +5,21 @@ An option starts a word (``e-mail`` and ``well-known`` are words), or stands in 
 list). A value given with ``=`` is part of the span when it is a literal (``--color=auto``);
 a metavariable that names what to give (``--output=FILE``, ``--tool=<tool>``, ``--x=[N]``:
 capitals, or in brackets) is text that translators translate, and the span ends at the
-``=``."""
+``=``. An option ends where the letters of a script written without spaces start
+(``--forceを使う``: :mod:`nmt.data.spans.unspaced`)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 
+from nmt.data.spans.unspaced import LETTERS, WORD
+
 PATTERN = re.compile(
-    r"(?<![\w\-/.])--[A-Za-z0-9][\w-]*\w(?:=(?P<value>[^\s,;)\]'\"`]*))?"
-    r"|(?<![\w\-/.])--[A-Za-z0-9](?![\w-])"
-    r"|(?<![\w\-/.)\]])(?<!\w['’])-[A-Za-z][A-Za-z0-9]{0,3}(?![\w-])"
+    rf"(?<!{WORD})(?<![\-/.])--[A-Za-z0-9](?:{WORD}|-)*{WORD}"
+    rf"(?:=(?P<value>[^\s,;)\]'\"`{LETTERS}]*))?"
+    rf"|(?<!{WORD})(?<![\-/.])--[A-Za-z0-9](?!{WORD}|-)"
+    rf"|(?<!{WORD})(?<![\-/.)\]])(?<!{WORD}['’])-[A-Za-z][A-Za-z0-9]{{0,3}}(?!{WORD}|-)"
 )
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from nmt.data.spans.unspaced import WORD
+
 PATTERN = re.compile(
     r"\$\{[^{}\s]+\}"
-    r"|\$[A-Za-z_]\w*"
+    rf"|\$[A-Za-z_]{WORD}*"  # (``$HOMEを``: :mod:`nmt.data.spans.unspaced`)
     r"|\{\{[^{}\n]*\}\}"
     r"|\{%(?:(?!\{%|%\})[^\n])*%\}"
 )

@@ -2,8 +2,10 @@
 ``GNOME Shell``, ``Ctrl+S``), from the file ``data.glossary`` (UTF-8 text, one term a line)
 and the list ``data.terms``.
 
-A term matches as written (case and all), where it is not part of a longer word; where two
-terms start at one place, the longer is the span."""
+A term matches as written (case and all), where it is not part of a longer word (the letters
+of a script written without spaces make none: ``Firefoxを起動``,
+:mod:`nmt.data.spans.unspaced`); where two terms start at one place, the longer is the
+span."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from nmt.data.spans.unspaced import WORD
 from nmt.errors import ConfigError
 
 MAX_BYTES = 1 << 20  # a glossary larger than this is not a list of terms
@@ -78,7 +81,8 @@ def finder(terms: Sequence[str]) -> Callable[[str], Iterator[tuple[int, int]]]:
     if not terms:
         return lambda text: iter(())
     ordered = sorted(terms, key=len, reverse=True)
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(t) for t in ordered) + r")(?!\w)")
+    pattern = re.compile(rf"(?<!{WORD})(?:" + "|".join(re.escape(t) for t in ordered)
+                         + rf")(?!{WORD})")
 
     def find(text: str) -> Iterator[tuple[int, int]]:
         for m in pattern.finditer(text):

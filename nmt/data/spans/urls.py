@@ -1,16 +1,20 @@
 """Web addresses: ``https://example.org/a?b=1``, ``ftp://host/x``, ``www.example.org``.
 
 Punctuation that ends the sentence is not part of the address (``see https://x.org.``), nor a
-closing bracket the address does not open (``(https://x.org)``)."""
+closing bracket the address does not open (``(https://x.org)``), nor the letters of a
+script written without spaces (``https://x.orgを参照``: :mod:`nmt.data.spans.unspaced`)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 
+from nmt.data.spans.unspaced import LETTERS, WORD
+
+_REST = rf"[^\s<>\"'`{LETTERS}]"  # a character of the address after its scheme or host
 PATTERN = re.compile(
-    r"\b(?:https?|ftp|sftp|ssh|file|git)://[^\s<>\"'`]+"
-    r"|\bwww\.[\w-]+(?:\.[\w-]+)+(?:/[^\s<>\"'`]*)?"
+    rf"(?<!{WORD})(?:https?|ftp|sftp|ssh|file|git)://{_REST}+"
+    rf"|(?<!{WORD})www\.(?:{WORD}|-)+(?:\.(?:{WORD}|-)+)+(?:/{_REST}*)?"
 )
 _TRAILING = ".,;:!?'\"’”»"
 _OPENING = {")": "(", "]": "[", "}": "{"}
