@@ -3,12 +3,13 @@ Tibetan, and Korean, whose particles join the word before (``파일을``).
 
 A span that ends where a word ends (an option, a path, an address, a variable, a term) ends
 where the letters of such a script start, and may start right after them: in
-``ファイル/proc/net/snmpを開けません`` the path is ``/proc/net/snmp``, in ``Firefoxを起動``
-the term ``Firefox`` stands alone. The kinds' patterns say "a letter, a digit or ``_``" with
-:data:`WORD` instead of ``\\w``, which counts these letters too. So a path or an address
-written in these scripts' letters (``/home/太郎``, ``https://ja.wikipedia.org/wiki/東京``)
-is found only up to them: software strings write them in ASCII, and a span that swallowed
-the sentence after it would be no span at all.
+``/proc/net/snmpを開けません`` the path is ``/proc/net/snmp``, in ``新しいFirefoxを起動``
+the term ``Firefox`` stands alone. (A slash after a letter of any script starts no path, as
+in ``Install/Remove``: ``32ビット/64ビット`` holds none.) The kinds' patterns say "a letter,
+a digit or ``_``" with :data:`WORD` instead of ``\\w``, which counts these letters too. So a
+path or an address written in these scripts' letters (``/home/太郎``,
+``https://ja.wikipedia.org/wiki/東京``) is found only up to them: software strings write them
+in ASCII, and a span that swallowed the sentence after it would be no span at all.
 """
 
 from __future__ import annotations
