@@ -141,12 +141,13 @@ def test_measure_end_to_end(tmp_path: Path, tiny_data_dir: Path) -> None:
             assert row["span_lines"] == 3 and row["span_count"] >= 3
             if row["spans"] == "repair":  # the guarantee: every span back, none invented
                 assert row["spans_kept"] == 100 and row["lines_invented"] == 0
+                assert row["format_failed"] == 0 < row["percent_lines"]
     assert [f["name"] for f in result["filters"]] == ["prose", "software"]
     assert all(f["kept"] <= f["read"] for f in result["filters"])
     table = (work / "results.md").read_text()
     assert f"commit {result['machine']['commit']}" in table
     assert ("| test | engine | --spans | lines | span lines | spans kept | span lines exact "
-            "| lines invented | BLEU | chrF |") in table
+            "| lines invented | would not format | BLEU | chrF |") in table
     rows = re.findall(r"^\| software \| (nmt|ctranslate2|argos) ", table, re.M)
     assert len(rows) == len(software_strings.ENGINES) + 4  # and four by kind (not Argos')
     assert "Spans kept by kind" in table
