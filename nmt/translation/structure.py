@@ -89,6 +89,7 @@ MARKUP = ("place", "model")  # tags taken out before the engine and placed after
 UNKNOWN_MARKS = ("⁇", "<unk>")  # SentencePiece's surface of an unknown piece; the word tokenizer's
 _UNKNOWN = re.compile("|".join(re.escape(m) for m in UNKNOWN_MARKS))
 MAX_SPANS = 100  # spans of a sentence the repair takes on (a sentence of prose has a few)
+_AFTER_A_WORD = CLOSING + ",)]»”"  # punctuation that follows a word with no space before it
 _ENCLOSING = ("»«", "«»", '""', "''", "„“", "“”", "‘’", "`'", "()", "[]", "「」")
 
 
@@ -344,12 +345,13 @@ def _in_place(output: str, lost: list[Span], extra: list[Span], moved: Sequence[
             place(*_with_its_copy(output, s.start, s.end, twin.text, busy()), twin)
     for s in list(lost):  # 1. a garbled copy
         for m in _variant(s.text).finditer(output):
-            if m.group() != s.text and _free(m.start(), m.end(), busy()):
-                copy = _with_its_copy(output, m.start(), m.end(), s.text, busy())
+            places = busy()
+            if m.group() != s.text and _free(m.start(), m.end(), places):
+                copy = _with_its_copy(output, m.start(), m.end(), s.text, places)
                 if last_pass and s.kind == "tags":  # a space where it parted words
                     # (``open</ i>--force``: a tag may go between them)
-                    parted = output[copy[0] - 1:copy[0]].strip() and output[
-                        copy[1]:copy[1] + 1].strip(CLOSING + ",)]»” ")
+                    before, after = output[copy[0] - 1:copy[0]], output[copy[1]:copy[1] + 1]
+                    parted = before.strip() and after.strip() and after not in _AFTER_A_WORD
                     edits.append((*copy, " " if parted else ""))
                     taken.append(copy)
                 else:
@@ -370,7 +372,7 @@ def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
             if start and text[start - 1:start] + text[end:end + 1] in _ENCLOSING:
                 start, end = start - 1, end + 1
             before, after = text[:start], text[end:]
-            if before.endswith(" ") and (not after or after[0] in " " + CLOSING + ",)]»”"):
+            if before.endswith(" ") and (not after or after[0] in " " + _AFTER_A_WORD):
                 start -= 1
             elif not before.strip() and after.startswith(" "):
                 end += 1
