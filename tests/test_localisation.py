@@ -735,6 +735,48 @@ def test_api_po_formats_and_lines(tmp_path: Path) -> None:
     assert sentences and all(s and s == s.strip() for s in sentences)
 
 
+ONLY_SPANS_PO = HEADER + r'''
+#, c-format
+msgid "%s"
+msgstr ""
+
+#, c-format
+msgid "%s: %s"
+msgstr ""
+
+msgid "--help"
+msgstr ""
+
+#, c-format
+msgid "  -f, --force  %s"
+msgstr ""
+
+#, c-format
+msgid "Cannot open %s"
+msgstr ""
+'''
+
+
+def test_a_string_of_only_spans_is_copied_not_translated(tmp_path: Path) -> None:
+    """Where the translator keeps spans (as ``nmt translate`` does), a string with no letter
+    outside its placeholders and options is its own translation: a model given ``%s`` alone
+    invents a sentence around it."""
+    from nmt.config import DataConfig
+    from nmt.translation.structure import span_guard
+
+    source, out = tmp_path / "messages.pot", tmp_path / "de.po"
+    source.write_text(ONLY_SPANS_PO, encoding="utf-8")
+    translator = Scripted()
+    translator.spans = span_guard(DataConfig())
+    filled = translate_file(translator, source, out)
+    assert_msgfmt_accepts(out)
+    got = {e.msgid: e for e in polib.pofile(out.read_text(encoding="utf-8"))}
+    for msgid in ("%s", "%s: %s", "--help", "  -f, --force  %s"):
+        assert got[msgid].msgstr == msgid and "fuzzy" in got[msgid].flags
+    assert got["Cannot open %s"].msgstr == "CANNOT OPEN %s"
+    assert filled.filled == 5 and translator.batches == [["Cannot open %s"]]
+
+
 def test_cli_fills_a_po_file_with_a_trained_run(tmp_path: Path) -> None:
     from test_decode import make_run
 

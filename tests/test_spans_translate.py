@@ -345,7 +345,7 @@ def test_markup_place_gives_back_the_tags_nested(source: str, mode: str, rewrite
     except UnplacedSpan as e:  # strict: a placeholder the engine dropped
         assert mode == "strict" and not any(x.startswith("<") for x in e.spans)
         return
-    assert not any(s.kind == "tags" for s in RULES.find(seen[0]))
+    assert not any(s.kind == "tags" for x in seen for s in RULES.find(x))
     assert spans_of(got) == spans_of(source) and nested(got), (source, got)
     assert argument_order(RULES.find(got)) == argument_order(RULES.find(source)), (source, got)
 
@@ -428,6 +428,53 @@ def test_translate_lines_warns_once_and_strict_names_the_line(tmp_path: Path) ->
                             "for it is known (spans strict; spans repair guesses one from "
                             "its position in the source)")
     assert not out.exists()  # never a file with a broken line
+
+
+def test_a_line_of_only_spans_is_kept_as_written_but_not_with_spans_off() -> None:
+    """``%s`` alone, given to a model, comes back inside a sentence it invented."""
+    lines = ["%s", "%s: %s", "--help", "{name}", "-f, --force  do it", "a %s b"]
+    outputs = {s: f"Invented {s}" for s in lines} | {"do it": "fais-le", "a %s b": "x %s y"}
+    for mode in ("repair", "strict"):
+        assert FakeTranslator(outputs, mode).translate_lines(lines) == [
+            "%s", "%s: %s", "--help", "{name}", "-f, --force  fais-le", "x %s y"]
+    assert FakeTranslator(outputs, "off").translate_lines(lines)[:4] == [
+        "Invented %s", "Invented %s: %s", "Invented --help", "Invented {name}"]
+
+
+ONLY_SPANS_PIECES = st.sampled_from(["%s", "%d", "%1$s", "{name}", "{0}", "--force", "-f",
+                                     "$HOME", "<b>", "</b>", "<br/>", "https://example.org/x",
+                                     ":", "(", ")", "...", "42", " ", "  ", ", "])
+
+
+def letter_outside_spans(text: str) -> bool:
+    """Whether ``text`` has a letter once its spans are blanked out (the rule, written again)."""
+    chars = list(text)
+    for span in RULES.find(text):
+        chars[span.start:span.end] = " " * (span.end - span.start)
+    return any(c.isalpha() for c in chars)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.lists(ONLY_SPANS_PIECES, max_size=6).map("".join),
+                          st.builds(lambda a, w, b: a + w + b, st.lists(
+                              ONLY_SPANS_PIECES, max_size=3).map("".join), PLAIN_WORDS,
+                              st.lists(ONLY_SPANS_PIECES, max_size=3).map("".join))),
+                max_size=6), st.sampled_from(["repair", "strict"]), st.sampled_from(
+                    ["model", "place"]))
+def test_the_engine_gets_exactly_the_sources_with_a_letter_outside_their_spans(
+        sources: list[str], mode: str, markup: str) -> None:
+    seen: list[str] = []
+
+    def engine(batch: list[str]) -> list[str]:
+        seen.extend(batch)
+        return list(batch)
+
+    out = guarded(engine, sources, SpanGuard(RULES, mode, markup))
+    wanted = [s for s in sources if letter_outside_spans(s) or not RULES.find(s)]
+    assert seen == ([without_tags(s, RULES) for s in wanted] if markup == "place" else wanted)
+    assert [o for s, o in zip(sources, out, strict=True)
+            if not letter_outside_spans(s) and RULES.find(s)] == [
+        s for s in sources if not letter_outside_spans(s) and RULES.find(s)]
 
 
 def test_a_strict_line_in_a_later_chunk_is_named_by_its_line_number() -> None:

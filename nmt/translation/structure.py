@@ -5,8 +5,10 @@ engine translated it.
 output's spans (:mod:`nmt.data.spans`) against those of its source. A span the output lost or
 garbled is restored, an invented one (a span the source does not have) is removed, and tags the
 output has out of order (``</b> ici <b>``, ``<b><i></b></i>``: not nested as the source's,
-:func:`nmt.data.spans.misplaced_tags`) are taken out and put again as lost ones. The places,
-in the order they are tried:
+:func:`nmt.data.spans.misplaced_tags`) are taken out and put again as lost ones. A source
+with no letter outside its spans (``%s``, ``%s: %s``, ``--help``, ``{name}``) is its own
+translation, as a translator copies it: it never reaches the engine, which would invent a
+sentence around it. The places, in the order they are tried:
 
 1. **in place**: an invented span of the kind of a lost one takes its place (``%i`` for
    ``%d``, ``{nom}`` for ``{name}``); a garbled copy of a lost span is replaced by it, where
@@ -190,6 +192,18 @@ class SpanGuard:
                              f"{self.markup!r}")
 
 
+def only_spans(source: str, rules: SpanRules) -> bool:
+    """Whether ``source`` holds spans and no letter of any script outside them: ``%s``,
+    ``%s: %s``, ``--help``, ``{name}``, ``<b>%d</b>``, a URL or a glossary term alone. A
+    translator copies such a string as it is; a model given ``%s`` alone invents a sentence
+    around it (``Assignez-vous ! %s``), and no repair removes words."""
+    outside, at = [], 0
+    for span in rules.find(source):
+        outside.append(source[at:span.start])
+        at = max(at, span.end)
+    return at > 0 and not any(ch.isalpha() for ch in "".join(outside) + source[at:])
+
+
 def without_tags(source: str, rules: SpanRules) -> str:
     """``source`` with its tags (:mod:`nmt.data.spans.tags`) taken out: a tag between two
     words leaves one space; one inside a word (``un<b>real</b>``) leaves none, unless it
@@ -229,13 +243,20 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
     :class:`~nmt.translation.alignment.WordAlignment` or None) tells the engine's word for
     each source word: tags go on the words they marked where it does, by position where it
     does not (or none is given). A line of more than :data:`MAX_SPANS` spans, which is not
-    repaired, goes to the engine as written."""
+    repaired, goes to the engine as written. A source with no letter outside its spans
+    (:func:`only_spans`) is its own translation, as written: it never reaches the engine."""
     if guard is None or guard.mode == "off":
         return translate(list(sources))
-    bare = [without_tags(s, guard.rules) if guard.markup == "place" else s for s in sources]
+    copied = {i for i, s in enumerate(sources) if only_spans(s, guard.rules)}
+    bare = [without_tags(s, guard.rules) if guard.markup == "place" and i not in copied else s
+            for i, s in enumerate(sources)]
     bare = [b if len(guard.rules.find(s)) <= MAX_SPANS else s  # not repaired: as written
             for s, b in zip(sources, bare, strict=True)]
-    outputs = translate(bare)
+    asked = [i for i in range(len(sources)) if i not in copied]
+    outputs = list(sources)  # a copied source is its own output, checked as any other
+    for i, output in zip(asked, translate([bare[i] for i in asked]) if asked else [],
+                         strict=True):
+        outputs[i] = output
     repairs = [repair_line(plain, output, guard.rules, guess=guard.mode == "repair")
                for plain, output in zip(bare, outputs, strict=True)]
     untagged = [i for i, (s, b) in enumerate(zip(sources, bare, strict=True)) if s != b]
