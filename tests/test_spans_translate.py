@@ -21,6 +21,7 @@ from nmt.api import open_translator, translate_lines
 from nmt.config import DecodeConfig
 from nmt.data.spans import (
     KINDS,
+    Span,
     SpanRules,
     argument_order,
     holds_exactly,
@@ -364,7 +365,67 @@ def test_a_guess_that_would_make_another_span_is_spaced_apart() -> None:
     ``$Ax``, another variable; it is put apart from it instead."""
     repair = repair_line("$A-b", "x", RULES)
     assert repair.text == "$A x" and repair.guessed == 1
-    assert repair_line("%s-b", "x", RULES).text == "%sx"  # joined, as in the source, when safe
+    assert repair_line("%s-b", "x", RULES).text == "%s x"  # the source joins it to a hyphen
+    assert repair_line("%sb", "x", RULES).text == "%sx"  # to a letter: joined, as there
+
+
+@pytest.mark.parametrize(("source", "output", "expected"), [
+    # joined in the source to punctuation, not to the output's word beside it
+    ('cannot alter type "%s" because column "%s.%s" uses it',
+     "ne peut pas modifier le type « %s » parce que la colonne « %s ».",
+     "ne peut pas modifier le type « %s » parce %s que la colonne « %s »."),
+    ("a format specification for argument {%u} doesn't exist in '%s'",
+     "la spécification de format pour l'argument {} n'existe pas dans '%s'",
+     "la spécification de format pour l'argument %u n'existe pas dans '%s'"),
+    ("%s not allowed: %s:%d", "%s n'est pas autorisé : %d", "%s n'est pas autorisé : %s %d"),
+    ("pack %s-%s", "paquet « %s »", "paquet « %s %s »"),
+    # joined as the source joins them: the same character, letters, unspaced scripts
+    ("Open %s.", "Ouvrir.", "Ouvrir %s."),
+    ("file%d done", "fichier fini", "fichier%d fini"),
+    ('cannot open "%s"', "開けません", "開けません%s"),
+])
+def test_a_span_put_back_joins_only_what_the_source_joins_it_to(source: str, output: str,
+                                                                 expected: str) -> None:
+    """A span placed by position is glued to the output's character beside it only where the
+    source glues it to the same character, or a letter or digit to a letter or digit: a
+    placeholder glued to a word (``%sque``) reads as part of it."""
+    assert repair_line(source, output, RULES).text == expected
+
+
+def glued_sides(text: str, span: Span) -> tuple[bool, bool]:
+    """Whether ``span`` of ``text`` touches a letter or digit before it, after it."""
+    return (text[span.start - 1:span.start].isalnum(), text[span.end:span.end + 1].isalnum())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["open", "file", "now", "%s", "%d", "{name}", "--force", '"', "'",
+                                 ":", ".", "(", ")", "-", " ", " ", " "]), min_size=1,
+                max_size=14).map("".join),
+       st.data())
+def test_a_placeholder_put_back_touches_a_word_only_where_the_source_has_it_touch_one(
+        source: str, data: st.DataObject) -> None:
+    spans = [s for s in RULES.find(source) if s.kind != "tags"]
+    dropped = data.draw(st.lists(st.booleans(), min_size=len(spans), max_size=len(spans)))
+    output = source
+    for span, drop in sorted(zip(spans, dropped, strict=True), key=lambda p: -p[0].start):
+        if drop:
+            output = output[:span.start] + " " + output[span.end:]
+    inside = [False] * len(output)
+    for span in RULES.find(output):
+        inside[span.start:span.end] = [True] * (span.end - span.start)
+    output = " ".join("".join(c if inside[i] else c.upper() for i, c in enumerate(output))
+                      .split())  # other words (no span touched), single spaces
+    repair = repair_line(source, output, RULES)
+    touching: dict[str, tuple[bool, bool]] = {}  # a copy of the span touches one, either side
+    for span in RULES.find(source):
+        a, b = touching.get(span.text, (False, False))
+        c, d = glued_sides(source, span)
+        touching[span.text] = (a or c, b or d)
+    for span in RULES.find(repair.text):
+        before, after = glued_sides(repair.text, span)
+        if span.text in touching and span.text not in output:  # put back, the only copy
+            assert (before <= touching[span.text][0] and after <= touching[span.text][1]), (
+                source, output, repair.text)
 
 
 def fake_engine(outputs: dict[str, str]) -> Callable[[list[str]], list[str]]:

@@ -14,11 +14,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 from nmt.data.spans import Span, SpanRules, tags
+from nmt.data.spans.unspaced import LETTERS
 from nmt.translation.alignment import WordAlignment
 
 CLOSING = ".!?:;…。！？"  # punctuation that ends a sentence
 _TRAILING = CLOSING + ",)]»”\"'"  # punctuation that ends a word (``Tom,``, ``(sic)``)
 _WORD = re.compile(r"\S+")
+_UNSPACED = re.compile(f"[{LETTERS}]")
 
 
 def prose_words(source: str, spans: Sequence[Span]) -> list[int]:
@@ -124,7 +126,24 @@ def _insert(text: str, source: str, run: Sequence[Span], k: int, words: list[re.
     if (not spaced and not spaced_before and spaced_after and text[at - 1:at].isspace()
             and text[:at].strip()):  # glued to what is before it (a kept span: ``%s</b> %d``)
         at, place = len(text[:at].rstrip()), place.strip()
+    before, after = text[at - 1:at], text[at:at + 1]  # (a tag goes on what it marks, as placed)
+    if (first.kind != "tags" and before.strip() and place[:1].strip()
+            and not _joins(source[first.start - 1:first.start], before)):
+        place = " " + place
+    if (last.kind != "tags" and after.strip() and place[-1:].strip()
+            and not _joins(source[last.end:last.end + 1], after)):
+        place += " "
     return at, place
+
+
+def _joins(beside: str, there: str) -> bool:
+    """Whether spans the source writes right beside the character ``beside`` go right beside
+    the output's character ``there``: the same character (``« %s »``, ``%s:``), two letters
+    or digits (``un<b>real``, ``word</b>``), or a letter of a script written without spaces
+    (:mod:`nmt.data.spans.unspaced`). Not a letter where the source has punctuation: the
+    lost ``%s`` of ``column "%s.%s" uses it`` is not glued into ``que`` (``%sque``)."""
+    return beside == there or (beside.isalnum() and there.isalnum()) or bool(
+        _UNSPACED.match(there))
 
 
 def _kept(text: str, wanted: Sequence[Span], lost: Sequence[Span],
