@@ -29,7 +29,7 @@ import sacrebleu
 
 from bench.machine import machine
 from nmt.data.spans import Span, SpanRules, parse
-from nmt.translation.structure import repair_line
+from nmt.translation.structure import SpanGuard, guarded
 
 RULES = SpanRules(parse("default"))
 
@@ -56,15 +56,23 @@ def glued_where_the_source_is_not(source: str, text: str) -> bool:
     return False
 
 
+def repaired(source: str, output: str) -> tuple[str, bool]:
+    """``output`` repaired as ``--spans repair --markup model`` repairs it, and whether a span
+    was placed by a guess."""
+    guard = SpanGuard(RULES, "repair", "model")
+    text = guarded(lambda batch: [output], [source], guard)[0]
+    return text, guard.counts.guessed > 0
+
+
 def measure(sources: list[str], outputs: list[str], refs: list[str]) -> dict[str, Any]:
     guessed, glued, hyps, wanted = 0, 0, [], []
     for source, output, ref in zip(sources, outputs, refs, strict=True):
-        repair = repair_line(source, output, RULES)
-        if repair.guessed:
+        text, guess = repaired(source, output)
+        if guess:
             guessed += 1
-            glued += glued_where_the_source_is_not(source, repair.text) and not (
+            glued += glued_where_the_source_is_not(source, text) and not (
                 glued_where_the_source_is_not(source, output))  # (the model's own glue aside)
-            hyps.append(repair.text)
+            hyps.append(text)
             wanted.append(ref)
     single, same = 0, 0
     for source, output in zip(sources, outputs, strict=True):
@@ -75,7 +83,7 @@ def measure(sources: list[str], outputs: list[str], refs: list[str]) -> dict[str
         span = got[0]
         without = " ".join((output[:span.start] + " " + output[span.end:]).split())
         single += 1
-        same += repair_line(source, without, RULES).text == output
+        same += repaired(source, without)[0] == output
     return {
         "lines": len(sources), "guessed": guessed, "glued": glued,
         "bleu": round(sacrebleu.corpus_bleu(hyps, [wanted]).score, 2) if hyps else None,
