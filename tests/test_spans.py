@@ -86,6 +86,7 @@ GOLDEN = [
     ("Last seen %-d.%-m.%Y at %H:%M (%^a)", ["%-d", "%-m", "%Y", "%H", "%M", "%^a"]),
     ("%lu bytes written (100%% done)", ["%lu", "%%"]),
     ("`%s' is not a directory", ["%s"]),
+    ("%pB: %pA: relocation against %p overflows", ["%pB", "%pA", "%p"]),  # binutils' pointers
     # Python
     ("Hello {name}, you have {count:d} new messages", ["{name}", "{count:d}"]),
     ("{0!r:>10} is not {user.name} nor {items[0]}", ["{0!r:>10}", "{user.name}", "{items[0]}"]),
