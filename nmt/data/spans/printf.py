@@ -34,7 +34,7 @@ def _directive(flags: str) -> re.Pattern[str]:
     return re.compile(
         r"%%"
         rf"|%{_ARG}[{flags}]*(?:\d+|\*{_ARG})?(?:\.(?:\d+|\*{_ARG}))?"
-        rf"(?:{_LENGTH}(?:[diouxXeEfFgGaAcCsSnr]|p(?:[A-Z][A-Za-z0-9]*)?)|{_INTTYPES})"
+        rf"(?:{_LENGTH}(?:[diouxXeEfFgGaAcCsSnr]|p(?:[A-Z][A-Z0-9]*)?)|{_INTTYPES})"
     )
 
 
