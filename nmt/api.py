@@ -268,13 +268,13 @@ def translate_file(
     check: Callable[[str, str], bool] | None = None, warn: Callable[[str], None] = _say,
 ) -> Filled:
     """``nmt translate --input FILE --output FILE`` for localisation files: the untranslated
-    strings of the PO or XLIFF 1.2 file ``input`` filled and marked for review, the whole file
-    written to ``output`` atomically (never the input itself). ``format``: po, xliff or text
-    (default: from the extension; text is :func:`translate_lines`). A translation that loses
-    a placeholder of a ``c-format``/``python-format`` entry, an inline tag, or that ``check``
-    (``check(source, translation) -> bool``) refuses, is left untranslated; ``warn`` gets a
-    line for each. ``translator`` may be a function that opens it, called only once the file
-    is read."""
+    strings of the PO or XLIFF (1.2, 2.x) file ``input`` filled and marked for review, the
+    whole file written to ``output`` atomically (never the input itself). ``format``: po,
+    xliff or text (default: from the extension; text is :func:`translate_lines`). A
+    translation that loses a placeholder of a ``c-format``/``python-format`` entry, an inline
+    tag, or that ``check`` (``check(source, translation) -> bool``) refuses, is left
+    untranslated; ``warn`` gets a line for each. ``translator`` may be a function that opens
+    it, called only once the file is read."""
     from nmt.localisation import FORMATS, Filled, fill_file, format_of
     from nmt.translation.structure import UnplacedSpan
     from nmt.translation.translator import StreamTranslator, check_output_is_not_input

@@ -268,7 +268,7 @@ def translate(
     compute_type: ComputeTypeOpt = "default",
     format_: Annotated[
         str | None,
-        typer.Option("--format", help="Of --input: po (gettext), xliff (1.2) or text; default "
+        typer.Option("--format", help="Of --input: po (gettext), xliff (1.2, 2.x) or text; default "
                      "from its extension (.po/.pot, .xlf/.xliff, else text). A PO or XLIFF "
                      "file's untranslated strings are filled, marked for review, into --output."),
     ] = None,

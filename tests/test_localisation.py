@@ -561,6 +561,116 @@ def test_xliff_inline_markup_of_any_shape_comes_back_as_written(tmp_path: Path,
                 f'state-qualifier="mt-suggestion">Word {content}</target>') in written
 
 
+XLIFF2 = '''<?xml version="1.0" encoding="UTF-8"?>
+<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en" trgLang="de">
+  <file id="f1">
+    <unit id="1">
+      <notes><note>A menu item.</note></notes>
+      <segment id="s1">
+        <source>Open the file.</source>
+      </segment>
+      <ignorable>
+        <source> </source>
+      </ignorable>
+      <segment id="s2" state="initial">
+        <source>Click <pc id="1">here</pc> to <ph id="2" dataRef="d1"/> go &amp; wait.</source>
+        <target/>
+      </segment>
+    </unit>
+    <unit id="2">
+      <segment state="translated"><source>Save</source><target>Speichern</target></segment>
+    </unit>
+    <unit id="3" translate="no">
+      <segment><source>ACME</source></segment>
+    </unit>
+    <group id="g" translate="no">
+      <unit id="4"><segment><source>Hidden</source></segment></unit>
+    </group>
+    <unit id="5">
+      <segment>
+        <source>Run <mrk id="m" translate="no">make</mrk> <sc id="3"/>now<ec startRef="3"/></source>
+      </segment>
+    </unit>
+  </file>
+</xliff>
+'''
+
+MARKS2 = ' state="translated" subState="nmt:mt"'
+
+
+def test_xliff2_round_trip(tmp_path: Path) -> None:
+    """XLIFF 2: segments filled (several in a unit, ignorables left), the segment marked
+    translated by nmt, translate="no" inherited, an inline element marked translate="no"
+    kept whole, and every other byte as it was."""
+    seen: list[str] = []
+
+    def translate(texts: list[str]) -> list[str]:  # as shout_xml, an element kept whole aside
+        seen.extend(texts)
+        return [re.sub(r'(<mrk[^>]*translate="no"[^>]*>.*?</mrk>|<[^>]*>)|([^<]+)',
+                       lambda m: m[1] or m[2].upper(), t) for t in texts]
+
+    written, filled = fill_xliff(tmp_path, XLIFF2, translate)
+    assert (filled.filled, filled.left) == (3, 0), filled.messages
+    assert seen == ["Open the file.", 'Click <pc id="1">here</pc> to <ph id="2" dataRef="d1"/> '
+                    "go & wait.", 'Run <mrk id="m" translate="no">make</mrk> <sc id="3"/>'
+                    'now<ec startRef="3"/>']
+    expected = XLIFF2.replace('<segment id="s1">', f'<segment id="s1"{MARKS2}>').replace(
+        "<source>Open the file.</source>", "<source>Open the file.</source>\n"
+        "        <target>OPEN THE FILE.</target>").replace(
+        '<segment id="s2" state="initial">', f'<segment id="s2"{MARKS2}>').replace(
+        "<target/>", '<target>CLICK <pc id="1">HERE</pc> TO <ph id="2" dataRef="d1"/> GO '
+        "&amp; WAIT.</target>").replace(
+        "<segment>\n        <source>Run", f"<segment{MARKS2}>\n        <source>Run").replace(
+        '<ec startRef="3"/></source>', '<ec startRef="3"/></source>\n        <target>RUN <mrk '
+        'id="m" translate="no">make</mrk> <sc id="3"/>NOW<ec startRef="3"/></target>')
+    assert written == expected  # every other byte as it was
+    again, filled = fill_xliff(tmp_path, written, translate)
+    assert again == written and filled.filled == 0
+
+
+def test_xliff2_lost_tags_leave_the_segment(tmp_path: Path) -> None:
+    written, filled = fill_xliff(tmp_path, XLIFF2, lambda ts: [re.sub(r"<[^>]*>", "", t)
+                                                               for t in ts])
+    assert (filled.filled, filled.left) == (1, 2)
+    assert written.count(MARKS2) == 1 and "<target>Open the file.</target>" in written
+
+
+_ATOMIC2 = ['<ph id="1"/>', '<sc id="2"/>', '<ec startRef="2"/>', '<cp hex="0009"/>',
+            '<pc id="3"/>', '<mrk id="4" translate="no">keep &lt;me&gt;</mrk>', '<sm id="5"/>',
+            '<em startRef="5"/>']
+
+
+@st.composite
+def inline_content2(draw: st.DrawFn, depth: int = 0) -> str:
+    """An XLIFF 2 source's content: text, inline elements that travel whole, and ``<pc>`` or
+    ``<mrk>`` wrapping more of the same, two deep at most."""
+    from xml.sax.saxutils import escape
+
+    def wrapped(name: str) -> st.SearchStrategy[str]:
+        return inline_content2(depth + 1).map(lambda inner: f'<{name} id="w">{inner}</{name}>')
+
+    text = st.text(st.sampled_from("ab é<>&\"'"), min_size=1, max_size=6).map(escape)
+    piece = text | st.sampled_from(_ATOMIC2)
+    if depth < 2:
+        piece = piece | wrapped("pc") | wrapped("mrk")
+    return "".join(draw(st.lists(piece, min_size=1, max_size=4)))
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(inline_content2(), min_size=1, max_size=4))
+def test_xliff2_inline_markup_of_any_shape_comes_back_as_written(tmp_path: Path,
+                                                                contents: list[str]) -> None:
+    units = "".join(f'<unit id="u{i}"><segment><source>Word {c}</source></segment></unit>\n'
+                    for i, c in enumerate(contents))
+    text = XLIFF2.replace("  </file>", units + "  </file>")
+    written, filled = fill_xliff(tmp_path, text, list)
+    assert filled.left == 0, filled.messages
+    for content in contents:
+        assert (f"<segment{MARKS2}><source>Word {content}</source><target>Word {content}"
+                "</target></segment>") in written
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 BILLION_LAUGHS = '''<?xml version="1.0"?>
@@ -581,7 +691,8 @@ BILLION_LAUGHS = '''<?xml version="1.0"?>
      r"line 2: a document type declaration"),
     ("bad.xlf", '<xliff version="1.2"><file>\n<body></file></xliff>',
      r"line 2: not well-formed XML"),
-    ("bad.xlf", '<xliff version="2.0"><file/></xliff>', r"not an XLIFF 1.x document"),
+    ("bad.xlf", '<xliff version="3.0"><file/></xliff>', r"not an XLIFF 1.x or 2.x document"),
+    ("bad.xlf", '<xliff><file/></xliff>', r"not an XLIFF 1.x or 2.x document"),
     ("bad.xlf", '<?xml version="1.0" encoding="ISO-8859-1"?><xliff version="1.2"/>',
      r"in ISO-8859-1; only UTF-8 XLIFF is read"),
 ])

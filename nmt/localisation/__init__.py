@@ -1,5 +1,5 @@
-"""Localisation files in and out: the untranslated strings of a PO (gettext) or XLIFF 1.2 file
-filled by a translator, everything else left as it was.
+"""Localisation files in and out: the untranslated strings of a PO (gettext) or XLIFF (1.2,
+2.x) file filled by a translator, everything else left as it was.
 
 One module per format (:mod:`~nmt.localisation.po`, :mod:`~nmt.localisation.xliff`), each with
 ``fill(data, name, translate, language, checks) -> (bytes, Filled)``. What they share is here:

@@ -1,7 +1,7 @@
-"""XLIFF 1.2 files, read with the standard library's expat parser: the untranslated units
-filled, every other byte of the file kept.
+"""XLIFF files, 1.2 and 2.x, read with the standard library's expat parser: the untranslated
+units filled, every other byte of the file kept.
 
-Rules (what CAT tools such as OmegaT, Okapi and Trados expect of machine output):
+Rules (what CAT tools such as OmegaT, Okapi and Trados expect of machine output), for 1.2:
 
 - A ``<trans-unit>`` is filled when it has no ``<target>`` or an empty one; a unit marked
   ``translate="no"`` (or in a ``<group>`` so marked), one with a ``<seg-source>`` and one whose
@@ -19,7 +19,16 @@ Rules (what CAT tools such as OmegaT, Okapi and Trados expect of machine output)
   reported.
 - Safety: the file is read whole within a bound (:func:`nmt.localisation.read_file`), and a
   document type declaration is refused, so no entity can be declared, let alone expanded
-  (billion laughs, external entities). Only UTF-8 (or ASCII) files are read; XLIFF 2 is not.
+  (billion laughs, external entities). Only UTF-8 (or ASCII) files are read.
+
+XLIFF 2 (``<xliff version="2.0">``, 2.1, 2.2) by the same rules, in its own terms: what is
+filled is a ``<segment>`` (a ``<unit>`` may hold several, and ``<ignorable>`` whitespace
+between them, left as it is); ``translate="no"`` on a file, group or unit is inherited as in
+1.2; a segment nmt filled is marked ``state="translated"`` with ``subState="nmt:mt"`` (the
+state lives on the segment in XLIFF 2: a translator reviews it and makes it ``reviewed``); the
+inline ``<pc>`` and ``<mrk>`` wrap text, ``<ph/>``, ``<sc/>``, ``<ec/>``, ``<cp/>``, ``<sm/>``
+and ``<em/>`` travel whole. In either version an inline element marked ``translate="no"``
+(XLIFF 2) travels whole, its text untranslated.
 
 Why not a library: translate-toolkit's ``translate.storage.xliff`` reads XLIFF well but is
 GPL-licensed (nmt is MIT) and rewrites the whole document through lxml; what nmt needs (find
@@ -40,10 +49,26 @@ from nmt.data.spans import tags
 from nmt.errors import DataError
 from nmt.localisation.filled import Filled, NamedCheck, Translate, translate_texts
 
-STATE = ("state", "needs-review-translation")
-STATE_QUALIFIER = ("state-qualifier", "mt-suggestion")
-WRAPPING = {"g", "mrk"}  # inline elements around text: their tags travel one by one
 _ENCODINGS = {"utf-8", "utf8", "us-ascii", "ascii"}
+
+
+@dataclass(frozen=True)
+class Version:
+    """What differs between XLIFF 1.2 and 2.x, for nmt's purpose."""
+
+    unit: str  # the element holding one <source> and its <target>
+    wrapping: frozenset[str]  # inline elements around text: their tags travel one by one
+    target_marks: tuple[tuple[str, str], ...]  # attributes of a target nmt wrote
+    unit_marks: tuple[tuple[str, str], ...]  # attributes of its unit element
+
+
+VERSIONS = {
+    "1": Version("trans-unit", frozenset({"g", "mrk"}),
+                 (("state", "needs-review-translation"), ("state-qualifier", "mt-suggestion")),
+                 ()),
+    "2": Version("segment", frozenset({"pc", "mrk"}), (),
+                 (("state", "translated"), ("subState", "nmt:mt"))),
+}
 
 
 @dataclass
@@ -62,6 +87,7 @@ class _Event:
 class _Unit:
     line: int
     translate: bool  # not translate="no", nor in a group so marked
+    start: _Event | None = None  # its own start tag (XLIFF 2 marks the segment)
     translated: bool = False  # its target has content
     segmented: bool = False  # it has a <seg-source>
     qname: str = ""  # of its <source>, for the target's prefix
@@ -74,10 +100,11 @@ class _Unit:
 
 def fill(data: bytes, name: str, translate: Translate, language: Callable[[], str | None],
          checks: Sequence[NamedCheck]) -> tuple[bytes, Filled]:
-    """The XLIFF 1.2 document ``data`` (``name`` in messages) with its untranslated units
-    filled (``language`` is not asked: an XLIFF file names its own target-language)."""
+    """The XLIFF document ``data`` (``name`` in messages) with its untranslated units filled
+    (``language`` is not asked: an XLIFF file names its own target language)."""
     events = _events(data, name)
-    units = _units(events, data, name)
+    version = VERSIONS[_check_root(events, name)]
+    units = _units(events, data, version)
     # what the targets are written in: a document declared ASCII stays ASCII (é as &#233;)
     encoding = "ascii" if any(e.kind == "declaration" and "ascii" in e.text
                               for e in events[:1]) else "utf-8"
@@ -100,7 +127,9 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
                                    "left untranslated")
             report.left += 1
             continue
-        edits.append(_target_edit(unit, content or "", encoding))
+        edits.append(_target_edit(unit, content or "", encoding, version.target_marks))
+        if version.unit_marks and unit.start is not None:
+            edits.append(_marked(unit.start, data, version.unit_marks, encoding))
         report.filled += 1
     for start, end, new in sorted(edits, reverse=True):
         data = data[:start] + new + data[end:]
@@ -151,9 +180,9 @@ def _events(data: bytes, name: str) -> list[_Event]:
     return events
 
 
-def _units(events: list[_Event], data: bytes, name: str) -> list[_Unit]:
-    """The trans-units of the document that have text to translate and no translation."""
-    _check_root(events, name)
+def _units(events: list[_Event], data: bytes, version: Version) -> list[_Unit]:
+    """The units (1.2's trans-units, 2's segments) of the document that have text to
+    translate and no translation."""
     units: list[_Unit] = []
     no_translate = [False]  # translate="no" of each open element, inherited
     unit: _Unit | None = None
@@ -169,8 +198,8 @@ def _units(events: list[_Event], data: bytes, name: str) -> list[_Unit]:
             no_translate.pop()
         step = {"start": 1, "end": -1}.get(event.kind, 0)
         if unit is None:
-            if event.kind == "start" and event.name == "trans-unit":
-                unit = _Unit(event.line, translate=not no_translate[-1])
+            if event.kind == "start" and event.name == version.unit:
+                unit = _Unit(event.line, translate=not no_translate[-1], start=event)
         elif atomic is not None:  # inside <x/>, <ph>...</ph> in a source
             depth += step
             if depth == base:
@@ -188,7 +217,8 @@ def _units(events: list[_Event], data: bytes, name: str) -> list[_Unit]:
         elif inside == "source":
             if event.kind == "text":
                 unit.pieces.append(("text", event.text))
-            elif event.kind == "start" and event.name not in WRAPPING:
+            elif event.kind == "start" and (event.name not in version.wrapping
+                                            or _attributes(event).get("translate") == "no"):
                 atomic, base = event.start, depth
             elif event.kind in ("start", "end"):
                 markup = _markup(data, event.start, event.end)
@@ -207,7 +237,7 @@ def _units(events: list[_Event], data: bytes, name: str) -> list[_Unit]:
                 unit.target = event
         elif event.kind == "start" and event.name == "seg-source":
             unit.segmented = True
-        elif event.kind == "end" and event.name == "trans-unit":
+        elif event.kind == "end" and event.name == version.unit:
             if unit.translate and not unit.translated and \
                     any(kind == "text" and text.strip() for kind, text in unit.pieces):
                 units.append(unit)
@@ -224,13 +254,15 @@ def _space_before(events: list[_Event], i: int) -> str:
     return space
 
 
-def _check_root(events: list[_Event], name: str) -> None:
+def _check_root(events: list[_Event], name: str) -> str:
+    """The major version of the XLIFF document (``1`` or ``2``)."""
     root = next((e for e in events if e.kind == "start"), None)
     version = _attributes(root).get("version", "") if root else ""
-    if root is None or root.name != "xliff" or not version.startswith("1."):
+    major = version.partition(".")[0]
+    if root is None or root.name != "xliff" or major not in VERSIONS or not version[2:3]:
         shown = f"<{root.qname} version={version!r}>" if root else "no element"
-        raise DataError(f"{name}: not an XLIFF 1.x document (its root is {shown}; XLIFF 2 "
-                        "is not read)")
+        raise DataError(f"{name}: not an XLIFF 1.x or 2.x document (its root is {shown})")
+    return major
 
 
 def _attributes(event: _Event) -> dict[str, str]:
@@ -257,15 +289,32 @@ def _content(translation: str, pieces: list[tuple[str, str]]) -> str | None:
     return "".join(piece if i % 2 else escape(piece) for i, piece in enumerate(split))
 
 
-def _target_edit(unit: _Unit, content: str, encoding: str) -> tuple[int, int, bytes]:
+def _with_marks(event: _Event, marks: Sequence[tuple[str, str]]) -> str:
+    """The attributes of ``event`` with ``marks`` set (in place of any of the same name), as
+    written in a start tag."""
+    names = {k for k, _ in marks}
+    kept = [(k, v) for k, v in _attributes(event).items() if k not in names]
+    return "".join(f" {k}={quoteattr(v)}" for k, v in [*kept, *marks])
+
+
+def _marked(start: _Event, data: bytes, marks: Sequence[tuple[str, str]],
+            encoding: str) -> tuple[int, int, bytes]:
+    """(start, end, bytes) rewriting the start tag ``start`` with ``marks`` set."""
+    tag = _markup(data, start.start, start.end)
+    close = "/>" if tag.endswith("/>") else ">"
+    return start.start, start.end, f"<{start.qname}{_with_marks(start, marks)}{close}".encode(
+        encoding, "xmlcharrefreplace")
+
+
+def _target_edit(unit: _Unit, content: str, encoding: str,
+                 marks: Sequence[tuple[str, str]]) -> tuple[int, int, bytes]:
     """(start, end, bytes) replacing ``unit``'s empty target, or inserting one after its
-    source, with ``content`` marked for review, in ``encoding`` (a character it lacks as a
-    character reference)."""
+    source, with ``content``, its attributes ``marks`` set (1.2: marked for review), in
+    ``encoding`` (a character it lacks as a character reference)."""
     prefix = unit.qname.rpartition(":")[0]
     qname = f"{prefix}:target" if prefix else "target"
-    kept = [(k, v) for k, v in _attributes(unit.target).items()
-            if k not in (STATE[0], STATE_QUALIFIER[0])] if unit.target else []
-    attributes = "".join(f" {k}={quoteattr(v)}" for k, v in [*kept, STATE, STATE_QUALIFIER])
+    attributes = _with_marks(unit.target, marks) if unit.target else "".join(
+        f" {k}={quoteattr(v)}" for k, v in marks)
     element = f"<{qname}{attributes}>{content}</{qname}>"
     if unit.target is not None:
         return unit.target.start, unit.target_end, element.encode(encoding, "xmlcharrefreplace")
