@@ -30,7 +30,7 @@ import pytest
 from conftest import deadline, invoke
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_localisation import CATALOGUE, XLIFF, shout, shout_xml
+from test_localisation import CATALOGUE, XLIFF, XLIFF2, shout, shout_xml
 
 from nmt.api import translate_file
 from nmt.config import DecodeConfig
@@ -502,6 +502,49 @@ def test_a_mutated_xliff_file_is_filled_well_formed_or_refused_in_one_line(
     # the new targets and the empty ones they replace aside, every byte as it was
     assert _NEW_OR_EMPTY_TARGET.sub("", written.decode("utf-8")) == \
         _NEW_OR_EMPTY_TARGET.sub("", data.decode("utf-8"))
+
+
+XLF2 = XLIFF2.replace("<source>Open the file.</source>",
+                      "<source>Save %s to <pc id='7'>/tmp/x</pc> with {name}</source>")
+XLF2_JUNK = [
+    "<", "</segment>", '<segment id="9">', "<segment state='final'>", "<source>", "</source>",
+    "<target/>", "<target></target>", "<target> </target>", "<pc id='1'>", "</pc>",
+    '<ph id="3"/>', '<sc id="4"/>', '<ec startRef="4"/>', "<mrk id='5' translate='no'>",
+    "</mrk>", "<ignorable><source> </source></ignorable>", "</unit>", '<unit id="9">',
+    '<unit id="8" translate="no">', "&", "&amp;", "&#0;", "<![CDATA[ x < y ]]>", "<!-- -->",
+    '<xliff version="1.2">', '<xliff version="2.1">', "<segment subState='x:y'>", "%s", "{0",
+]
+XLF2_MUTATIONS = mutations(XLF2_JUNK, [
+    st.tuples(st.just("encoding"), st.sampled_from(["utf-8", "ascii", "UTF-16", "latin1", "x"])),
+])
+_SEGMENT_START = re.compile(r"<(?:\w+:)?segment\b[^>]*>")
+_FILLED_TARGET = re.compile(  # the target in a segment nmt marked
+    r"(<(?:\w+:)?segment\b[^>]*subState=\"nmt:mt\"[^>]*>(?:(?!</?(?:\w+:)?segment\b).)*?)"
+    r"\s*<(?:\w+:)?target\b[^>]*>.*?</(?:\w+:)?target>", re.DOTALL)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=FIXTURE)
+@given(st.lists(XLF2_MUTATIONS, max_size=3), st.sampled_from([None, b"earlier\n"]),
+       st.sampled_from([(shout_xml, "repair"), (shout_xml, "strict"), (lose_spans, "repair")]))
+def test_a_mutated_xliff2_file_is_filled_well_formed_or_refused_in_one_line(
+        tmp_path: Path, edits: list[tuple[Any, ...]], previous: bytes | None,
+        engine: tuple[Callable[[Sequence[str]], list[str]], str]) -> None:
+    from xml.parsers import expat
+
+    data = mutated(XLF2, edits)
+    source, out, result = run_mutated(tmp_path, "xlf", data, previous, Fake(*engine))
+    if isinstance(result, NmtError):
+        return
+    written = out.read_bytes()
+    expat.ParserCreate().Parse(written, True)  # well-formed
+    # the new targets, the empty ones they replace and the segments' start tags (where nmt
+    # marks what it filled) aside, every byte as it was
+
+    def rest(text: bytes) -> str:
+        unfilled = _FILLED_TARGET.sub(r"\1", text.decode("utf-8"))
+        return _SEGMENT_START.sub("<segment>", _NEW_OR_EMPTY_TARGET.sub("", unfilled))
+
+    assert rest(written) == rest(data)
 
 
 # --- glossaries --------------------------------------------------------------------------------
