@@ -522,8 +522,27 @@ def test_xliff_wrapping_tags_nest_as_elements_do(tmp_path: Path) -> None:
     assert "n3" not in targets(crossed) and filled.left == 1
 
 
+def test_xliff_inline_tag_written_over_lines_travels_whole(tmp_path: Path) -> None:
+    """A string is translated a line at a time; an inline element written over two lines (its
+    attributes wrapped) reaches the translator on one, and the target has it as written."""
+    tag = '<x id="2"\n             ctype="image"/>'
+    text = XLIFF.replace("<source>Open the file</source>",
+                         f"<source>Where is {tag} the station?</source>")
+    seen: list[str] = []
+
+    def translate(texts: list[str]) -> list[str]:
+        seen.extend(texts)
+        return shout_xml(texts)
+
+    written, filled = fill_xliff(tmp_path, text, translate)
+    assert filled.left == 0, filled.messages
+    assert 'Where is <x id="2" ctype="image"/> the station?' in seen
+    assert f"WHERE IS {tag} THE STATION?</target>" in written
+
+
 _ATOMIC = ['<x id="1"/>', '<ph id="2">&lt;b&gt;</ph>', '<g id="3"/>', '<mrk mtype="x"/>',
-           '<bpt id="4">&lt;i&gt;</bpt>', '<ept id="4">&lt;/i&gt;</ept>', '<bx id="5"/>']
+           '<bpt id="4">&lt;i&gt;</bpt>', '<ept id="4">&lt;/i&gt;</ept>', '<bx id="5"/>',
+           '<x id="6"\n   ctype="image"/>', '<ph id="7">&lt;b\n&gt;</ph>']  # over two lines
 
 
 @st.composite
@@ -533,7 +552,7 @@ def inline_content(draw: st.DrawFn, depth: int = 0) -> str:
     from xml.sax.saxutils import escape
 
     def wrapped(name: str) -> st.SearchStrategy[str]:
-        attribute = ' id="9"' if name == "g" else ' mtype="term"'
+        attribute = ' id="9"' if name == "g" else ' mtype="term"\n     '
         return inline_content(depth + 1).map(lambda inner: f"<{name}{attribute}>{inner}</{name}>")
 
     text = st.text(st.sampled_from("ab é<>&\"'"), min_size=1, max_size=6).map(escape)
@@ -637,7 +656,7 @@ def test_xliff2_lost_tags_leave_the_segment(tmp_path: Path) -> None:
 
 _ATOMIC2 = ['<ph id="1"/>', '<sc id="2"/>', '<ec startRef="2"/>', '<cp hex="0009"/>',
             '<pc id="3"/>', '<mrk id="4" translate="no">keep &lt;me&gt;</mrk>', '<sm id="5"/>',
-            '<em startRef="5"/>']
+            '<em startRef="5"/>', '<ph id="6"\n   dataRef="d1"/>']
 
 
 @st.composite

@@ -115,7 +115,8 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
                                    "(<seg-source>), which nmt does not fill; left untranslated")
             report.left += 1
     todo = [u for u in units if not u.segmented]
-    sources = ["".join(text for _, text in u.pieces) for u in todo]
+    sources = ["".join(text if kind == "text" else _flat(text) for kind, text in u.pieces)
+               for u in todo]
     edits: list[tuple[int, int, bytes]] = []
     for unit, source, out in zip(todo, sources, translate_texts(translate, sources),
                                  strict=True):
@@ -273,20 +274,28 @@ def _markup(data: bytes, start: int, end: int) -> str:
     return data[start:end].decode("utf-8")
 
 
+def _flat(markup: str) -> str:
+    """An inline element as the translator is given it: each run of whitespace one space, so
+    that one written over several lines (``<x id="2"\n ctype="image"/>``) is not cut into
+    the lines a string is translated by. The target gets it as the source wrote it."""
+    return " ".join(markup.split()) if "\n" in markup or "\r" in markup else markup
+
+
 def _content(translation: str, pieces: list[tuple[str, str]]) -> str | None:
     """The target's content for ``translation`` of a source made of ``pieces``: its text
-    escaped, its inline tags as the source wrote them; None when the translation lost, added
-    or badly nested a tag."""
-    inline = {markup: kind for kind, markup in pieces if kind != "text"}
+    escaped, its inline tags as the source wrote them (given to the translator :func:`_flat`);
+    None when the translation lost, added or badly nested a tag."""
+    inline = {_flat(markup): (kind, markup) for kind, markup in pieces if kind != "text"}
     if not inline:
         return escape(translation)
     split = re.split("(" + "|".join(map(re.escape, sorted(inline, key=len, reverse=True)))
                      + ")", translation)
-    wrapping = [m for m in split[1::2] if inline[m] in ("open", "close")]
+    wrapping = [m for m in split[1::2] if inline[m][0] in ("open", "close")]
     if tags.unpaired(wrapping) or Counter(split[1::2]) != Counter(
-            m for k, m in pieces if k != "text"):
+            _flat(m) for k, m in pieces if k != "text"):
         return None
-    return "".join(piece if i % 2 else escape(piece) for i, piece in enumerate(split))
+    return "".join(inline[piece][1] if i % 2 else escape(piece)
+                   for i, piece in enumerate(split))
 
 
 def _with_marks(event: _Event, marks: Sequence[tuple[str, str]]) -> str:
