@@ -97,6 +97,37 @@ def test_empty_and_blank_lines_never_reach_the_engine() -> None:
         "", "   ", "\t \t", "42", "--", " ... "]
 
 
+RULES = SpanRules(parse("default"))
+
+
+def protected(text: str) -> list[tuple[int, int]]:
+    return [(s.start, s.end) for s in RULES.find(text)]
+
+
+# spans with runs of spaces inside, which cut a line into segments anywhere else
+SPACED_SPANS = ['<a  href="https://example.org/">', '<img   src="a.png"/>',
+                "{n, plural,  one {# file}  other {# files}}", "</a>", "%s"]
+
+
+def test_no_segment_ends_inside_a_span() -> None:
+    line = 'Where is <a  href="https://example.org/">the station</a>?  Next column'
+    assert lay_out([line], SPLIT, protected).segments == [
+        'Where is <a  href="https://example.org/">the station</a>?', "Next column"]
+    assert lay_out([line], SPLIT).segments[0] == "Where is <a"  # without the spans named
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(PIECES, st.sampled_from(SPACED_SPANS)), max_size=14).map("".join),
+       st.booleans())
+def test_every_span_reaches_the_engine_whole(line: str, split: bool) -> None:
+    layout = lay_out([line], SPLIT if split else None, protected)
+    pieces = [layout.segments[p] if isinstance(p, int) else p for p in layout.lines[0]]
+    for a, b in protected(line):
+        if line[a:b].strip() == line[a:b] and " " in line[a:b]:
+            assert any(line[a:b] in piece for piece in pieces), (line, pieces)
+    assert layout.join(layout.segments) == [line]
+
+
 def test_a_paragraph_is_translated_a_sentence_at_a_time() -> None:
     sentences = ["Dr. Smith paid $3.50 for it.", "He said \"Stop.\"", "Wait...", "Why?"] * 25
     line = " ".join(sentences)

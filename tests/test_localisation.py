@@ -522,6 +522,38 @@ def test_xliff_wrapping_tags_nest_as_elements_do(tmp_path: Path) -> None:
     assert "n3" not in targets(crossed) and filled.left == 1
 
 
+def test_po_a_tag_or_icu_block_written_over_lines_reaches_the_translator_whole(
+        tmp_path: Path) -> None:
+    """A string is translated a line at a time; a tag or an ICU block written over two lines
+    goes on one (a space for the break, as HTML and ICU read it), not cut in halves that are
+    no span."""
+    text = HEADER + r'''
+msgid ""
+"Where is <a\n"
+"   href=\"https://example.org/\">the station</a>?\n"
+"Next line."
+msgstr ""
+
+msgid ""
+"{n, plural,\n"
+"  one {# file} other {# files}} deleted"
+msgstr ""
+'''
+    seen: list[str] = []
+
+    def translate(texts: list[str]) -> list[str]:
+        seen.extend(texts)
+        return shout_xml(texts)
+
+    written, filled = fill_po(tmp_path, text, translate)
+    assert filled.filled == 2 and filled.left == 0, filled.messages
+    assert seen == ['Where is <a href="https://example.org/">the station</a>?', "Next line.",
+                    "{n, plural, one {# file} other {# files}} deleted"]
+    got = {e.msgid: e.msgstr for e in polib.pofile(written)}
+    assert got['Where is <a\n   href="https://example.org/">the station</a>?\nNext line.'] == \
+        'WHERE IS <a href="https://example.org/">THE STATION</a>?\nNEXT LINE.'
+
+
 def test_xliff_inline_tag_written_over_lines_travels_whole(tmp_path: Path) -> None:
     """A string is translated a line at a time; an inline element written over two lines (its
     attributes wrapped) reaches the translator on one, and the target has it as written."""

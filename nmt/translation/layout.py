@@ -10,7 +10,9 @@ in one place (:func:`lay_out`):
    kept as written. A line of only whitespace, and an empty line, come back unchanged.
 2. **Segments**: inside a line, a run of whitespace that is anything but one ordinary space
    (two or more spaces, a tab, or any run holding an escaped ``\\n`` or ``\\t``: the
-   two characters of a software string, not preceded by another backslash) separates segments.
+   two characters of a software string, not preceded by another backslash) separates segments,
+   unless it stands inside a protected span where the caller names them (``<a  href="...">``,
+   ``{n, plural,  one {# file}  other {# files}}``: cut apart, no half is the span).
    Each segment is translated on its own and the run is put back as written, so the columns
    of ``  -f, --force        do not prompt`` stay aligned and ``Usage:\\n  nmt [OPTIONS]``
    keeps its escapes. One space (U+0020, or another space character such as U+00A0 before a
@@ -47,6 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 Splitter = Callable[[str], list[str]]  # a segment -> its sentences, in order
+Protected = Callable[[str], Sequence[tuple[int, int]]]  # a text -> its spans (start, end)
 Engine = Callable[[list[str]], list[str]]  # a batch of sentences -> their translations
 
 # whitespace, or an escaped \n or \t that no backslash escapes in turn
@@ -131,9 +134,10 @@ def _ends_wide(sentence: str) -> bool:
         last).startswith("P")
 
 
-def lay_out(lines: Sequence[str], split: Splitter | None = None) -> Layout:
+def lay_out(lines: Sequence[str], split: Splitter | None = None,
+            protected: Protected | None = None) -> Layout:
     """Cut ``lines`` by the rule of this module; ``split`` cuts a segment into sentences (None:
-    a segment is translated whole)."""
+    a segment is translated whole); no segment ends inside a span ``protected`` finds."""
     layout = Layout()
     for number, line in enumerate(lines):
         parts: list[str | int] = []
@@ -152,9 +156,11 @@ def lay_out(lines: Sequence[str], split: Splitter | None = None) -> Layout:
             layout.line_of.append(number)
 
         start = 0
+        spans = protected(line) if protected is not None and _RUN.search(line) else ()
         for run in _RUN.finditer(line):
             at_end = run.start() == 0 or run.end() == len(line)
-            if not (at_end or _separates(run.group())):
+            if not (at_end or _separates(run.group())) or any(
+                    a < run.start() and run.end() < b for a, b in spans):
                 continue
             for text, is_sentence in _sentences(line[start:run.start()], split):
                 (translate if is_sentence else keep)(text)
@@ -193,16 +199,15 @@ def _sentences(segment: str, split: Splitter | None) -> list[tuple[str, bool]]:
 
 
 def translate_laid_out(lines: Sequence[str], translate: Engine,
-                       split: Splitter | None = None) -> list[str]:
+                       split: Splitter | None = None,
+                       protected: Protected | None = None) -> list[str]:
     """``lines`` translated by ``translate`` (one call, every segment of every line) and laid
     out as the source (see the module docstring)."""
-    layout = lay_out(lines, split)
+    layout = lay_out(lines, split, protected)
     return layout.join(translate(layout.segments) if layout.segments else [])
 
 
-def sentence_splitter(lang: str | None,
-                      keep: Callable[[str], Sequence[tuple[int, int]]] | None = None
-                      ) -> Splitter:
+def sentence_splitter(lang: str | None, keep: Protected | None = None) -> Splitter:
     """The sentences of a text in ``lang`` (an ISO 639 code), by sentencex: its rules for the
     language (abbreviations, decimals, quotes), through its fallback chain for a language it
     has no rules of its own for (``"gsw"`` -> German's), else its language-independent

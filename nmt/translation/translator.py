@@ -259,7 +259,8 @@ class StreamTranslator:
         guard = self.spans
         keep = None if guard is None else (
             lambda text: [(s.start, s.end) for s in guard.rules.find(text)])
-        layout = lay_out(lines, sentence_splitter(self.source_lang, keep) if split else None)
+        layout = lay_out(lines, sentence_splitter(self.source_lang, keep) if split else None,
+                         keep)
 
         def hook(i: int, n: int, limit: int) -> None:
             if on_truncate is not None:
