@@ -58,6 +58,9 @@ def spans_of(text: str) -> Counter[str]:
     ("Tell %s", "Dis à les⁇", "Dis à les%s", 0),  # letters alone: the word's own
     ("Tell %s to call me.", "Dis à % s de m'appeler.", "Dis à %s de m'appeler.", 0),
     ("Hello {name}!", "Bonjour { name } !", "Bonjour {name} !", 0),
+    # an invented option in a lost one's place, apart from what its copy was not glued to
+    ("--build-id[=STYLE]  Generate a note", "--idid-id=STLE] Génère une note",
+     "--build-id STLE] Génère une note", 0),
     ("Tell %s to call me.", "Dis à ⁇ s de m'appeler.", "Dis à %s de m'appeler.", 0),
     ("Click <b>Save</b>", "Cliquez ⁇ b ⁇ Enregistrer < / b >", "Cliquez <b> Enregistrer </b>",
      0),

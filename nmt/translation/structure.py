@@ -353,7 +353,11 @@ def _in_place(output: str, lost: list[Span], extra: list[Span], moved: Sequence[
 
     def place(start: int, end: int, span: Span) -> None:
         nonlocal restored
-        edits.append((start, end, span.text))
+        text = span.text  # apart from a word the copy was not glued to (``--idid-id=STLE]``:
+        if (text[-1:].isalnum() and output[end:end + 1].isalnum()  # ``--build-id STLE]``)
+                and not output[end - 1:end].isalnum()):
+            text += " "
+        edits.append((start, end, text))
         taken.append((start, end))
         lost.remove(span)
         restored += 1
