@@ -87,6 +87,7 @@ GOLDEN = [
     ("%lu bytes written (100%% done)", ["%lu", "%%"]),
     ("`%s' is not a directory", ["%s"]),
     ("%pB: %pA: relocation against %p overflows", ["%pB", "%pA", "%p"]),  # binutils' pointers
+    ("common of %pTrimage", ["%pT"]),  # capitals only: a word glued after it is not its
     # Python
     ("Hello {name}, you have {count:d} new messages", ["{name}", "{count:d}"]),
     ("{0!r:>10} is not {user.name} nor {items[0]}", ["{0!r:>10}", "{user.name}", "{items[0]}"]),
