@@ -130,7 +130,7 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
             continue
         edits.append(_target_edit(unit, content or "", encoding, version.target_marks))
         if version.unit_marks and unit.start is not None:
-            edits.append(_marked(unit.start, data, version.unit_marks, encoding))
+            edits.append(_marked(unit.start, version.unit_marks, encoding))
         report.filled += 1
     for start, end, new in sorted(edits, reverse=True):
         data = data[:start] + new + data[end:]
@@ -298,20 +298,19 @@ def _content(translation: str, pieces: list[tuple[str, str]]) -> str | None:
                    for i, piece in enumerate(split))
 
 
-def _with_marks(event: _Event, marks: Sequence[tuple[str, str]]) -> str:
-    """The attributes of ``event`` with ``marks`` set (in place of any of the same name), as
-    written in a start tag."""
+def _with_marks(event: _Event | None, marks: Sequence[tuple[str, str]]) -> str:
+    """The attributes of ``event`` (None: none) with ``marks`` set (in place of any of the
+    same name), as written in a start tag."""
     names = {k for k, _ in marks}
-    kept = [(k, v) for k, v in _attributes(event).items() if k not in names]
+    kept = [(k, v) for k, v in (_attributes(event) if event else {}).items() if k not in names]
     return "".join(f" {k}={quoteattr(v)}" for k, v in [*kept, *marks])
 
 
-def _marked(start: _Event, data: bytes, marks: Sequence[tuple[str, str]],
+def _marked(start: _Event, marks: Sequence[tuple[str, str]],
             encoding: str) -> tuple[int, int, bytes]:
-    """(start, end, bytes) rewriting the start tag ``start`` with ``marks`` set."""
-    tag = _markup(data, start.start, start.end)
-    close = "/>" if tag.endswith("/>") else ">"
-    return start.start, start.end, f"<{start.qname}{_with_marks(start, marks)}{close}".encode(
+    """(start, end, bytes) rewriting the start tag ``start`` of a unit nmt filled (never an
+    empty element: it holds the source) with ``marks`` set."""
+    return start.start, start.end, f"<{start.qname}{_with_marks(start, marks)}>".encode(
         encoding, "xmlcharrefreplace")
 
 
@@ -322,9 +321,7 @@ def _target_edit(unit: _Unit, content: str, encoding: str,
     ``encoding`` (a character it lacks as a character reference)."""
     prefix = unit.qname.rpartition(":")[0]
     qname = f"{prefix}:target" if prefix else "target"
-    attributes = _with_marks(unit.target, marks) if unit.target else "".join(
-        f" {k}={quoteattr(v)}" for k, v in marks)
-    element = f"<{qname}{attributes}>{content}</{qname}>"
+    element = f"<{qname}{_with_marks(unit.target, marks)}>{content}</{qname}>"
     if unit.target is not None:
         return unit.target.start, unit.target_end, element.encode(encoding, "xmlcharrefreplace")
     return unit.insert_at, unit.insert_at, (unit.indent + element).encode(encoding,
