@@ -156,11 +156,13 @@ def lay_out(lines: Sequence[str], split: Splitter | None = None,
             layout.line_of.append(number)
 
         start = 0
-        spans = protected(line) if protected is not None and _RUN.search(line) else ()
-        for run in _RUN.finditer(line):
-            at_end = run.start() == 0 or run.end() == len(line)
-            if not (at_end or _separates(run.group())) or any(
-                    a < run.start() and run.end() < b for a, b in spans):
+        cuts = [run for run in _RUN.finditer(line)
+                if run.start() == 0 or run.end() == len(line) or _separates(run.group())]
+        # the spans are looked for only where a run inside the line would cut it
+        inner = any(0 < run.start() and run.end() < len(line) for run in cuts)
+        spans = protected(line) if protected is not None and inner else ()
+        for run in cuts:
+            if any(a < run.start() and run.end() < b for a, b in spans):
                 continue
             for text, is_sentence in _sentences(line[start:run.start()], split):
                 (translate if is_sentence else keep)(text)

@@ -192,13 +192,13 @@ class SpanGuard:
                              f"{self.markup!r}")
 
 
-def only_spans(source: str, rules: SpanRules) -> bool:
-    """Whether ``source`` holds spans and no letter of any script outside them: ``%s``,
-    ``%s: %s``, ``--help``, ``{name}``, ``<b>%d</b>``, a URL or a glossary term alone. A
-    translator copies such a string as it is; a model given ``%s`` alone invents a sentence
-    around it (``Assignez-vous ! %s``), and no repair removes words."""
+def only_spans(source: str, spans: Sequence[Span]) -> bool:
+    """Whether ``source`` holds spans (``spans``, its spans in order) and no letter of any
+    script outside them: ``%s``, ``%s: %s``, ``--help``, ``{name}``, ``<b>%d</b>``, a URL or
+    a glossary term alone. A translator copies such a string as it is; a model given ``%s``
+    alone invents a sentence around it (``Assignez-vous ! %s``), and no repair removes words."""
     outside, at = [], 0
-    for span in rules.find(source):
+    for span in spans:
         outside.append(source[at:span.start])
         at = max(at, span.end)
     return at > 0 and not any(ch.isalpha() for ch in "".join(outside) + source[at:])
@@ -247,11 +247,12 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
     (:func:`only_spans`) is its own translation, as written: it never reaches the engine."""
     if guard is None or guard.mode == "off":
         return translate(list(sources))
-    copied = {i for i, s in enumerate(sources) if only_spans(s, guard.rules)}
+    found = [guard.rules.find(s) for s in sources]
+    copied = {i for i, s in enumerate(sources) if only_spans(s, found[i])}
     bare = [without_tags(s, guard.rules) if guard.markup == "place" and i not in copied else s
             for i, s in enumerate(sources)]
-    bare = [b if len(guard.rules.find(s)) <= MAX_SPANS else s  # not repaired: as written
-            for s, b in zip(sources, bare, strict=True)]
+    bare = [b if len(spans) <= MAX_SPANS else s  # not repaired: as written
+            for s, b, spans in zip(sources, bare, found, strict=True)]
     asked = [i for i in range(len(sources)) if i not in copied]
     outputs = list(sources)  # a copied source is its own output, checked as any other
     for i, output in zip(asked, translate([bare[i] for i in asked]) if asked else [],
