@@ -577,20 +577,25 @@ _ATOMIC = ['<x id="1"/>', '<ph id="2">&lt;b&gt;</ph>', '<g id="3"/>', '<mrk mtyp
            '<x id="6"\n   ctype="image"/>', '<ph id="7">&lt;b\n&gt;</ph>']  # over two lines
 
 
+# the wrapping elements, with the attributes their start tags are written with
+_WRAPPING = {"g": ' id="9"', "mrk": ' mtype="term"\n     '}
+
+
 @st.composite
-def inline_content(draw: st.DrawFn, depth: int = 0) -> str:
-    """A source's content: text (escaped), inline tags that travel whole, and ``<g>`` or
-    ``<mrk>`` elements wrapping more of the same, two deep at most."""
+def inline_content(draw: st.DrawFn, atomic: Sequence[str] = tuple(_ATOMIC),
+                   wrapping: dict[str, str] = _WRAPPING, depth: int = 0) -> str:
+    """A source's content: text (escaped), inline tags that travel whole (``atomic``), and
+    ``wrapping`` elements (1.2: ``<g>``, ``<mrk>``) around more of the same, two deep at most."""
     from xml.sax.saxutils import escape
 
     def wrapped(name: str) -> st.SearchStrategy[str]:
-        attribute = ' id="9"' if name == "g" else ' mtype="term"\n     '
-        return inline_content(depth + 1).map(lambda inner: f"<{name}{attribute}>{inner}</{name}>")
+        return inline_content(atomic, wrapping, depth + 1).map(
+            lambda inner: f"<{name}{wrapping[name]}>{inner}</{name}>")
 
     text = st.text(st.sampled_from("ab é<>&\"'"), min_size=1, max_size=6).map(escape)
-    piece = text | st.sampled_from(_ATOMIC)
+    piece = text | st.sampled_from(atomic)
     if depth < 2:
-        piece = piece | wrapped("g") | wrapped("mrk")
+        piece = st.one_of(piece, *(wrapped(name) for name in wrapping))
     return "".join(draw(st.lists(piece, min_size=1, max_size=4)))
 
 
@@ -689,27 +694,12 @@ def test_xliff2_lost_tags_leave_the_segment(tmp_path: Path) -> None:
 _ATOMIC2 = ['<ph id="1"/>', '<sc id="2"/>', '<ec startRef="2"/>', '<cp hex="0009"/>',
             '<pc id="3"/>', '<mrk id="4" translate="no">keep &lt;me&gt;</mrk>', '<sm id="5"/>',
             '<em startRef="5"/>', '<ph id="6"\n   dataRef="d1"/>']
-
-
-@st.composite
-def inline_content2(draw: st.DrawFn, depth: int = 0) -> str:
-    """An XLIFF 2 source's content: text, inline elements that travel whole, and ``<pc>`` or
-    ``<mrk>`` wrapping more of the same, two deep at most."""
-    from xml.sax.saxutils import escape
-
-    def wrapped(name: str) -> st.SearchStrategy[str]:
-        return inline_content2(depth + 1).map(lambda inner: f'<{name} id="w">{inner}</{name}>')
-
-    text = st.text(st.sampled_from("ab é<>&\"'"), min_size=1, max_size=6).map(escape)
-    piece = text | st.sampled_from(_ATOMIC2)
-    if depth < 2:
-        piece = piece | wrapped("pc") | wrapped("mrk")
-    return "".join(draw(st.lists(piece, min_size=1, max_size=4)))
+_WRAPPING2 = {"pc": ' id="w"', "mrk": ' id="w"'}
 
 
 @settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(inline_content2(), min_size=1, max_size=4))
+@given(st.lists(inline_content(_ATOMIC2, _WRAPPING2), min_size=1, max_size=4))
 def test_xliff2_inline_markup_of_any_shape_comes_back_as_written(tmp_path: Path,
                                                                 contents: list[str]) -> None:
     units = "".join(f'<unit id="u{i}"><segment><source>Word {c}</source></segment></unit>\n'

@@ -491,17 +491,24 @@ _NEW_OR_EMPTY_TARGET = re.compile(
 def test_a_mutated_xliff_file_is_filled_well_formed_or_refused_in_one_line(
         tmp_path: Path, edits: list[tuple[Any, ...]], previous: bytes | None,
         engine: tuple[Callable[[Sequence[str]], list[str]], str]) -> None:
+    # the new targets and the empty ones they replace aside, every byte as it was
+    filled_well_formed_or_refused(tmp_path, mutated(XLF, edits), previous, engine,
+                                  lambda text: _NEW_OR_EMPTY_TARGET.sub("", text.decode("utf-8")))
+
+
+def filled_well_formed_or_refused(tmp_path: Path, data: bytes, previous: bytes | None,
+                                  engine: tuple[Callable[[Sequence[str]], list[str]], str],
+                                  rest: Callable[[bytes], str]) -> None:
+    """The XLIFF document ``data`` filled: refused in one line (:func:`run_mutated`), or
+    written well-formed with ``rest`` of it (what nmt does not write) as it was."""
     from xml.parsers import expat
 
-    data = mutated(XLF, edits)
     source, out, result = run_mutated(tmp_path, "xlf", data, previous, Fake(*engine))
     if isinstance(result, NmtError):
         return
     written = out.read_bytes()
     expat.ParserCreate().Parse(written, True)  # well-formed
-    # the new targets and the empty ones they replace aside, every byte as it was
-    assert _NEW_OR_EMPTY_TARGET.sub("", written.decode("utf-8")) == \
-        _NEW_OR_EMPTY_TARGET.sub("", data.decode("utf-8"))
+    assert rest(written) == rest(data)
 
 
 XLF2 = XLIFF2.replace("<source>Open the file.</source>",
@@ -529,14 +536,6 @@ _FILLED_TARGET = re.compile(  # the target in a segment nmt marked
 def test_a_mutated_xliff2_file_is_filled_well_formed_or_refused_in_one_line(
         tmp_path: Path, edits: list[tuple[Any, ...]], previous: bytes | None,
         engine: tuple[Callable[[Sequence[str]], list[str]], str]) -> None:
-    from xml.parsers import expat
-
-    data = mutated(XLF2, edits)
-    source, out, result = run_mutated(tmp_path, "xlf", data, previous, Fake(*engine))
-    if isinstance(result, NmtError):
-        return
-    written = out.read_bytes()
-    expat.ParserCreate().Parse(written, True)  # well-formed
     # the new targets, the empty ones they replace and the segments' start tags (where nmt
     # marks what it filled) aside, every byte as it was
 
@@ -544,7 +543,7 @@ def test_a_mutated_xliff2_file_is_filled_well_formed_or_refused_in_one_line(
         unfilled = _FILLED_TARGET.sub(r"\1", text.decode("utf-8"))
         return _SEGMENT_START.sub("<segment>", _NEW_OR_EMPTY_TARGET.sub("", unfilled))
 
-    assert rest(written) == rest(data)
+    filled_well_formed_or_refused(tmp_path, mutated(XLF2, edits), previous, engine, rest)
 
 
 # --- glossaries --------------------------------------------------------------------------------
