@@ -438,9 +438,9 @@ XLIFF = '''<?xml version="1.0" encoding="UTF-8"?>
 
 
 def shout_xml(texts: Sequence[str]) -> list[str]:
-    """The fake translator for XLIFF: text in capitals, inline tags as written."""
-    return [re.sub(r"(<ph[^>]*>.*?</ph>|<[^>]*>)|([^<]+)", lambda m: m[1] or m[2].upper(), t)
-            for t in texts]
+    """The fake translator for XLIFF: text in capitals, tags as written (as a model keeps
+    tags and translates everything else)."""
+    return [re.sub(r"(<[^>]*>)|([^<]+)", lambda m: m[1] or m[2].upper(), t) for t in texts]
 
 
 def fill_xliff(tmp_path: Path, text: str, translate: Callable[[list[str]], list[str]]
@@ -572,9 +572,45 @@ def test_xliff_inline_tag_written_over_lines_travels_whole(tmp_path: Path) -> No
     assert f"WHERE IS {tag} THE STATION?</target>" in written
 
 
+def test_xliff_native_code_and_protected_text_reach_the_translator_as_empty_elements(
+        tmp_path: Path) -> None:
+    """What an inline element that travels whole holds (native code, ``&lt;b class="x"&gt;``;
+    text marked not to translate) is not given to the translator, which would garble it: it
+    gets an empty element of the same name and attributes, and the target has the element as
+    written. Two different elements of one form are told apart."""
+    sources = ['Click <ph id="1">&lt;a href="x"&gt;</ph>here<ph id="2">&lt;/a&gt;</ph> now',
+               'Run <mrk mtype="protected">Acme &amp; Co</mrk> first',
+               '<bpt id="1">&lt;b&gt;</bpt>Bold<ept id="1">&lt;/b&gt;</ept> and'
+               ' <ph id="3">&lt;i&gt;</ph>x<ph id="3">&lt;u&gt;</ph> y']
+    text = XLIFF.replace("    </body>", "".join(
+        f'<trans-unit id="n{i}"><source>{s}</source></trans-unit>\n'
+        for i, s in enumerate(sources)) + "    </body>")
+    seen: list[str] = []
+
+    def translate(texts: list[str]) -> list[str]:  # reorders the last unit's two <ph id="3">
+        seen.extend(texts)
+        return [t.replace('<ph id="3"/>X<ph id="3" nmt-n="2"/>', '<ph id="3" nmt-n="2"/>X'
+                          '<ph id="3"/>') for t in shout_xml(texts)]
+
+    written, filled = fill_xliff(tmp_path, text, translate)
+    assert filled.left == 0, filled.messages
+    assert seen[-3:] == ['Click <ph id="1"/>here<ph id="2"/> now',
+                         'Run <mrk mtype="protected"/> first',
+                         '<bpt id="1"/>Bold<ept id="1"/> and <ph id="3"/>x<ph id="3" nmt-n="2"/>'
+                         ' y']
+    got = targets(written)
+    assert got["n0"] == ('CLICK <ph id="1">&lt;a href="x"&gt;</ph>HERE<ph id="2">&lt;/a&gt;</ph>'
+                         " NOW|needs-review-translation")
+    assert got["n1"] == 'RUN <mrk mtype="protected">Acme &amp; Co</mrk> FIRST|' \
+        "needs-review-translation"
+    assert got["n2"].startswith('<bpt id="1">&lt;b&gt;</bpt>BOLD<ept id="1">&lt;/b&gt;</ept> AND '
+                                '<ph id="3">&lt;u&gt;</ph>X<ph id="3">&lt;i&gt;</ph> Y|')
+
+
 _ATOMIC = ['<x id="1"/>', '<ph id="2">&lt;b&gt;</ph>', '<g id="3"/>', '<mrk mtype="x"/>',
            '<bpt id="4">&lt;i&gt;</bpt>', '<ept id="4">&lt;/i&gt;</ept>', '<bx id="5"/>',
-           '<x id="6"\n   ctype="image"/>', '<ph id="7">&lt;b\n&gt;</ph>']  # over two lines
+           '<x id="6"\n   ctype="image"/>', '<ph id="7">&lt;b\n&gt;</ph>',  # over two lines
+           '<ph id="2">&lt;i&gt;</ph>', '<mrk mtype="protected">Acme &amp; Co</mrk>']
 
 
 # the wrapping elements, with the attributes their start tags are written with
@@ -606,12 +642,15 @@ def test_xliff_inline_markup_of_any_shape_comes_back_as_written(tmp_path: Path,
                                                                contents: list[str]) -> None:
     """Whatever inline markup a source holds (nested ``<g>``, empty ones, ``<x/>``, ``<ph>``,
     ``<bpt>``, escaped text), a translator that gives back what it was given fills every unit
-    with the source's content, byte for byte."""
+    with the source's content, byte for byte; it was given none of what the elements that
+    travel whole hold."""
     units = "".join(f'<trans-unit id="u{i}"><source>Word {c}</source></trans-unit>\n'
                     for i, c in enumerate(contents))
     text = XLIFF.replace("    </body>", units + "    </body>")
-    written, filled = fill_xliff(tmp_path, text, list)
+    seen: list[str] = []
+    written, filled = fill_xliff(tmp_path, text, lambda ts: seen.extend(ts) or list(ts))
     assert filled.left == 0, filled.messages
+    assert not any("&lt;" in t or "Acme" in t for t in seen)
     for content in contents:
         assert (f'<source>Word {content}</source><target state="needs-review-translation" '
                 f'state-qualifier="mt-suggestion">Word {content}</target>') in written
@@ -657,18 +696,18 @@ MARKS2 = ' state="translated" subState="nmt:mt"'
 def test_xliff2_round_trip(tmp_path: Path) -> None:
     """XLIFF 2: segments filled (several in a unit, ignorables left), the segment marked
     translated by nmt, translate="no" inherited, an inline element marked translate="no"
-    kept whole, and every other byte as it was."""
+    given to the translator as an empty element and kept whole, and every other byte as it
+    was."""
     seen: list[str] = []
 
-    def translate(texts: list[str]) -> list[str]:  # as shout_xml, an element kept whole aside
+    def translate(texts: list[str]) -> list[str]:
         seen.extend(texts)
-        return [re.sub(r'(<mrk[^>]*translate="no"[^>]*>.*?</mrk>|<[^>]*>)|([^<]+)',
-                       lambda m: m[1] or m[2].upper(), t) for t in texts]
+        return shout_xml(texts)
 
     written, filled = fill_xliff(tmp_path, XLIFF2, translate)
     assert (filled.filled, filled.left) == (3, 0), filled.messages
     assert seen == ["Open the file.", 'Click <pc id="1">here</pc> to <ph id="2" dataRef="d1"/> '
-                    "go & wait.", 'Run <mrk id="m" translate="no">make</mrk> <sc id="3"/>'
+                    "go & wait.", 'Run <mrk id="m" translate="no"/> <sc id="3"/>'
                     'now<ec startRef="3"/>']
     expected = XLIFF2.replace('<segment id="s1">', f'<segment id="s1"{MARKS2}>').replace(
         "<source>Open the file.</source>", "<source>Open the file.</source>\n"
@@ -733,6 +772,9 @@ BILLION_LAUGHS = '''<?xml version="1.0"?>
     ("bad.xlf", '<xliff version="1.2"><file>\n<body></file></xliff>',
      r"line 2: not well-formed XML"),
     ("bad.xlf", '<xliff version="3.0"><file/></xliff>', r"not an XLIFF 1.x or 2.x document"),
+    ("bad.xlf", '<xliff version="2.0"><file><unit id="1"><segment>\n<segment><source>a</source>'
+     "</segment></segment></unit></file></xliff>",
+     r"line 2: a <segment> inside another \(from line 1\); not XLIFF"),
     ("bad.xlf", '<xliff><file/></xliff>', r"not an XLIFF 1.x or 2.x document"),
     ("bad.xlf", '<?xml version="1.0" encoding="ISO-8859-1"?><xliff version="1.2"/>',
      r"in ISO-8859-1; only UTF-8 XLIFF is read"),

@@ -13,10 +13,14 @@ Rules (what CAT tools such as OmegaT, Okapi and Trados expect of machine output)
   attributes.
 - Inline tags: ``<g>`` and ``<mrk>`` wrap text, so their start and end tags travel in the text
   given to the translator (an empty one, ``<g id="1"/>``, whole); ``<x/>``, ``<bx/>``,
-  ``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept>`` and ``<it>`` travel whole, as written. A
+  ``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept>`` and ``<it>`` travel whole, as written, and so
+  does a ``<mrk mtype="protected">`` (text not to translate). The translator is given an
+  element that travels whole as an empty one of its name and attributes (``<ph id="1"/>``
+  for ``<ph id="1">&lt;b class="x"&gt;</ph>``), as OmegaT shows its tags: the native code or
+  protected text inside is not text to translate, and a model would garble it. A
   translation must give back every one of them, with the wrapping tags well nested (as
   :func:`nmt.data.spans.tags.unpaired` pairs tags), or the unit is left untranslated and
-  reported.
+  reported; the target has each as the source wrote it.
 - Safety: the file is read whole within a bound (:func:`nmt.localisation.read_file`), and a
   document type declaration is refused, so no entity can be declared, let alone expanded
   (billion laughs, external entities). Only UTF-8 (or ASCII) files are read.
@@ -41,7 +45,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from xml.parsers import expat
 from xml.sax.saxutils import escape, quoteattr
 
@@ -83,6 +87,14 @@ class _Event:
     line: int = 0
 
 
+class _Piece(NamedTuple):
+    """A piece of a source's content: text, or an inline element's tags."""
+
+    kind: str  # text, open, close (a wrapping element's tags), or tag (travels whole)
+    markup: str  # as written (text as expat gives it: unescaped)
+    given: str  # what the translator is given for it
+
+
 @dataclass
 class _Unit:
     line: int
@@ -93,7 +105,7 @@ class _Unit:
     qname: str = ""  # of its <source>, for the target's prefix
     insert_at: int = 0  # after </source>
     indent: str = ""  # the whitespace before <source>
-    pieces: list[tuple[str, str]] = field(default_factory=list)  # (text|open|close|tag, ...)
+    pieces: list[_Piece] = field(default_factory=list)
     target: _Event | None = None  # the empty target to replace
     target_end: int = 0
 
@@ -104,7 +116,7 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
     (``language`` is not asked: an XLIFF file names its own target language)."""
     events = _events(data, name)
     version = VERSIONS[_check_root(events, name)]
-    units = _units(events, data, version)
+    units = _units(events, data, version, name)
     # what the targets are written in: a document declared ASCII stays ASCII (é as &#233;)
     encoding = "ascii" if any(e.kind == "declaration" and "ascii" in e.text
                               for e in events[:1]) else "utf-8"
@@ -115,8 +127,7 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
                                    "(<seg-source>), which nmt does not fill; left untranslated")
             report.left += 1
     todo = [u for u in units if not u.segmented]
-    sources = ["".join(text if kind == "text" else _flat(text) for kind, text in u.pieces)
-               for u in todo]
+    sources = ["".join(piece.given for piece in u.pieces) for u in todo]
     edits: list[tuple[int, int, bytes]] = []
     for unit, source, out in zip(todo, sources, translate_texts(translate, sources),
                                  strict=True):
@@ -181,15 +192,16 @@ def _events(data: bytes, name: str) -> list[_Event]:
     return events
 
 
-def _units(events: list[_Event], data: bytes, version: Version) -> list[_Unit]:
+def _units(events: list[_Event], data: bytes, version: Version, name: str) -> list[_Unit]:
     """The units (1.2's trans-units, 2's segments) of the document that have text to
-    translate and no translation."""
+    translate and no translation (one inside another is refused: the document is not XLIFF,
+    and which source a target would belong to is anyone's guess)."""
     units: list[_Unit] = []
     no_translate = [False]  # translate="no" of each open element, inherited
     unit: _Unit | None = None
     inside = ""  # "source" or "target" while in one
     depth = 0  # elements open inside it
-    atomic: int | None = None  # where an inline element travelling whole starts
+    atomic: _Event | None = None  # the start of an inline element travelling whole
     base = 0  # the depth it starts at
     for i, event in enumerate(events):
         if event.kind == "start":
@@ -198,13 +210,18 @@ def _units(events: list[_Event], data: bytes, version: Version) -> list[_Unit]:
         elif event.kind == "end":
             no_translate.pop()
         step = {"start": 1, "end": -1}.get(event.kind, 0)
-        if unit is None:
-            if event.kind == "start" and event.name == version.unit:
-                unit = _Unit(event.line, translate=not no_translate[-1], start=event)
+        if event.kind == "start" and event.name == version.unit:
+            if unit is not None:
+                raise DataError(f"{name}: line {event.line}: a <{event.qname}> inside another "
+                                f"(from line {unit.line}); not XLIFF")
+            unit = _Unit(event.line, translate=not no_translate[-1], start=event)
+        elif unit is None:
+            continue
         elif atomic is not None:  # inside <x/>, <ph>...</ph> in a source
             depth += step
             if depth == base:
-                unit.pieces.append(("tag", _markup(data, atomic, event.end)))
+                markup = _markup(data, atomic.start, event.end)
+                unit.pieces.append(_Piece("tag", markup, _stand_in(atomic, unit.pieces, markup)))
                 atomic = None
         elif inside and event.kind == "end" and depth == 0:  # </source>, </target>
             if inside == "source":
@@ -217,17 +234,17 @@ def _units(events: list[_Event], data: bytes, version: Version) -> list[_Unit]:
             depth += step
         elif inside == "source":
             if event.kind == "text":
-                unit.pieces.append(("text", event.text))
+                unit.pieces.append(_Piece("text", event.text, event.text))
             elif event.kind == "start" and (event.name not in version.wrapping
-                                            or _attributes(event).get("translate") == "no"):
-                atomic, base = event.start, depth
+                                            or _protected(event)):
+                atomic, base = event, depth
             elif event.kind in ("start", "end"):
                 markup = _markup(data, event.start, event.end)
                 if not markup:  # the end of ``<g id="1"/>``: it wraps nothing, travels whole
-                    unit.pieces[-1] = ("tag", unit.pieces[-1][1])
+                    unit.pieces[-1] = unit.pieces[-1]._replace(kind="tag")
                 else:
                     kind = "open" if event.kind == "start" else "close"
-                    unit.pieces.append((kind, markup))
+                    unit.pieces.append(_Piece(kind, markup, _flat(markup)))
             depth += step
         elif event.kind == "start" and event.name in ("source", "target"):
             inside, depth = event.name, 0
@@ -240,7 +257,7 @@ def _units(events: list[_Event], data: bytes, version: Version) -> list[_Unit]:
             unit.segmented = True
         elif event.kind == "end" and event.name == version.unit:
             if unit.translate and not unit.translated and \
-                    any(kind == "text" and text.strip() for kind, text in unit.pieces):
+                    any(p.kind == "text" and p.markup.strip() for p in unit.pieces):
                 units.append(unit)
             unit = None
     return units
@@ -281,20 +298,40 @@ def _flat(markup: str) -> str:
     return " ".join(markup.split()) if "\n" in markup or "\r" in markup else markup
 
 
-def _content(translation: str, pieces: list[tuple[str, str]]) -> str | None:
+def _protected(start: _Event) -> bool:
+    """Whether a wrapping element holds text not to translate: XLIFF 2's (and ITS')
+    ``translate="no"``, 1.2's ``<mrk mtype="protected">``."""
+    attributes = _attributes(start)
+    return attributes.get("translate") == "no" or attributes.get("mtype") == "protected"
+
+
+def _stand_in(start: _Event, pieces: Sequence[_Piece], markup: str) -> str:
+    """What the translator is given for the inline element ``markup`` that travels whole,
+    starting with ``start``: an empty element of its name and attributes, on one line (with
+    ``nmt-n="2"``, ``"3"``... where another element of the unit's ``pieces`` already has
+    that form)."""
+    form, n = f"<{start.qname}{_with_marks(start, ())}/>", 1
+    while any(p.given == form and p.markup != markup for p in pieces):
+        n += 1
+        form = f"<{start.qname}{_with_marks(start, (('nmt-n', str(n)),))}/>"
+    return form
+
+
+def _content(translation: str, pieces: list[_Piece]) -> str | None:
     """The target's content for ``translation`` of a source made of ``pieces``: its text
-    escaped, its inline tags as the source wrote them (given to the translator :func:`_flat`);
-    None when the translation lost, added or badly nested a tag."""
-    inline = {_flat(markup): (kind, markup) for kind, markup in pieces if kind != "text"}
+    escaped, its inline elements as the source wrote them (given to the translator as
+    :func:`_flat` and :func:`_stand_in` say); None when the translation lost, added or badly
+    nested one."""
+    inline = {p.given: p for p in pieces if p.kind != "text"}
     if not inline:
         return escape(translation)
     split = re.split("(" + "|".join(map(re.escape, sorted(inline, key=len, reverse=True)))
                      + ")", translation)
-    wrapping = [m for m in split[1::2] if inline[m][0] in ("open", "close")]
+    wrapping = [m for m in split[1::2] if inline[m].kind in ("open", "close")]
     if tags.unpaired(wrapping) or Counter(split[1::2]) != Counter(
-            _flat(m) for k, m in pieces if k != "text"):
+            p.given for p in pieces if p.kind != "text"):
         return None
-    return "".join(inline[piece][1] if i % 2 else escape(piece)
+    return "".join(inline[piece].markup if i % 2 else escape(piece)
                    for i, piece in enumerate(split))
 
 
