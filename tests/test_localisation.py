@@ -607,6 +607,26 @@ def test_xliff_native_code_and_protected_text_reach_the_translator_as_empty_elem
                                 '<ph id="3">&lt;u&gt;</ph>X<ph id="3">&lt;i&gt;</ph> Y|')
 
 
+def test_xliff_translation_candidates_are_not_the_units_own(tmp_path: Path) -> None:
+    """A unit's ``<alt-trans>`` (1.2) and ``<mtc:matches>`` (XLIFF 2's translation candidates)
+    hold sources and targets of other strings: the unit is filled from its own source, and
+    they stay as written (their targets were read as the unit's, and it was never filled)."""
+    alt = ('<alt-trans match-quality="80"><source>Open a file</source>'
+           "<target>Eine Datei</target></alt-trans>")
+    text = XLIFF.replace("<note>A menu item.</note>", f"<note>A menu item.</note>{alt}")
+    written, filled = fill_xliff(tmp_path, text, shout_xml)
+    assert filled.filled == 3 and targets(written)["1"] == \
+        "OPEN THE FILE|needs-review-translation"
+    assert alt in written
+    matches = ('<mtc:matches xmlns:mtc="urn:oasis:names:tc:xliff:matches:2.0">'
+               '<mtc:match ref="#s1"><source>Open a file.</source><target>Eine Datei.</target>'
+               "</mtc:match></mtc:matches>")
+    text = XLIFF2.replace("<notes><note>A menu item.</note></notes>", matches)
+    written, filled = fill_xliff(tmp_path, text, shout_xml)
+    assert (filled.filled, filled.left) == (3, 0) and matches in written
+    assert "<target>OPEN THE FILE.</target>" in written
+
+
 _ATOMIC = ['<x id="1"/>', '<ph id="2">&lt;b&gt;</ph>', '<g id="3"/>', '<mrk mtype="x"/>',
            '<bpt id="4">&lt;i&gt;</bpt>', '<ept id="4">&lt;/i&gt;</ept>', '<bx id="5"/>',
            '<x id="6"\n   ctype="image"/>', '<ph id="7">&lt;b\n&gt;</ph>',  # over two lines
@@ -775,6 +795,12 @@ BILLION_LAUGHS = '''<?xml version="1.0"?>
     ("bad.xlf", '<xliff version="2.0"><file><unit id="1"><segment>\n<segment><source>a</source>'
      "</segment></segment></unit></file></xliff>",
      r"line 2: a <segment> inside another \(from line 1\); not XLIFF"),
+    ("bad.xlf", '<xliff version="1.2"><file><body><trans-unit id="1"><source>a</source>\n'
+     "<source>b</source></trans-unit></body></file></xliff>",
+     r"line 2: a second <source> in the unit of line 1; not XLIFF"),
+    ("bad.xlf", '<xliff version="2.0"><file><unit id="1"><segment><source>a</source><target/>'
+     "\n<target>b</target></segment></unit></file></xliff>",
+     r"line 2: a second <target> in the unit of line 1; not XLIFF"),
     ("bad.xlf", '<xliff><file/></xliff>', r"not an XLIFF 1.x or 2.x document"),
     ("bad.xlf", '<?xml version="1.0" encoding="ISO-8859-1"?><xliff version="1.2"/>',
      r"in ISO-8859-1; only UTF-8 XLIFF is read"),

@@ -474,6 +474,7 @@ XLF_JUNK = [
     '<xliff version="2.0">', '<?xml version="1.0" encoding="latin1"?>', "<body>",
     '<trans-unit id="9" translate="no"><source>x</source></trans-unit>',
     '<trans-unit id="8"><source>a <g id="1">b</source></trans-unit>', "\u2028", "%s", "{0",
+    "<alt-trans><source>x</source><target>y</target></alt-trans>", "<alt-trans>",
 ]
 XLF_MUTATIONS = mutations(XLF_JUNK, [
     st.tuples(st.just("encoding"), st.sampled_from(["utf-8", "ascii", "UTF-16", "latin1", "x"])),
@@ -520,6 +521,8 @@ XLF2_JUNK = [
     "</mrk>", "<ignorable><source> </source></ignorable>", "</unit>", '<unit id="9">',
     '<unit id="8" translate="no">', "&", "&amp;", "&#0;", "<![CDATA[ x < y ]]>", "<!-- -->",
     '<xliff version="1.2">', '<xliff version="2.1">', "<segment subState='x:y'>", "%s", "{0",
+    "<m:matches xmlns:m='urn:oasis:names:tc:xliff:matches:2.0'><m:match><source>x</source>"
+    "<target>y</target></m:match></m:matches>",
 ]
 XLF2_MUTATIONS = mutations(XLF2_JUNK, [
     st.tuples(st.just("encoding"), st.sampled_from(["utf-8", "ascii", "UTF-16", "latin1", "x"])),

@@ -199,8 +199,8 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
     units: list[_Unit] = []
     no_translate = [False]  # translate="no" of each open element, inherited
     unit: _Unit | None = None
-    inside = ""  # "source" or "target" while in one
-    depth = 0  # elements open inside it
+    inside = ""  # "source" or "target" while in the unit's own
+    depth = 0  # elements open inside it (outside them: inside the unit)
     atomic: _Event | None = None  # the start of an inline element travelling whole
     base = 0  # the depth it starts at
     for i, event in enumerate(events):
@@ -214,7 +214,7 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
             if unit is not None:
                 raise DataError(f"{name}: line {event.line}: a <{event.qname}> inside another "
                                 f"(from line {unit.line}); not XLIFF")
-            unit = _Unit(event.line, translate=not no_translate[-1], start=event)
+            unit, depth = _Unit(event.line, translate=not no_translate[-1], start=event), 0
         elif unit is None:
             continue
         elif atomic is not None:  # inside <x/>, <ph>...</ph> in a source
@@ -246,20 +246,24 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
                     kind = "open" if event.kind == "start" else "close"
                     unit.pieces.append(_Piece(kind, markup, _flat(markup)))
             depth += step
-        elif event.kind == "start" and event.name in ("source", "target"):
-            inside, depth = event.name, 0
+        elif event.kind == "start" and depth == 0 and event.name in ("source", "target"):
+            if (unit.qname if event.name == "source" else unit.target is not None):
+                raise DataError(f"{name}: line {event.line}: a second <{event.qname}> in the "
+                                f"unit of line {unit.line}; not XLIFF")
+            inside = event.name
             if event.name == "source":
                 unit.qname = event.qname
                 unit.indent = _space_before(events, i)
             else:
                 unit.target = event
-        elif event.kind == "start" and event.name == "seg-source":
-            unit.segmented = True
-        elif event.kind == "end" and event.name == version.unit:
+        elif event.kind == "end" and depth == 0:  # the unit's own end
             if unit.translate and not unit.translated and \
                     any(p.kind == "text" and p.markup.strip() for p in unit.pieces):
                 units.append(unit)
             unit = None
+        else:  # in <alt-trans>, <seg-source>, <note>...: not the unit's own source or target
+            unit.segmented |= event.kind == "start" and depth == 0 and event.name == "seg-source"
+            depth += step
     return units
 
 
