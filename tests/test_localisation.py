@@ -752,7 +752,8 @@ def test_xliff2_lost_tags_leave_the_segment(tmp_path: Path) -> None:
 
 _ATOMIC2 = ['<ph id="1"/>', '<sc id="2"/>', '<ec startRef="2"/>', '<cp hex="0009"/>',
             '<pc id="3"/>', '<mrk id="4" translate="no">keep &lt;me&gt;</mrk>', '<sm id="5"/>',
-            '<em startRef="5"/>', '<ph id="6"\n   dataRef="d1"/>']
+            '<em startRef="5"/>', '<ph id="6"\n   dataRef="d1"/>',
+            '<mrk id="4" translate="no">Acme</mrk>']
 _WRAPPING2 = {"pc": ' id="w"', "mrk": ' id="w"'}
 
 
@@ -769,6 +770,48 @@ def test_xliff2_inline_markup_of_any_shape_comes_back_as_written(tmp_path: Path,
     for content in contents:
         assert (f"<segment{MARKS2}><source>Word {content}</source><target>Word {content}"
                 "</target></segment>") in written
+
+
+def reverse_empty_elements(texts: Sequence[str]) -> list[str]:
+    """A fake translator that moves tags about: on each line, the empty elements it was given
+    (``<x id="1"/>``, the stand-ins of elements that travel whole) in reverse order."""
+    out = []
+    for text in texts:
+        parts = re.split(r"(<[^<>]*/>)", text)
+        parts[1::2] = parts[1::2][::-1]
+        out.append("".join(parts))
+    return out
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+@pytest.mark.parametrize("version", ["1.2", "2"])
+def test_xliff_elements_moved_by_the_translator_come_back_where_it_put_them(
+        tmp_path: Path, version: str, data: st.DataObject) -> None:
+    """Whatever a source's elements that travel whole (two of one form among them:
+    ``<ph id="2">&lt;b&gt;</ph>`` and ``<ph id="2">&lt;i&gt;</ph>``), a translator that gives
+    their stand-ins back in another order gets each element as written where it put it."""
+    atomic = _ATOMIC if version == "1.2" else _ATOMIC2
+    contents = data.draw(st.lists(inline_content(atomic, *([] if version == "1.2" else
+                                                            [_WRAPPING2])), min_size=1,
+                                  max_size=4))
+    if version == "1.2":
+        units = "".join(f'<trans-unit id="u{i}"><source>Word {c}</source></trans-unit>\n'
+                        for i, c in enumerate(contents))
+        text = XLIFF.replace("    </body>", units + "    </body>")
+    else:
+        units = "".join(f'<unit id="u{i}"><segment><source>Word {c}</source></segment></unit>\n'
+                        for i, c in enumerate(contents))
+        text = XLIFF2.replace("  </file>", units + "  </file>")
+    written, filled = fill_xliff(tmp_path, text, reverse_empty_elements)
+    assert filled.left == 0, filled.messages
+    whole = "(" + "|".join(map(re.escape, sorted(set(atomic), key=len, reverse=True))) + ")"
+    for content in contents:
+        parts = re.split(whole, content)
+        parts[1::2] = parts[1::2][::-1]
+        assert re.search(re.escape(f"<source>Word {content}</source><target") + "[^>]*>"
+                         + re.escape(f"Word {''.join(parts)}</target>"), written), content
 
 
 # --- bad input ----------------------------------------------------------------------------------
