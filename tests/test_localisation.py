@@ -793,9 +793,8 @@ def test_xliff_elements_moved_by_the_translator_come_back_where_it_put_them(
     ``<ph id="2">&lt;b&gt;</ph>`` and ``<ph id="2">&lt;i&gt;</ph>``), a translator that gives
     their stand-ins back in another order gets each element as written where it put it."""
     atomic = _ATOMIC if version == "1.2" else _ATOMIC2
-    contents = data.draw(st.lists(inline_content(atomic, *([] if version == "1.2" else
-                                                            [_WRAPPING2])), min_size=1,
-                                  max_size=4))
+    wrapping = _WRAPPING if version == "1.2" else _WRAPPING2
+    contents = data.draw(st.lists(inline_content(atomic, wrapping), min_size=1, max_size=4))
     if version == "1.2":
         units = "".join(f'<trans-unit id="u{i}"><source>Word {c}</source></trans-unit>\n'
                         for i, c in enumerate(contents))
