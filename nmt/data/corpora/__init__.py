@@ -5,6 +5,7 @@ the registry :data:`FORMS`, first claim wins.
 - :mod:`.tatoeba`: a Tatoeba pair name (``"deu-eng"``, downloaded) or its ``.zip`` / ``.txt``;
 - :mod:`.aligned`: aligned text files by prefix (``mydata/train`` -> ``train.fr``, ``train.en``);
 - :mod:`.tmx`: a translation memory (``memory.tmx``);
+- :mod:`.catalogues`: a gettext catalogue (``po/de.po``, ``de.mo``);
 - :mod:`.tsv`: a tab-separated file with ``data.columns`` naming its languages.
 
 Adding a form is one module with a ``FORM`` (``name``, ``claims(spec, ctx)``, ``open(spec, ctx)``
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nmt.config import DataConfig, SourceConfig
-from nmt.data.corpora import aligned, builtin, tatoeba, tmx, tsv
+from nmt.data.corpora import aligned, builtin, catalogues, tatoeba, tmx, tsv
 from nmt.data.corpora.base import Context, Corpus, Form, Identity, combined_sha256
 from nmt.errors import DataError
 
@@ -29,6 +30,7 @@ FORMS: dict[str, Form] = {
     tatoeba.FORM.name: tatoeba.FORM,
     aligned.FORM.name: aligned.FORM,
     tmx.FORM.name: tmx.FORM,
+    catalogues.FORM.name: catalogues.FORM,
     tsv.FORM.name: tsv.FORM,
 }
 
@@ -43,8 +45,9 @@ def open_corpus(spec: str, ctx: Context) -> Corpus:
             return form.open(spec, ctx)
     cfg = ctx.cfg
     raise DataError(f"{ctx.option} = {spec!r}: not the built-in corpus ({builtin.NAME}), a "
-                    f"Tatoeba pair name (deu-eng) or .zip/.txt file, a .tmx or .tsv file, or "
-                    f"aligned files {spec}.{cfg.source} and {spec}.{cfg.target} (none found)")
+                    f"Tatoeba pair name (deu-eng) or .zip/.txt file, a .tmx, .po, .mo or .tsv "
+                    f"file, or aligned files {spec}.{cfg.source} and {spec}.{cfg.target} (none "
+                    "found)")
 
 
 @dataclass(frozen=True)

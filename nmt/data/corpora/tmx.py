@@ -30,19 +30,22 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from xml.parsers import expat
 
-from nmt.data.corpora.base import Context, Corpus, Identity, Lazy, Opener, opener, resolve
+from nmt.data.corpora.base import (
+    Context,
+    Corpus,
+    Identity,
+    Lazy,
+    Opener,
+    opener,
+    resolve,
+    same_language,
+)
 from nmt.data.download import sha256_file
 from nmt.errors import DataError
 from nmt.files import MAX_LINE_BYTES
 
 PIECE = 1 << 16  # bytes given to the parser at a time
 _LANGUAGES_SAID = 8  # languages named in the error of a file that lacks a side
-
-
-def matches(tag: str, code: str) -> bool:
-    """Whether the language tag ``tag`` of a ``<tuv>`` is the language ``code``."""
-    tag, code = (t.strip().lower().replace("_", "-") for t in (tag, code))
-    return tag == code or ("-" not in code and tag.partition("-")[0] == code)
 
 
 class _Reader:
@@ -144,8 +147,8 @@ def read_pairs(open_: Opener, where: str, source: str, target: str,
     reader = _Reader(where)
     for unit in _units(open_, reader):
         units += 1
-        src = next((text for tag, text in unit.items() if matches(tag, source)), None)
-        tgt = next((text for tag, text in unit.items() if matches(tag, target)), None)
+        src = next((text for tag, text in unit.items() if same_language(tag, source)), None)
+        tgt = next((text for tag, text in unit.items() if same_language(tag, target)), None)
         if src is not None and tgt is not None:
             paired += 1
             yield src, tgt
