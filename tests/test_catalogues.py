@@ -6,6 +6,7 @@ gives pairs or a one-line error."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,14 @@ def catalogue(entries: list[polib.POEntry], language: str | None = "fr") -> poli
     return po
 
 
-def read(path: Path, source: str = "en", target: str = "fr") -> list[tuple[str, str]]:
-    return list(catalogues.read_pairs(path, path.name, source, target))
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a catalogue is named by its path: here, its name
+
+
+def read(path: Path, source: str = "en", target: str = "fr",
+         log: Callable[[str], None] = quiet) -> list[tuple[str, str]]:
+    return list(catalogues.read_pairs([Path(path.name)], path.name, source, target, log))
 
 
 def test_a_catalogue_and_its_mo_build_the_arrays_their_pairs_do(tiny_data_dir: Path,
@@ -114,6 +121,32 @@ def test_a_catalogue_too_large_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
     catalogue([polib.POEntry(msgid="x" * 200, msgstr="y")]).save(str(path))
     with pytest.raises(DataError, match=r"^x.po: 0 MiB; a catalogue of more than 0 MiB is "):
         read(path)
+
+
+def test_a_directory_of_catalogues(tiny_data_dir: Path, tmp_path: Path) -> None:
+    """Its .po and .mo files in name order, those of another language skipped and said; none
+    of either language an error; a file given alone of another language an error."""
+    folder = tmp_path / "LC_MESSAGES"
+    folder.mkdir()
+    catalogue([polib.POEntry(msgid="Go", msgstr="Va")]).save(str(folder / "b.po"))
+    catalogue([polib.POEntry(msgid="Run", msgstr="Cours")]).save_as_mofile(str(folder / "a.mo"))
+    catalogue([polib.POEntry(msgid="Go", msgstr="Geh")], "de").save(str(folder / "c.po"))
+    (folder / "README").write_text("not a catalogue")
+    (folder / "sub").mkdir()
+    catalogue([polib.POEntry(msgid="Deep", msgstr="Profond")]).save(str(folder / "sub" / "d.po"))
+    said: list[str] = []
+    paths = [folder / n for n in ("a.mo", "b.po", "c.po")]
+    assert list(catalogues.read_pairs(paths, "LC_MESSAGES", "en", "fr", said.append)) == [
+        ("Run", "Cours"), ("Go", "Va")]
+    assert said == ["warning: LC_MESSAGES: 1 catalogue of other languages skipped (1 of 'de')"]
+    with pytest.raises(DataError, match=r"^LC_MESSAGES: no catalogue of 'es' or 'en' \(2 of "
+                                        r"'fr', 1 of 'de', by their Language headers\)$"):
+        list(catalogues.read_pairs(paths, "LC_MESSAGES", "en", "es", quiet))
+    cfg = dataclasses.replace(CFG, corpus=str(folder))
+    from nmt.data.corpora import Context, open_corpus
+    corpus = open_corpus(str(folder), Context(cfg, tiny_data_dir, log=quiet))
+    assert corpus.identity.form == "gettext" and corpus.identity.files == [str(p) for p in paths]
+    assert list(corpus.pairs()) == [("Run", "Cours"), ("Go", "Va")]  # not sub/d.po
 
 
 PO = str(catalogue([polib.POEntry(msgid="Open %s?", msgstr="Ouvrir %s ?"),

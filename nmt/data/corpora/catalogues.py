@@ -1,10 +1,14 @@
-"""A gettext catalogue, as free software projects keep their translations:
-``data.corpus = "po/de.po"`` (or a compiled ``de.mo``), read with polib.
+"""gettext catalogues, as free software projects keep their translations:
+``data.corpus = "po/de.po"`` (or a compiled ``de.mo``), or a directory of them
+(``"/usr/share/locale/de/LC_MESSAGES"``: its ``.po`` and ``.mo`` files, not its
+subdirectories', in name order), read with polib.
 
 A catalogue pairs each ``msgid`` (the program's string, in the language it is written in) with
 its ``msgstr`` in the catalogue's language, which its ``Language`` header names. That language
 must be ``data.target`` or ``data.source`` (``de`` takes ``de_DE``; either direction trains);
-without the header, the catalogue is taken to be in ``data.target``.
+without the header, the catalogue is taken to be in ``data.target``. In a directory, the
+catalogues of other languages are skipped (counted in one warning; none of either language is
+an error); a file given alone is an error.
 
 What is read: every translated entry (a ``msgstr`` with text), neither fuzzy nor obsolete, its
 context aside; a plural entry gives its singular with the first form and its plural with the
@@ -24,16 +28,26 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from nmt.data.corpora.base import Context, Corpus, Identity, Lazy, resolve, same_language
+from nmt.data.corpora.base import (
+    Context,
+    Corpus,
+    Identity,
+    Lazy,
+    combined_sha256,
+    resolve,
+    same_language,
+)
 from nmt.data.download import sha256_file
 from nmt.errors import DataError, os_reason
 from nmt.files import path_problem
 
 MAX_BYTES = 32 << 20  # the largest catalogues of big projects are a few MB
+MAX_FILES = 10_000  # a directory's catalogues read (a system's locale holds a few hundred)
+SUFFIXES = (".po", ".mo")
 
 
 def _language(entries: Any) -> str:
@@ -70,16 +84,42 @@ def _open(path: Path, where: str) -> Any:
                         f"{str(e).splitlines()[0] if str(e) else 'unreadable'})") from None
 
 
-def read_pairs(path: Path, where: str, source: str, target: str) -> Iterator[tuple[str, str]]:
-    """The (source, target) pairs of the catalogue at ``path`` (the module's rules)."""
-    entries = _open(path, where)
-    language = _language(entries)
-    if language and not (same_language(language, target) or same_language(language, source)):
-        raise DataError(f"{where}: a catalogue of {language!r} (its Language header), not "
-                        f"{target!r} or {source!r} (data.source = {source!r}, data.target = "
-                        f"{target!r})")
-    turned = bool(language) and same_language(language, source) and \
-        not same_language(language, target)
+def read_pairs(paths: Sequence[Path], where: str, source: str, target: str,
+               log: Callable[[str], None] = print) -> Iterator[tuple[str, str]]:
+    """The (source, target) pairs of the catalogues ``paths`` (a file, or a directory's:
+    ``where``), one after another (the module's rules)."""
+    read = 0
+    others: dict[str, int] = {}  # the languages of the catalogues skipped, how many of each
+    for path in paths:
+        entries = _open(path, str(path))
+        language = _language(entries)
+        if language and not (same_language(language, target) or
+                             same_language(language, source)):
+            if len(paths) == 1:
+                raise DataError(f"{path}: a catalogue of {language!r} (its Language header), "
+                                f"not {target!r} or {source!r} (data.source = {source!r}, "
+                                f"data.target = {target!r})")
+            others[language] = others.get(language, 0) + 1
+            continue
+        read += 1
+        turned = bool(language) and same_language(language, source) and \
+            not same_language(language, target)
+        for original, translated in _strings(entries):
+            a, b = _one_line(original), _one_line(translated)
+            yield (b, a) if turned else (a, b)
+    if others:
+        held = ", ".join(f"{n} of {language!r}" for language, n in others.items())
+        if not read:
+            raise DataError(f"{where}: no catalogue of {target!r} or {source!r} ({held}, by "
+                            "their Language headers)")
+        n = sum(others.values())
+        log(f"warning: {where}: {n:,} catalogue{'s' if n > 1 else ''} of other languages "
+            f"skipped ({held})")
+
+
+def _strings(entries: Any) -> Iterator[tuple[str, str]]:
+    """(original, translation) of each finished translation of a catalogue: neither fuzzy
+    nor obsolete, a plural entry's singular with its first form and plural with its second."""
     for entry in entries:
         if not entry.msgid or entry.obsolete or "fuzzy" in entry.flags:
             continue
@@ -90,10 +130,7 @@ def read_pairs(path: Path, where: str, source: str, target: str) -> Iterator[tup
                 strings.append((entry.msgid_plural, forms[1]))
         else:
             strings = [(entry.msgid, entry.msgstr)]
-        for original, translated in strings:
-            if translated.strip():
-                a, b = _one_line(original), _one_line(translated)
-                yield (b, a) if turned else (a, b)
+        yield from ((o, t) for o, t in strings if t.strip())
 
 
 def _one_line(text: str) -> str:
@@ -104,21 +141,41 @@ def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in re.split(r"[\r\n]+", text) if line.strip())
 
 
+def _in(directory: Path) -> list[Path]:
+    """The catalogues of ``directory`` (not those of its subdirectories), sorted by name."""
+    try:
+        return sorted(p for p in directory.iterdir()
+                      if p.suffix.lower() in SUFFIXES and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
 class Catalogues:
     name = "gettext"
 
     def claims(self, spec: str, ctx: Context) -> bool:
-        return spec.lower().endswith((".po", ".mo"))
+        if spec.lower().endswith(SUFFIXES):
+            return True
+        path = resolve(spec, ctx.option)
+        return path.is_dir() and bool(_in(path))
 
     def open(self, spec: str, ctx: Context) -> Corpus:
         path = resolve(spec, ctx.option)
-        problem = path_problem(path)
-        if problem:
-            raise DataError(f"{path}: {problem}")
+        paths = _in(path) if path.is_dir() else [path]
+        if len(paths) > MAX_FILES:
+            raise DataError(f"{path}: {len(paths):,} catalogues; more than {MAX_FILES:,} are "
+                            "not read (give a directory of one language's)")
+        for file in paths:
+            problem = path_problem(file)
+            if problem:
+                raise DataError(f"{file}: {problem}")
+        digest = sha256_file(path) if paths == [path] else combined_sha256(
+            {p.name: sha256_file(p) for p in paths})
         cfg = ctx.cfg
-        identity = Identity(self.name, spec, sha256_file(path), cfg.source, cfg.target,
-                            files=[str(path)])
-        return Lazy(identity, lambda: read_pairs(path, str(path), cfg.source, cfg.target))
+        identity = Identity(self.name, spec, digest, cfg.source, cfg.target,
+                            files=[str(p) for p in paths])
+        return Lazy(identity, lambda: read_pairs(paths, str(path), cfg.source, cfg.target,
+                                                 ctx.log))
 
 
 FORM = Catalogues()
