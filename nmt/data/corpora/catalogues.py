@@ -56,10 +56,11 @@ def _language(entries: Any) -> str:
     return str(metadata.get("Language", "")).strip()
 
 
-def _open(path: Path, where: str) -> Any:
+def _open(path: Path) -> Any:
     """The catalogue's entries (polib's), or a one-line :class:`DataError`."""
     import polib
 
+    where = str(path)
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
@@ -91,7 +92,7 @@ def read_pairs(paths: Sequence[Path], where: str, source: str, target: str,
     read = 0
     others: dict[str, int] = {}  # the languages of the catalogues skipped, how many of each
     for path in paths:
-        entries = _open(path, str(path))
+        entries = _open(path)
         language = _language(entries)
         if language and not (same_language(language, target) or
                              same_language(language, source)):
