@@ -52,6 +52,9 @@ CLEAN = [
     ("Good morning!", "Καλημέρα!", EN, EL),
     ("Hmm... OK.", "Hmm... d'accord.", EN, FR),
     ("She wrote „Hallo“ on the card.", "Elle a écrit « Hallo » sur la carte.", EN, FR),
+    # a run of one character on both sides is the string's own: an underline, a template
+    ("Upgrade Complete ----------------", "Mise à jour terminée --------------------", EN, FR),
+    ("Use tmp.XXXXXXXXXX by default.", "Utiliser tmp.XXXXXXXXXX par défaut.", EN, FR),
 ]
 
 # (the filter that must remove it, source, target, languages)
@@ -65,6 +68,7 @@ NOISY = [
     ("digits", "I was born in 1980.", "Je suis né en 1981.", EN, FR),
     ("digits", "Room 12.", "Chambre ١٣.", EN, FR),
     ("repeated_chars", "Nooooooooooooo!", "Non !", EN, FR),
+    ("repeated_chars", "Wait..........", "Attendez !!!!!!!!!!", EN, FR),
     ("repeated_words", "no no no no no no", "non", EN, FR),
     ("repeated_words", "Go, go, go, go, go!", "Allez !", EN, FR),
     ("nonalnum", "<<<>>> ### ***", "Titre", EN, FR),

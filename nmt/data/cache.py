@@ -45,14 +45,15 @@ from nmt.files import (
 
 CACHE_VERSION = 4  # the layout of meta.json and the files; bump when it changes (4: the
 # files' digests in meta.json; an older cache is rebuilt)
-KEY_VERSION = 8  # in the key: bump when the prepared pairs or the key change meaning (a new
+KEY_VERSION = 9  # in the key: bump when the prepared pairs or the key change meaning (a new
 # cache for all; 3: every setting that changes the arrays is in the key, whatever its value;
 # 4: the span rules the filters and the augmentation read changed; 5: nonalnum and brackets
 # keep symbols and brackets that both sides have; 6: words of scripts without spaces counted
 # as words of the same length, max_words counts words with a letter or digit, script leaves
 # out words both sides have, and span augmentation cuts words where the script changes; 7:
 # options, paths, addresses, variables and terms end where a script without spaces starts;
-# 8: a pointer conversion with an extension, ``%pB``, is one printf span)
+# 8: a pointer conversion with an extension, ``%pB``, is one printf span; 9: repeated_chars
+# keeps a run of one character that both sides have)
 SPLITS = ("train", "valid", "test")
 REJECTED_FILE = "rejected.tsv"  # the pairs the filters removed: filter, source, target
 # DataConfig fields that do not change the cached arrays (truncation happens when batching;

@@ -86,9 +86,17 @@ def digits(src: str, tgt: str, sl: Language, tl: Language, _: float) -> bool:
 
 
 def repeated_chars(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
-    """A character other than a space written ``limit`` times or more in a row."""
+    """A character other than a space written ``limit`` times or more in a row on one side
+    and not on the other (``Nooooooooooo!`` / ``Non !``). A run on both sides is the string's
+    own: an underline as long as its title (``Upgrade Complete ----------------`` / ``Mise à
+    jour terminée --------------------``), a template (``tmp.XXXXXXXXXX``), a file name of
+    zeros."""
     n = max(int(limit), 2)
-    return re.search(rf"(\S)\1{{{n - 1},}}", f"{src}\n{tgt}") is not None
+
+    def runs(side: str) -> set[str]:
+        return {m[1] for m in re.finditer(rf"(\S)\1{{{n - 1},}}", side)}
+
+    return runs(src) != runs(tgt)
 
 
 def repeated_words(src: str, tgt: str, sl: Language, tl: Language, limit: float) -> bool:
@@ -253,7 +261,8 @@ FILTERS: dict[str, Filter] = {
     "ratio": Filter(ratio, 3.0, "a side over N times as long as the other (pairs over "
                                 f"{RATIO_FLOOR} words)", RATIO),
     "digits": Filter(digits, 1, "numbers that differ between the sides"),
-    "repeated_chars": Filter(repeated_chars, 10, "a character N times in a row", COUNT),
+    "repeated_chars": Filter(repeated_chars, 10, "a character N times in a row on one side only",
+                             COUNT),
     "repeated_words": Filter(repeated_words, 5, "a word N times in a row", COUNT),
     "nonalnum": Filter(nonalnum, 0.5, "over a share N of a side neither letters nor digits, "
                        "symbols the other side does not carry", SHARE_EXCEEDED),
