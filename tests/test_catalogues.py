@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_corpora import CFG, pairs, quiet, same_arrays, write_aligned
-from test_reliability_structure import mutated, mutations
+from test_reliability_structure import mutate, mutated, mutations
 
 from nmt.data.corpora import catalogues
 from nmt.data.prepare import prepare
@@ -172,7 +172,7 @@ def test_a_mutated_catalogue_gives_pairs_or_one_line(tmp_path: Path, edits: list
         polib.pofile(str(source)).save_as_mofile(str(tmp_path / "clean.mo"))
         data = (tmp_path / "clean.mo").read_bytes()
         for edit in edits:
-            data = _mutate(data, edit)
+            data = mutate(data, edit)
         path.write_bytes(data)
     try:
         got = read(path, "en", "fr")
@@ -182,7 +182,3 @@ def test_a_mutated_catalogue_gives_pairs_or_one_line(tmp_path: Path, edits: list
     for pair in got:
         assert all(isinstance(s, str) and "\n" not in s for s in pair)
 
-
-def _mutate(data: bytes, edit: tuple[Any, ...]) -> bytes:
-    from test_reliability_structure import mutate
-    return mutate(data, edit)

@@ -205,9 +205,14 @@ def text_lines(open_: Opener, where: str, log: Callable[[str], None] = print) ->
             yield first.removeprefix("\ufeff")
             yield from lines
     if long[0]:
-        n = long[0]
-        log(f"warning: {where}: {n:,} line{'s' if n > 1 else ''} longer than "
-            f"{MAX_LINE_BYTES // 2**20} MiB (first: line {long[1]}) read as empty: "
+        log(read_as_empty(where, "line", long[0], long[1], MAX_LINE_BYTES))
+
+
+def read_as_empty(where: str, what: str, n: int, first: int, bound: int) -> str:
+    """The warning for ``n`` lines or segments (``what``) of ``where`` longer than ``bound``
+    bytes, the first at line ``first``, read as empty."""
+    return (f"warning: {where}: {n:,} {what}{'s' if n > 1 else ''} longer than "
+            f"{bound // 2**20} MiB (first: line {first}) read as empty: "
             f"{'their pairs are' if n > 1 else 'its pair is'} dropped")
 
 

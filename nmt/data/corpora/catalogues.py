@@ -52,8 +52,7 @@ SUFFIXES = (".po", ".mo")
 
 def _language(entries: Any) -> str:
     """The catalogue's language, from its header (``de``, ``pt_BR``; "" when not said)."""
-    metadata = getattr(entries, "metadata", {}) or {}
-    return str(metadata.get("Language", "")).strip()
+    return str(entries.metadata.get("Language", "")).strip()
 
 
 def _open(path: Path) -> Any:

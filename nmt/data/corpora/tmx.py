@@ -37,6 +37,7 @@ from nmt.data.corpora.base import (
     Lazy,
     Opener,
     opener,
+    read_as_empty,
     resolve,
     same_language,
 )
@@ -162,10 +163,7 @@ def read_pairs(open_: Opener, where: str, source: str, target: str,
         log(f"warning: {where}: {units - paired:,} of {units:,} translation units lack "
             f"{source!r} or {target!r}: skipped")
     if reader.long[0]:
-        n = reader.long[0]
-        log(f"warning: {where}: {n:,} segment{'s' if n > 1 else ''} longer than "
-            f"{MAX_LINE_BYTES // 2**20} MiB (first: line {reader.long[1]}) read as empty: "
-            f"{'their pairs are' if n > 1 else 'its pair is'} dropped")
+        log(read_as_empty(where, "segment", reader.long[0], reader.long[1], MAX_LINE_BYTES))
 
 
 class Tmx:
