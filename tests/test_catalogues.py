@@ -98,6 +98,9 @@ def test_the_language_header_says_the_direction(tmp_path: Path) -> None:
         read(path, "en", "de")
     catalogue([polib.POEntry(msgid="Go", msgstr="Geh")], None).save(str(path))
     assert read(path, "en", "de") == [("Go", "Geh")]  # no header: in data.target
+    catalogue([polib.POEntry(msgid="Go", msgstr="Idi")], "sr@latin").save(str(path))
+    assert read(path, "en", "sr") == [("Go", "Idi")]  # a gettext locale's modifier
+    assert read(path, "sr", "en") == [("Idi", "Go")]
 
 
 @pytest.mark.parametrize(("name", "content", "message"), [

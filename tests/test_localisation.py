@@ -232,6 +232,21 @@ def test_po_header_plural_forms_win(tmp_path: Path) -> None:
     assert len(polib.pofile(written)[0].msgstr_plural) == 3
 
 
+@pytest.mark.parametrize("header, model, warned", [
+    ("de_DE", "de", False), ("de", "de-AT", False), ("sr@latin", "sr", False),
+    ("ca@valencia", "ca", False), ("fr", "de", True), ("pt_PT", "pt-BR", True),
+])
+def test_po_of_another_language_than_the_models_is_said(tmp_path: Path, header: str,
+                                                        model: str, warned: bool) -> None:
+    text = HEADER.replace('"Language: \\n"', f'"Language: {header}\\n"') + \
+        '\nmsgid "Open"\nmsgstr ""\n'
+    written, filled = fill_po(tmp_path, text, language=model)
+    assert polib.pofile(written).metadata["Language"] == header
+    said = [m for m in filled.messages if "the model translates into" in m]
+    assert said == ([f"warning: {tmp_path / 'in.po'}: its Language is {header}, the model "
+                     f"translates into {model}"] if warned else [])
+
+
 def test_po_in_another_charset_and_without_header(tmp_path: Path) -> None:
     text = HEADER.replace("charset=UTF-8", "charset=ISO-8859-1") + '\nmsgid "Café"\nmsgstr ""\n'
     source, out = tmp_path / "in.po", tmp_path / "out.po"

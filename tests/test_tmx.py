@@ -17,7 +17,7 @@ from test_corpora import CFG, pairs, quiet, same_arrays, write_aligned
 from test_reliability_structure import mutated, mutations
 
 from nmt.data.corpora import tmx
-from nmt.data.corpora.base import same_language
+from nmt.data.languages import same_language
 from nmt.data.prepare import prepare
 from nmt.errors import DataError
 
@@ -93,6 +93,11 @@ def test_segments_read_as_the_application_shows_them() -> None:
     ("en-US", "en", True), ("EN_gb", "en", True), ("en", "en", True), ("eng", "en", False),
     ("pt-BR", "pt-BR", True), ("pt-PT", "pt-BR", False), ("pt", "pt-BR", False),
     ("zh-Hans-CN", "zh", True), ("", "en", False), (" fr ", "fr", True),
+    ("pt-Latn-BR", "pt-BR", True), ("zh-Hant-TW", "zh-TW", True), ("zh-Hans", "zh-TW", False),
+    # gettext locales: a modifier is a subtag, a script's name its ISO 15924 code
+    ("sr@latin", "sr", True), ("sr_RS@latin", "sr-Latn", True), ("sr", "sr-Latn", False),
+    ("sr@cyrillic", "sr-Latn", False), ("ca@valencia", "ca", True), ("de_DE.UTF-8", "de", True),
+    ("@latin", "sr", False),
 ])
 def test_language_tags(tag: str, code: str, expected: bool) -> None:
     assert same_language(tag, code) is expected

@@ -8,6 +8,8 @@ What the rest of the package asks of a language: its name (Argos packages show i
 script has letter case (case augmentation, lower-casing), whether it separates words with spaces
 (the word tokenizer), how long a text is in words (``max_words``, the ``ratio`` filter), which
 letters are of its script (the ``script`` filter) and whether it is written right to left.
+Whether a file's language tag or gettext locale (``pt-BR``, ``sr@latin``) names a configured
+language is :func:`same_language`, the one rule every file form follows.
 
 Words of a script written without spaces are counted as characters of that script divided by
 the characters a word of English comes to in it (:data:`CHARS_PER_WORD`), so that "as long as"
@@ -157,6 +159,31 @@ _TATOEBA: dict[str, str] = {t: c for c, _, _, t in _TABLE}
 def language(code: str) -> Language:
     """The :class:`Language` of ``code`` (the config check has made sure it is known)."""
     return LANGUAGES[code]
+
+
+# gettext's locale modifiers that name a script (``sr@latin``), as the ISO 15924 subtag of a
+# language tag (``sr-Latn``); other modifiers (``ca@valencia``) are subtags as written
+_SCRIPT_MODIFIERS = {"latin": "latn", "cyrillic": "cyrl", "devanagari": "deva",
+                     "arabic": "arab", "hebrew": "hebr", "iqtelif": "latn"}
+
+
+def same_language(tag: str, code: str) -> bool:
+    """Whether the language tag a file gives (a TMX ``xml:lang``, a catalogue's ``Language``
+    header) is the language ``code`` or a form of it: its language is ``code``'s and it has
+    every subtag ``code`` has, in any case, ``_`` or ``-`` between them. ``en`` takes ``en-US``,
+    ``EN_gb`` and ``en-Latn``; ``pt-BR`` takes ``pt-BR`` and ``pt-Latn-BR``, not ``pt`` or
+    ``pt-PT``. A gettext locale is read as a tag: ``sr_RS@latin`` is ``sr-RS-Latn``,
+    ``ca@valencia`` is ``ca-valencia``, ``de_DE.UTF-8`` is ``de-DE``."""
+    have, want = _subtags(tag), _subtags(code)
+    return bool(have[0]) and have[0] == want[0] and set(want[1:]) <= set(have[1:])
+
+
+def _subtags(tag: str) -> list[str]:
+    locale, _, modifier = tag.strip().lower().partition("@")
+    subtags = locale.partition(".")[0].replace("_", "-").split("-")
+    if modifier:
+        subtags.append(_SCRIPT_MODIFIERS.get(modifier, modifier))
+    return subtags
 
 
 def from_tatoeba(code: str, where: str) -> str:

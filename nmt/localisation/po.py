@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 
 import polib
 
+from nmt.data.languages import same_language
 from nmt.errors import DataError, shown
 from nmt.localisation.filled import Filled, NamedCheck, Translate, translate_texts
 from nmt.localisation.placeholders import FORMAT_CHECKS
@@ -57,7 +58,8 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
     model_language = language()
     language_ = header.get("Language") or model_language
     if header.get("Language") and model_language and \
-            _base(header["Language"]) != _base(model_language):
+            not same_language(header["Language"], model_language) and \
+            not same_language(model_language, header["Language"]):
         report.messages.append(f"warning: {name}: its Language is {header['Language']}, the "
                                f"model translates into {model_language}")
     forms = plural_count(header.get("Plural-Forms", ""))
@@ -216,10 +218,6 @@ def _forms(entry: polib.POEntry, singular: str, plural: str, forms: int,
 
 def _same_placeholders(a: str, b: str) -> bool:
     return all(check(a, b) for check in FORMAT_CHECKS.values())
-
-
-def _base(language: str) -> str:
-    return language.replace("-", "_").split("_")[0].lower()
 
 
 def _with_utf8(content_type: str) -> str:

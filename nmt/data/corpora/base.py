@@ -119,14 +119,6 @@ def direction(columns: Sequence[str], cfg: DataConfig, where: str) -> tuple[int,
     return columns.index(cfg.source), columns.index(cfg.target)
 
 
-def same_language(tag: str, code: str) -> bool:
-    """Whether the language tag a file gives (a TMX ``xml:lang``, a catalogue's ``Language``
-    header) is the configured language ``code``: ``en`` takes ``en-US``, ``EN_gb`` and
-    ``en-Latn``; a code with a region or script (``pt-BR``) only itself."""
-    tag, code = (t.strip().lower().replace("_", "-") for t in (tag, code))
-    return tag == code or ("-" not in code and tag.partition("-")[0] == code)
-
-
 def tab_pairs(open_: Opener, where: str, columns: Sequence[str],
               cfg: DataConfig, log: Callable[[str], None] = print,
               ) -> Callable[[], Iterator[tuple[str, str]]]:

@@ -39,9 +39,9 @@ from nmt.data.corpora.base import (
     Lazy,
     combined_sha256,
     resolve,
-    same_language,
 )
 from nmt.data.download import sha256_file
+from nmt.data.languages import same_language
 from nmt.errors import DataError, os_reason
 from nmt.files import path_problem
 

@@ -39,9 +39,9 @@ from nmt.data.corpora.base import (
     opener,
     read_as_empty,
     resolve,
-    same_language,
 )
 from nmt.data.download import sha256_file
+from nmt.data.languages import same_language
 from nmt.errors import DataError
 from nmt.files import MAX_LINE_BYTES
 
