@@ -458,11 +458,12 @@ def shout_xml(texts: Sequence[str]) -> list[str]:
     return [re.sub(r"(<[^>]*>)|([^<]+)", lambda m: m[1] or m[2].upper(), t) for t in texts]
 
 
-def fill_xliff(tmp_path: Path, text: str, translate: Callable[[list[str]], list[str]]
-               ) -> tuple[str, localisation.Filled]:
+def fill_xliff(tmp_path: Path, text: str, translate: Callable[[list[str]], list[str]],
+               language: str | None = None) -> tuple[str, localisation.Filled]:
     source, out = tmp_path / "in.xlf", tmp_path / "out.xlf"
     source.write_text(text, encoding="utf-8")
-    filled = localisation.fill_file(source, out, translate, format="xliff")
+    filled = localisation.fill_file(source, out, translate, format="xliff",
+                                    language=lambda: language)
     return out.read_text(encoding="utf-8"), filled
 
 
@@ -480,6 +481,20 @@ def targets(text: str) -> dict[str, str]:
                                             "").replace("ns0:", "") + "|" + \
                 f"{target.get('state')}"
     return out
+
+
+@pytest.mark.parametrize("version, model, warned", [
+    ("1", "de", False), ("1", "de-AT", False), ("1", "fr", True),
+    ("2", "de", False), ("2", "de-CH", False), ("2", "fr", True),
+])
+def test_xliff_of_another_language_than_the_models_is_said(tmp_path: Path, version: str,
+                                                           model: str, warned: bool) -> None:
+    text, said = (XLIFF, "target-language") if version == "1" else (XLIFF2, "trgLang")
+    written, filled = fill_xliff(tmp_path, text, shout_xml, language=model)
+    assert filled.filled > 0
+    warnings = [m for m in filled.messages if "the model translates into" in m]
+    assert warnings == ([f"warning: {tmp_path / 'in.xlf'}: its {said} is de, the model "
+                         f"translates into {model}"] if warned else [])
 
 
 def test_xliff_round_trip(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
+from nmt.data.languages import same_language
 from nmt.data.spans import SpanRules, parse
 from nmt.localisation.placeholders import Check
 
@@ -48,6 +49,17 @@ def _unbroken(text: str) -> str:
             out += [text[at:span.start], re.sub(r"\s*\n\s*", " ", span.text)]
             at = span.end
     return "".join(out) + text[at:]
+
+
+def other_language(name: str, said: str, tag: str, model: str | None) -> list[str]:
+    """The warning, if any, that the language a file names (``tag``, read from what ``said``
+    names) is another than the model's target language ``model``: a form of either is not
+    another (``de_AT`` for a model into ``de``, ``de`` for one into ``de-AT``, ``sr@latin``
+    for ``sr``: :func:`~nmt.data.languages.same_language`). The file is filled all the same:
+    the translator may mean it."""
+    if not tag or not model or same_language(tag, model) or same_language(model, tag):
+        return []
+    return [f"warning: {name}: {said} is {tag}, the model translates into {model}"]
 
 
 @dataclass

@@ -30,9 +30,14 @@ from collections.abc import Callable, Sequence
 
 import polib
 
-from nmt.data.languages import same_language
 from nmt.errors import DataError, shown
-from nmt.localisation.filled import Filled, NamedCheck, Translate, translate_texts
+from nmt.localisation.filled import (
+    Filled,
+    NamedCheck,
+    Translate,
+    other_language,
+    translate_texts,
+)
 from nmt.localisation.placeholders import FORMAT_CHECKS
 from nmt.localisation.plurals import plural_count, plural_forms
 
@@ -57,11 +62,8 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
     report = Filled("po")
     model_language = language()
     language_ = header.get("Language") or model_language
-    if header.get("Language") and model_language and \
-            not same_language(header["Language"], model_language) and \
-            not same_language(model_language, header["Language"]):
-        report.messages.append(f"warning: {name}: its Language is {header['Language']}, the "
-                               f"model translates into {model_language}")
+    report.messages += other_language(name, "its Language", header.get("Language", ""),
+                                      model_language)
     forms = plural_count(header.get("Plural-Forms", ""))
     if forms is None and language_ and plural_forms(language_):
         header["Plural-Forms"] = plural_forms(language_) or ""

@@ -51,7 +51,13 @@ from xml.sax.saxutils import escape, quoteattr
 
 from nmt.data.spans import tags
 from nmt.errors import DataError
-from nmt.localisation.filled import Filled, NamedCheck, Translate, translate_texts
+from nmt.localisation.filled import (
+    Filled,
+    NamedCheck,
+    Translate,
+    other_language,
+    translate_texts,
+)
 
 _ENCODINGS = {"utf-8", "utf8", "us-ascii", "ascii"}
 
@@ -64,14 +70,15 @@ class Version:
     wrapping: frozenset[str]  # inline elements around text: their tags travel one by one
     target_marks: tuple[tuple[str, str], ...]  # attributes of a target nmt wrote
     unit_marks: tuple[tuple[str, str], ...]  # attributes of its unit element
+    language: tuple[str, str]  # the element and attribute that name the target language
 
 
 VERSIONS = {
     "1": Version("trans-unit", frozenset({"g", "mrk"}),
                  (("state", "needs-review-translation"), ("state-qualifier", "mt-suggestion")),
-                 ()),
+                 (), ("file", "target-language")),
     "2": Version("segment", frozenset({"pc", "mrk"}), (),
-                 (("state", "translated"), ("subState", "nmt:mt"))),
+                 (("state", "translated"), ("subState", "nmt:mt")), ("xliff", "trgLang")),
 }
 
 
@@ -113,7 +120,8 @@ class _Unit:
 def fill(data: bytes, name: str, translate: Translate, language: Callable[[], str | None],
          checks: Sequence[NamedCheck]) -> tuple[bytes, Filled]:
     """The XLIFF document ``data`` (``name`` in messages) with its untranslated units filled
-    (``language`` is not asked: an XLIFF file names its own target language)."""
+    (``language``, the model's target language, is asked only when a unit is to be filled: a
+    file that names another is filled with a warning)."""
     events = _events(data, name)
     version = VERSIONS[_check_root(events, name)]
     units = _units(events, data, version, name)
@@ -127,6 +135,11 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
                                    "(<seg-source>), which nmt does not fill; left untranslated")
             report.left += 1
     todo = [u for u in units if not u.segmented]
+    if todo:
+        model, (element, attribute) = language(), version.language
+        for tag in dict.fromkeys(_attributes(e).get(attribute, "") for e in events
+                                 if e.kind == "start" and e.name == element):
+            report.messages += other_language(name, f"its {attribute}", tag, model)
     sources = ["".join(piece.given for piece in u.pieces) for u in todo]
     edits: list[tuple[int, int, bytes]] = []
     for unit, source, out in zip(todo, sources, translate_texts(translate, sources),
