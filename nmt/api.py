@@ -17,6 +17,7 @@ ctranslate2, sentencepiece and sacrebleu.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import inspect
 import sys
@@ -158,7 +159,8 @@ def translate_lines(
     stream: TextIO | None = None, warn: Callable[[str], None] = _say, split: bool = True,
 ) -> list[str] | None:
     """Translate ``sentences``, or the lines of the file ``input`` (``"-"`` or None: stdin),
-    one translation per line, in order.
+    one translation per line, in order, each ended as its source line was (a file of CRLF
+    lines comes back so; ``\n`` where a line had no end).
 
     The translations go to ``output`` (a file, renamed into place once complete: a failure
     leaves an earlier file intact; never the input itself), else to the text ``stream`` (as
@@ -200,7 +202,8 @@ def translate_lines(
                                   None if from_file else sys.stdin.buffer)
 
     with contextlib.ExitStack() as stack:
-        lines, name = _source_lines(stack, sentences, input_, from_file, warn)
+        ends: collections.deque[str] = collections.deque()  # of the lines read, not yet written
+        lines, name = _source_lines(stack, sentences, input_, from_file, warn, ends.append)
         if not isinstance(translator, StreamTranslator):  # the inputs are good: load the model
             translator = translator()
         collected: list[str] = []
@@ -226,8 +229,13 @@ def translate_lines(
                     translator.translate_stream(lines, collected.append, on_truncate=truncated,
                                                 split=split)
                 else:
-                    translator.translate_stream(lines, lambda text: out.write(text + "\n"),
-                                                on_truncate=truncated, split=split)
+                    writer = out
+
+                    def write(text: str) -> None:  # ended as its source line was, or "\n"
+                        writer.write(text + ((ends.popleft() if ends else "") or "\n"))
+
+                    translator.translate_stream(lines, write, on_truncate=truncated,
+                                                split=split)
                     out.flush()
             except UnplacedSpan as e:
                 raise DataError(f"{name}: {e}") from None
@@ -238,11 +246,12 @@ def translate_lines(
 
 
 def _source_lines(stack: contextlib.ExitStack, sentences: Iterable[str] | None,
-                  input_: Path | None, from_file: bool,
-                  warn: Callable[[str], None]) -> tuple[Iterable[str], str]:
+                  input_: Path | None, from_file: bool, warn: Callable[[str], None],
+                  on_end: Callable[[str], object]) -> tuple[Iterable[str], str]:
     """What :func:`translate_lines` translates, and how messages name it: the ``sentences``
     given, else the lines of the file ``input_`` (opened on ``stack``; ``-`` is stdin), else
-    stdin's, which must not be a terminal unless ``-`` asked for it."""
+    stdin's, which must not be a terminal unless ``-`` asked for it. ``on_end`` is given the
+    line end of each line read from a file or stdin (:func:`nmt.files.read_lines`)."""
     from nmt.files import read_lines
     from nmt.translation.translator import open_input
 
@@ -255,11 +264,12 @@ def _source_lines(stack: contextlib.ExitStack, sentences: Iterable[str] | None,
     if input_ is not None and from_file:
         name = f"{option('input')} {input_}"
         return read_lines(stack.enter_context(open_input(input_, option("input"))), name,
-                          on_long=warn_long(name)), name
+                          on_long=warn_long(name), on_end=on_end), name
     if sys.stdin.isatty() and input_ is None:
         raise DataError(f"nothing to translate: give sentences, {option('input')} FILE, or "
                         "pipe text in")
-    return read_lines(sys.stdin.buffer, "stdin", on_long=warn_long("stdin")), "stdin"
+    return read_lines(sys.stdin.buffer, "stdin", on_long=warn_long("stdin"),
+                      on_end=on_end), "stdin"
 
 
 def translate_file(

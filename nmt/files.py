@@ -492,13 +492,16 @@ LongLineHook = Callable[[int, int], None]
 
 
 def read_lines(stream: BinaryIO, name: str, on_long: LongLineHook | None = None,
-               max_bytes: int = MAX_LINE_BYTES, long_as_empty: bool = False) -> Iterator[str]:
+               max_bytes: int = MAX_LINE_BYTES, long_as_empty: bool = False,
+               on_end: Callable[[str], object] | None = None) -> Iterator[str]:
     """Lines of a byte stream as text, lazily, each read up to ``max_bytes`` bytes (its line
     end aside): memory stays bounded whatever the input, a stream with no line end at all
     included. A longer line is cut there (at a character boundary) and the rest of it skipped,
     reported to ``on_long``; without ``on_long`` it is a :class:`DataError` naming the line.
     ``long_as_empty``: a longer line is read as ``""`` instead of cut (a corpus line: its pair
     is then dropped as empty, and a file aligned with this one stays aligned).
+    ``on_end`` is given each line's end as written, before the line is yielded: ``"\r\n"``,
+    ``"\n"``, or ``""`` for a last line without one (a translation keeps its source's).
 
     Invalid UTF-8 is a :class:`DataError` naming the line, and so is a failing read. NUL bytes
     (binary junk, UTF-16 files read as bytes) become spaces, which normalisation then drops; a
@@ -511,11 +514,17 @@ def read_lines(stream: BinaryIO, name: str, on_long: LongLineHook | None = None,
             return
         number += 1
         long = False
+        end = _line_end(raw)
         if len(raw) > max_bytes and not raw.endswith(b"\n"):
             rest = _read(stream, name, number, max_bytes)
             long = not (raw.endswith(b"\r") and rest in (b"\n", b""))  # else a CRLF line end
+            tail = raw[-1:] + rest
             while rest and not rest.endswith(b"\n"):  # skipped a piece at a time
                 rest = _read(stream, name, number, max_bytes)
+                tail = tail[-1:] + rest
+            end = _line_end(tail)
+        if on_end is not None:
+            on_end(end)
         if long:
             if on_long is None:
                 raise DataError(f"{name}: line {number}: longer than {max_bytes:,} bytes; "
@@ -540,6 +549,10 @@ def read_lines(stream: BinaryIO, name: str, on_long: LongLineHook | None = None,
 
 
 _NULS = re.compile("\x00+")
+
+
+def _line_end(raw: bytes) -> str:
+    return "\r\n" if raw.endswith(b"\r\n") else "\n" if raw.endswith(b"\n") else ""
 
 
 def _read(stream: BinaryIO, name: str, number: int, size: int) -> bytes:

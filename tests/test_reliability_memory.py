@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import torch
 from conftest import invoke
+from hypothesis import given
+from hypothesis import strategies as st
 from test_decode import TEXTS, make_run, src_ids, trained_toy
 
 import nmt.pictures.attention
@@ -181,6 +183,22 @@ def test_read_lines_reads_a_long_line_a_bounded_piece_at_a_time() -> None:
     lines = list(read_lines(Stream(b"\x00" * 10_000 + b"\nb"), "in", on_long=lambda *a: None,
                             max_bytes=8))
     assert lines == ["", "b"] and Stream.most == 9  # NULs are no text: an empty line
+
+
+@given(st.lists(st.tuples(st.text("ab\r ", max_size=20).map(lambda t: t.rstrip("\r")),
+                          st.sampled_from(["\n", "\r\n"])), max_size=6),
+       st.booleans(), st.integers(1, 12))
+def test_read_lines_gives_each_lines_end_as_written(lines: list[tuple[str, str]],
+                                                    last_unended: bool, max_bytes: int) -> None:
+    if last_unended and lines and lines[-1][0]:
+        lines[-1] = (lines[-1][0], "")  # a last line without an end
+    data = "".join(text + end for text, end in lines).encode()
+    ends: list[str] = []
+    read = list(read_lines(io.BytesIO(data), "in", on_long=lambda *a: None,
+                           max_bytes=max_bytes, on_end=ends.append))
+    assert ends == [end for _, end in lines]
+    assert read == [text if len(text) + (end == "\r\n") <= max_bytes
+                    else text[:max_bytes].rstrip("\r") for text, end in lines]
 
 
 def test_a_failing_read_is_one_line_naming_the_input_and_line() -> None:

@@ -18,6 +18,7 @@ from conftest import invoke
 from test_decode import TOKENIZER, make_run, random_model, train_toy, trained_toy
 from ties import assert_greedy_equal_up_to_ties, sources_of
 
+from nmt.api import translate_lines
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
 from nmt.files import read_lines
@@ -220,8 +221,26 @@ def test_cli_stdin_to_output_file(run_dir: Path, translator: Translator, tmp_pat
                             "--batch-size", "2", input=b"a b\n\nc d e\r\nf\x00g\n")
     assert code == 0 and out == ""
     two = Translator.from_run(load_run(run_dir, "best", "cpu"), batch_size=2)  # the same batches
-    assert target.read_text(encoding="utf-8").split("\n")[:-1] == two.translate(
-        ["a b", "", "c d e", "f g"])
+    translations = two.translate(["a b", "", "c d e", "f g"])
+    # each line ends as its source did: CRLF stays CRLF (a Windows file is not turned Unix)
+    assert target.read_bytes() == "".join(
+        line + end for line, end in zip(translations, ["\n", "\n", "\r\n", "\n"],
+                                        strict=True)).encode()
+
+
+def test_cli_a_file_of_crlf_lines_comes_back_so(run_dir: Path, translator: Translator,
+                                                tmp_path: Path) -> None:
+    source, target = tmp_path / "in.en", tmp_path / "out.fr"
+    source.write_bytes(b"a b\r\n\r\nc d\r\ne")  # the last line without an end
+    code, out, _ = invoke("translate", "--run", str(run_dir), "--input", str(source),
+                          "--output", str(target))
+    assert code == 0
+    lines = translator.translate(["a b", "", "c d", "e"])
+    assert target.read_bytes() == "\r\n".join(lines[:3]).encode() + b"\r\n" + \
+        lines[3].encode() + b"\n"  # a file ends with a line end
+    stream = io.StringIO()
+    translate_lines(translator, input=source, stream=stream)  # standard output, say
+    assert stream.getvalue() == target.read_bytes().decode()
 
 
 def test_cli_input_file_with_beam(run_dir: Path, tmp_path: Path) -> None:
