@@ -773,6 +773,25 @@ def test_xliff2_round_trip(tmp_path: Path) -> None:
     assert again == written and filled.filled == 0
 
 
+def test_po_of_crlf_lines_is_filled_as_of_lf_lines_and_stays_crlf(tmp_path: Path) -> None:
+    of_lf, _ = fill_po(tmp_path, CATALOGUE)
+    of_crlf, filled = fill_po(tmp_path, CATALOGUE.replace("\n", "\r\n"))
+    written = (tmp_path / "out.po").read_bytes()
+    assert filled.filled > 0 and written.count(b"\n") == written.count(b"\r\n")
+    assert of_crlf == of_lf
+    assert_msgfmt_accepts(tmp_path / "out.po")
+
+
+@pytest.mark.parametrize("text", [XLIFF, XLIFF2], ids=["1.2", "2"])
+def test_xliff_of_crlf_lines_is_filled_as_of_lf_lines_and_stays_crlf(tmp_path: Path,
+                                                                     text: str) -> None:
+    of_lf, _ = fill_xliff(tmp_path, text, shout_xml)
+    of_crlf, filled = fill_xliff(tmp_path, text.replace("\n", "\r\n"), shout_xml)
+    written = (tmp_path / "out.xlf").read_bytes()
+    assert filled.filled > 0 and written.count(b"\n") == written.count(b"\r\n")  # no LF alone
+    assert of_crlf == of_lf  # read with universal newlines
+
+
 def test_xliff2_lost_tags_leave_the_segment(tmp_path: Path) -> None:
     written, filled = fill_xliff(tmp_path, XLIFF2, lambda ts: [re.sub(r"<[^>]*>", "", t)
                                                                for t in ts])

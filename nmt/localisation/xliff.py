@@ -266,7 +266,7 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
             inside = event.name
             if event.name == "source":
                 unit.qname = event.qname
-                unit.indent = _space_before(events, i)
+                unit.indent = _space_before(events, data, i)
             else:
                 unit.target = event
         elif event.kind == "end" and depth == 0:  # the unit's own end
@@ -280,13 +280,14 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
     return units
 
 
-def _space_before(events: list[_Event], i: int) -> str:
-    """The whitespace right before event ``i`` (expat may report it in several pieces)."""
-    space = ""
-    while i > 0 and events[i - 1].kind == "text" and not events[i - 1].text.strip():
-        i -= 1
-        space = events[i].text + space
-    return space
+def _space_before(events: list[_Event], data: bytes, i: int) -> str:
+    """The whitespace right before event ``i`` as written (expat may report it in several
+    pieces, and reads a CRLF line end as LF: a target inserted in a file of CRLF lines
+    must end its line as the others do)."""
+    first = i
+    while first > 0 and events[first - 1].kind == "text" and not events[first - 1].text.strip():
+        first -= 1
+    return _markup(data, events[first].start, events[i].start) if first < i else ""
 
 
 def _check_root(events: list[_Event], name: str) -> str:
