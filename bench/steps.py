@@ -49,11 +49,13 @@ class TrainingSteps:
 
 def training_steps(cfg: Any, data_dir: Path, device: Any) -> TrainingSteps:
     """``cfg``'s prepared data (built if missing), and a freshly seeded model of it on
-    ``device`` (a ``torch.device``) with what training it takes."""
+    ``device`` (a ``torch.device``) with what training it takes; torch's threads set to
+    ``train.threads`` as ``nmt train`` sets them (``--set train.threads=1`` is one thread)."""
     import torch
 
     from nmt.data.batching import Collator
     from nmt.data.prepare import prepare
+    from nmt.device import set_threads
     from nmt.models.build import build_model
     from nmt.runs.directory import MetricsLog
     from nmt.training.distributed import Dist
@@ -62,6 +64,7 @@ def training_steps(cfg: Any, data_dir: Path, device: Any) -> TrainingSteps:
     from nmt.training.optim import build_optimizer
 
     t = cfg.train
+    set_threads(t.threads)
     prepared = prepare(cfg.data, data_dir, log=lambda s: None)
     tok = prepared.tokenizer
     torch.manual_seed(t.seed)
