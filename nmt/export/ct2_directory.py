@@ -210,7 +210,7 @@ def check_export_meta(meta: dict[str, Any], path: Path) -> None:
     """The fields of ``nmt-export.json`` that reading an export uses, with their types and
     bounds, in one place: a one-line :class:`CheckpointError` naming the file and the field
     (``decode`` is checked as a config's ``[decode]`` when it is read)."""
-    from nmt.data.languages import LANGUAGES
+    from nmt.data.languages import known_language
     from nmt.data.normalize import POLICIES
 
     def bad(field: str, expected: str) -> CheckpointError:
@@ -237,7 +237,7 @@ def check_export_meta(meta: dict[str, Any], path: Path) -> None:
         raise bad("add_source_eos", "true or false")
     for key in ("source_language", "target_language"):
         if meta.get(key) is not None and not (isinstance(meta[key], str)
-                                              and meta[key] in LANGUAGES):
+                                              and known_language(meta[key])):
             raise bad(key, "a language code nmt knows")
     tokenizer = meta.get("tokenizer")
     if tokenizer is not None and not (isinstance(tokenizer, dict) and isinstance(

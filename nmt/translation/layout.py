@@ -220,7 +220,9 @@ def sentence_splitter(lang: str | None, keep: Protected | None = None) -> Splitt
     and ``*s twice``."""
     import sentencex  # a small native module, loaded only when a line is split
 
-    code = lang or "und"
+    from nmt.data.languages import base_language
+
+    code = base_language(lang) if lang else "und"  # sr-Latn: Serbian's rules
 
     def split(text: str) -> list[str]:
         pieces = list(sentencex.segment(code, text))
