@@ -685,6 +685,28 @@ def inline_content(draw: st.DrawFn, atomic: Sequence[str] = tuple(_ATOMIC),
     return "".join(draw(st.lists(piece, min_size=1, max_size=4)))
 
 
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(inline_content(), min_size=1, max_size=3), st.sampled_from(["", " ", "\n  "]),
+       st.sampled_from(["", "<target/>", '<target><mrk mid="0" mtype="seg"/></target>']))
+def test_xliff_segments_of_any_markup_come_back_as_written(tmp_path: Path, contents: list[str],
+                                                           between: str, target: str) -> None:
+    """Segments of any inline markup, with any space between them, filled by a translator
+    that gives back what it was given: the target is the ``<seg-source>``'s content, or its
+    one empty segment filled."""
+    if target.startswith("<target><mrk"):
+        contents = contents[:1]
+    segs = between.join(f'<mrk mid="{i}" mtype="seg">Word {c}</mrk>'
+                        for i, c in enumerate(contents))
+    unit = (f'<trans-unit id="s"><source>{segs}</source><seg-source>{segs}</seg-source>'
+            f"{target}</trans-unit>\n")
+    text = XLIFF.replace("    </body>", unit + "    </body>")
+    written, filled = fill_xliff(tmp_path, text, list)
+    assert filled.left == 0 and filled.filled == 4, filled.messages  # XLIFF has 3 to fill
+    assert (f'</seg-source><target state="needs-review-translation" '
+            f'state-qualifier="mt-suggestion">{segs}</target></trans-unit>') in written
+
+
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(inline_content(), min_size=1, max_size=4))
@@ -704,6 +726,79 @@ def test_xliff_inline_markup_of_any_shape_comes_back_as_written(tmp_path: Path,
     for content in contents:
         assert (f'<source>Word {content}</source><target state="needs-review-translation" '
                 f'state-qualifier="mt-suggestion">Word {content}</target>') in written
+
+
+SEGS_1 = ('<mrk mid="0" mtype="seg">Hello.</mrk> <mrk mid="1" mtype="seg">Where is <g id="1">'
+          'the station</g>?</mrk> <mrk mid="2" mtype="seg"><x id="2"/></mrk>')
+SEGS_2 = ('<mrk mid="0" mtype="seg">Go.</mrk> <mrk mid="1" mtype="seg">Run.</mrk> '
+          '<mrk mid="2" mtype="seg">Stop.</mrk>')
+TARGET_2 = ('<mrk mid="0" mtype="seg">Geh!</mrk> <mrk mid="1" mtype="seg"/> '
+            '<mrk mid="2" mtype="seg"></mrk>')
+SEGMENTED = f'''<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+<file original="a.html" source-language="en" target-language="de" datatype="html">
+<body>
+<trans-unit id="1">
+<source>Hello. Where is <g id="1">the station</g>? <x id="2"/></source>
+<seg-source>{SEGS_1}</seg-source>
+</trans-unit>
+<trans-unit id="2">
+<source>Go. Run. Stop.</source>
+<seg-source>{SEGS_2}</seg-source>
+<target>{TARGET_2}</target>
+<sdl:seg-defs xmlns:sdl="http://sdl.com/FileTypes/SdlXliff/1.0"><sdl:seg id="0"/></sdl:seg-defs>
+</trans-unit>
+<trans-unit id="3">
+<source>Save.</source>
+<seg-source><mrk mid="0" mtype="seg">Save.</mrk></seg-source>
+<target><mrk mid="0" mtype="seg">Speichern.</mrk></target>
+</trans-unit>
+<trans-unit id="4">
+<source>Done.</source>
+<seg-source><mrk mid="0" mtype="seg">Done.</mrk></seg-source>
+<target/>
+</trans-unit>
+</body>
+</file>
+</xliff>
+'''
+
+
+def test_xliff_segmented_units_are_filled_a_segment_at_a_time(tmp_path: Path) -> None:
+    """A 1.2 unit segmented by its ``<seg-source>`` (Okapi, Trados' SDLXLIFF): each segment
+    with text is a string of its own; a unit without a target gets one written as the
+    ``<seg-source>`` is, each segment translated; a target's empty segments are filled and
+    its translated ones kept; every other byte as it was."""
+    seen: list[str] = []
+    written, filled = fill_xliff(tmp_path, SEGMENTED, lambda ts: seen.extend(ts) or shout_xml(ts))
+    assert (filled.filled, filled.left) == (3, 0), filled.messages
+    assert seen == ["Hello.", 'Where is <g id="1">the station</g>?', "Run.", "Stop.", "Done."]
+    marks = ' state="needs-review-translation" state-qualifier="mt-suggestion"'
+    expected = SEGMENTED.replace(
+        "</mrk></seg-source>\n</trans-unit>",
+        '</mrk></seg-source>\n'
+        f'<target{marks}><mrk mid="0" mtype="seg">HELLO.</mrk> <mrk mid="1" mtype="seg">'
+        'WHERE IS <g id="1">THE STATION</g>?</mrk> <mrk mid="2" mtype="seg"><x id="2"/></mrk>'
+        "</target>\n</trans-unit>", 1).replace(
+        '<target><mrk mid="0" mtype="seg">Geh!</mrk> <mrk mid="1" mtype="seg"/> '
+        '<mrk mid="2" mtype="seg"></mrk></target>',
+        f'<target{marks}><mrk mid="0" mtype="seg">Geh!</mrk> <mrk mid="1" mtype="seg">RUN.'
+        '</mrk> <mrk mid="2" mtype="seg">STOP.</mrk></target>').replace(
+        "<target/>", f'<target{marks}><mrk mid="0" mtype="seg">DONE.</mrk></target>')
+    assert written == expected
+    again, filled = fill_xliff(tmp_path, written, shout_xml)  # nothing left to fill
+    assert again == written and filled.filled == 0
+
+
+def test_xliff_segment_that_loses_a_tag_leaves_its_unit(tmp_path: Path) -> None:
+    written, filled = fill_xliff(tmp_path, SEGMENTED, drop_placeholders_and_tags)
+    assert filled.left == 1 and "line 5: its inline tags are not all kept" in filled.messages[0]
+    assert written.count("<target") == SEGMENTED.count("<target") + 0  # unit 1 has none
+    assert "RUN." in written and "HELLO." not in written
+
+
+def drop_placeholders_and_tags(texts: Sequence[str]) -> list[str]:
+    return [re.sub(r"<[^>]*>", "", t).upper() for t in texts]
 
 
 XLIFF2 = '''<?xml version="1.0" encoding="UTF-8"?>

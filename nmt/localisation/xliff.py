@@ -4,13 +4,18 @@ units filled, every other byte of the file kept.
 Rules (what CAT tools such as OmegaT, Okapi and Trados expect of machine output), for 1.2:
 
 - A ``<trans-unit>`` is filled when it has no ``<target>`` or an empty one; a unit marked
-  ``translate="no"`` (or in a ``<group>`` so marked), one with a ``<seg-source>`` and one whose
-  target has any text are left as they are. ``<note>``s, ``<alt-trans>`` and everything
-  outside the filled targets stay byte for byte.
+  ``translate="no"`` (or in a ``<group>`` so marked) and one whose target has any text are
+  left as they are. ``<note>``s, ``<alt-trans>`` and everything outside the filled targets
+  stay byte for byte.
+- A unit segmented by a ``<seg-source>`` (Okapi, Trados' SDLXLIFF: each segment an ``<mrk
+  mtype="seg" mid="...">``) is filled a segment at a time, each segment with text a string of
+  its own: the target's empty segments (of the same ``mid``) are filled and its others kept,
+  or, when it has no target or an empty one, the target is written as the ``<seg-source>``
+  is, each segment's content translated. Any segment refused leaves the unit as it was.
 - A target nmt writes is ``state="needs-review-translation"`` with
   ``state-qualifier="mt-suggestion"``: a translator reviews it. It goes right after
-  ``</source>``, indented as the source; an empty target is replaced and keeps its other
-  attributes.
+  ``</source>`` (``</seg-source>``), indented as the source; an empty target is replaced and
+  keeps its other attributes, and so does one whose empty segments nmt filled.
 - Inline tags: ``<g>`` and ``<mrk>`` wrap text, so their start and end tags travel in the text
   given to the translator (an empty one, ``<g id="1"/>``, whole); ``<x/>``, ``<bx/>``,
   ``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept>`` and ``<it>`` travel whole, as written, and so
@@ -103,18 +108,33 @@ class _Piece(NamedTuple):
 
 
 @dataclass
+class _Segment:
+    """A segment of a 1.2 unit's ``<seg-source>`` (an ``<mrk mtype="seg">``, as Okapi and
+    Trados segment units) and where its translation goes."""
+
+    mid: str
+    pieces: list[_Piece]
+    content: tuple[int, int]  # its content's bytes in the <seg-source>
+    target: tuple[_Event, _Event] | None = None  # the empty <mrk> of its mid in the target
+
+
+@dataclass
 class _Unit:
     line: int
     translate: bool  # not translate="no", nor in a group so marked
     start: _Event | None = None  # its own start tag (XLIFF 2 marks the segment)
     translated: bool = False  # its target has content
-    segmented: bool = False  # it has a <seg-source>
     qname: str = ""  # of its <source>, for the target's prefix
-    insert_at: int = 0  # after </source>
+    insert_at: int = 0  # after </source> (after </seg-source> when there is one)
     indent: str = ""  # the whitespace before <source>
     pieces: list[_Piece] = field(default_factory=list)
     target: _Event | None = None  # the empty target to replace
     target_end: int = 0
+    seg_source: tuple[int, int] | None = None  # its <seg-source>'s start and end events
+    target_events: tuple[int, int] = (0, 0)  # its target's start and end events
+    segments: list[_Segment] = field(default_factory=list)  # of its <seg-source>, to fill
+
+
 
 
 def fill(data: bytes, name: str, translate: Translate, language: Callable[[], str | None],
@@ -129,36 +149,46 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
     encoding = "ascii" if any(e.kind == "declaration" and "ascii" in e.text
                               for e in events[:1]) else "utf-8"
     report = Filled("xliff")
-    for unit in units:
-        if unit.segmented:
-            report.messages.append(f"{name}: line {unit.line}: a segmented unit "
-                                   "(<seg-source>), which nmt does not fill; left untranslated")
-            report.left += 1
-    todo = [u for u in units if not u.segmented]
-    if todo:
+    if units:
         model, (element, attribute) = language(), version.language
         for tag in dict.fromkeys(_attributes(e).get(attribute, "") for e in events
                                  if e.kind == "start" and e.name == element):
             report.messages += other_language(name, f"its {attribute}", tag, model)
-    sources = ["".join(piece.given for piece in u.pieces) for u in todo]
+    # what each unit translates: its source, or the segments of its <seg-source> to fill
+    contents = [[s.pieces for s in unit.segments] or [unit.pieces] for unit in units]
+    sources = ["".join(piece.given for piece in pieces) for each in contents for pieces in each]
+    translated = iter(zip(sources, translate_texts(translate, sources), strict=True))
     edits: list[tuple[int, int, bytes]] = []
-    for unit, source, out in zip(todo, sources, translate_texts(translate, sources),
-                                 strict=True):
-        content = _content(out, unit.pieces)
-        why = "its inline tags are not all kept" if content is None else next(
-            (why for why, check in checks if not check(source, out)), None)
-        if why is not None or not out.strip():
-            report.messages.append(f"{name}: line {unit.line}: {why or 'empty translation'}; "
-                                   "left untranslated")
+    for unit, each in zip(units, contents, strict=True):
+        checked = [_checked(pieces, *next(translated), checks) for pieces in each]
+        why = next((why for _, why in checked if why is not None), None)
+        if why is not None:
+            report.messages.append(f"{name}: line {unit.line}: {why}; left untranslated")
             report.left += 1
             continue
-        edits.append(_target_edit(unit, content or "", encoding, version.target_marks))
+        texts = [content for content, _ in checked]
+        if unit.segments:
+            edits += _segment_edits(unit, texts, events, data, encoding, version.target_marks)
+        else:
+            edits.append(_target_edit(unit, texts[0], encoding, version.target_marks))
         if version.unit_marks and unit.start is not None:
             edits.append(_marked(unit.start, version.unit_marks, encoding))
         report.filled += 1
     for start, end, new in sorted(edits, reverse=True):
         data = data[:start] + new + data[end:]
     return data, report
+
+
+def _checked(pieces: list[_Piece], source: str, translation: str,
+             checks: Sequence[NamedCheck]) -> tuple[str, str | None]:
+    """The target content of ``translation`` of ``source`` (made of ``pieces``), and why it
+    is refused (None: it is not)."""
+    content = _content(translation, pieces)
+    why = "its inline tags are not all kept" if content is None else next(
+        (why for why, check in checks if not check(source, translation)), None)
+    if why is None and not translation.strip():
+        why = "empty translation"
+    return content or "", why
 
 
 def _events(data: bytes, name: str) -> list[_Event]:
@@ -205,6 +235,51 @@ def _events(data: bytes, name: str) -> list[_Event]:
     return events
 
 
+class _Reader:
+    """The pieces of an element's content (a ``<source>``'s, a segment's), given its events
+    one by one: text, the tags of wrapping elements, and inline elements that travel whole
+    (:func:`_stand_in`)."""
+
+    def __init__(self, data: bytes, version: Version) -> None:
+        self.data, self.version = data, version
+        self.pieces: list[_Piece] = []
+        self.depth = 0  # elements open inside the content
+        self.atomic: _Event | None = None  # the start of an inline element travelling whole
+        self.base = 0  # the depth it starts at
+
+    def ends(self, event: _Event) -> bool:
+        """Whether ``event`` is the end of the element whose content this reads."""
+        return event.kind == "end" and self.depth == 0 and self.atomic is None
+
+    def feed(self, event: _Event) -> None:
+        step = {"start": 1, "end": -1}.get(event.kind, 0)
+        if self.atomic is not None:  # inside <x/>, <ph>...</ph>
+            self.depth += step
+            if self.depth == self.base:
+                markup = _markup(self.data, self.atomic.start, event.end)
+                self.pieces.append(_Piece("tag", markup,
+                                          _stand_in(self.atomic, self.pieces, markup)))
+                self.atomic = None
+            return
+        if event.kind == "text":
+            self.pieces.append(_Piece("text", event.text, event.text))
+        elif event.kind == "start" and (event.name not in self.version.wrapping
+                                        or _protected(event)):
+            self.atomic, self.base = event, self.depth
+        elif event.kind in ("start", "end"):
+            markup = _markup(self.data, event.start, event.end)
+            if not markup:  # the end of ``<g id="1"/>``: it wraps nothing, travels whole
+                self.pieces[-1] = self.pieces[-1]._replace(kind="tag")
+            else:
+                kind = "open" if event.kind == "start" else "close"
+                self.pieces.append(_Piece(kind, markup, _flat(markup)))
+        self.depth += step
+
+
+def _has_text(pieces: Sequence[_Piece]) -> bool:
+    return any(p.kind == "text" and p.markup.strip() for p in pieces)
+
+
 def _units(events: list[_Event], data: bytes, version: Version, name: str) -> list[_Unit]:
     """The units (1.2's trans-units, 2's segments) of the document that have text to
     translate and no translation (one inside another is refused: the document is not XLIFF,
@@ -212,10 +287,10 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
     units: list[_Unit] = []
     no_translate = [False]  # translate="no" of each open element, inherited
     unit: _Unit | None = None
-    inside = ""  # "source" or "target" while in the unit's own
-    depth = 0  # elements open inside it (outside them: inside the unit)
-    atomic: _Event | None = None  # the start of an inline element travelling whole
-    base = 0  # the depth it starts at
+    inside = ""  # "source", "seg-source" or "target" while in the unit's own
+    opened = 0  # the index of its start event
+    depth = 0  # elements open inside the unit, or inside its own target or seg-source
+    reader: _Reader | None = None  # of its source's content
     for i, event in enumerate(events):
         if event.kind == "start":
             translate = _attributes(event).get("translate")
@@ -230,54 +305,94 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
             unit, depth = _Unit(event.line, translate=not no_translate[-1], start=event), 0
         elif unit is None:
             continue
-        elif atomic is not None:  # inside <x/>, <ph>...</ph> in a source
-            depth += step
-            if depth == base:
-                markup = _markup(data, atomic.start, event.end)
-                unit.pieces.append(_Piece("tag", markup, _stand_in(atomic, unit.pieces, markup)))
-                atomic = None
-        elif inside and event.kind == "end" and depth == 0:  # </source>, </target>
-            if inside == "source":
-                unit.insert_at = event.end
+        elif inside == "source" and reader is not None:
+            if reader.ends(event):  # </source>
+                unit.insert_at, unit.pieces, inside = event.end, reader.pieces, ""
             else:
-                unit.target_end = event.end
+                reader.feed(event)
+        elif inside and event.kind == "end" and depth == 0:  # </target>, </seg-source>
+            if inside == "target":
+                unit.target_end, unit.target_events = event.end, (opened, i)
+            else:
+                unit.seg_source, unit.insert_at = (opened, i), event.end
             inside = ""
-        elif inside == "target":
-            unit.translated |= event.kind == "start" or bool(event.text.strip())
+        elif inside:
+            unit.translated |= inside == "target" and (event.kind == "start"
+                                                       or bool(event.text.strip()))
             depth += step
-        elif inside == "source":
-            if event.kind == "text":
-                unit.pieces.append(_Piece("text", event.text, event.text))
-            elif event.kind == "start" and (event.name not in version.wrapping
-                                            or _protected(event)):
-                atomic, base = event, depth
-            elif event.kind in ("start", "end"):
-                markup = _markup(data, event.start, event.end)
-                if not markup:  # the end of ``<g id="1"/>``: it wraps nothing, travels whole
-                    unit.pieces[-1] = unit.pieces[-1]._replace(kind="tag")
-                else:
-                    kind = "open" if event.kind == "start" else "close"
-                    unit.pieces.append(_Piece(kind, markup, _flat(markup)))
-            depth += step
-        elif event.kind == "start" and depth == 0 and event.name in ("source", "target"):
-            if (unit.qname if event.name == "source" else unit.target is not None):
+        elif event.kind == "start" and depth == 0 and event.name in ("source", "target",
+                                                                     "seg-source"):
+            if (unit.qname if event.name == "source" else unit.target is not None
+                    if event.name == "target" else unit.seg_source is not None):
                 raise DataError(f"{name}: line {event.line}: a second <{event.qname}> in the "
                                 f"unit of line {unit.line}; not XLIFF")
-            inside = event.name
+            inside, opened = event.name, i
             if event.name == "source":
-                unit.qname = event.qname
+                unit.qname, reader = event.qname, _Reader(data, version)
                 unit.indent = _space_before(events, data, i)
-            else:
+            elif event.name == "target":
                 unit.target = event
+            else:
+                unit.seg_source = (i, i)
         elif event.kind == "end" and depth == 0:  # the unit's own end
-            if unit.translate and not unit.translated and \
-                    any(p.kind == "text" and p.markup.strip() for p in unit.pieces):
+            if unit.seg_source is not None:
+                unit.segments = _segments(unit, events, data, version)
+            if unit.translate and (bool(unit.segments) if unit.seg_source is not None
+                                   else not unit.translated and _has_text(unit.pieces)):
                 units.append(unit)
             unit = None
-        else:  # in <alt-trans>, <seg-source>, <note>...: not the unit's own source or target
-            unit.segmented |= event.kind == "start" and depth == 0 and event.name == "seg-source"
+        else:  # in <alt-trans>, <note>...: not the unit's own source or target
             depth += step
     return units
+
+
+def _segments(unit: _Unit, events: list[_Event], data: bytes,
+              version: Version) -> list[_Segment]:
+    """The segments of ``unit``'s ``<seg-source>`` that hold text and have no translation:
+    every one when the unit has no target or an empty one, else those whose ``<mrk
+    mtype="seg">`` of the same ``mid`` in the target is empty (a target with text and no
+    segments is a translation)."""
+    first, last = unit.seg_source or (0, 0)
+    segments = [_Segment(_attributes(start).get("mid", ""), pieces, (start.end, end.start))
+                for start, end, pieces in _marked_segments(events[first + 1:last], data,
+                                                           version)]
+    segments = [s for s in segments if _has_text(s.pieces)]
+    if unit.target is None or not unit.translated:
+        return segments
+    a, b = unit.target_events
+    in_target = {_attributes(start).get("mid", ""): (start, end, pieces)
+                 for start, end, pieces in _marked_segments(events[a + 1:b], data, version)}
+    if not in_target:
+        return []
+    for segment in segments:
+        start, end, pieces = in_target.get(segment.mid, (None, None, None))
+        if start is not None and end is not None and pieces == []:  # there, and empty
+            segment.target = (start, end)
+    return [s for s in segments if s.target is not None]
+
+
+def _marked_segments(events: Sequence[_Event], data: bytes, version: Version
+                     ) -> list[tuple[_Event, _Event, list[_Piece]]]:
+    """The ``<mrk mtype="seg">`` elements among ``events`` (the content of a ``<seg-source>``
+    or ``<target>``): each one's start and end events and the pieces of its content (none
+    when it is empty or only whitespace)."""
+    found: list[tuple[_Event, _Event, list[_Piece]]] = []
+    depth, reader, start = 0, None, None
+    for event in events:
+        if reader is not None and start is not None:
+            if reader.ends(event):
+                pieces = reader.pieces if any(p.kind != "text" or p.markup.strip()
+                                              for p in reader.pieces) else []
+                found.append((start, event, pieces))
+                reader = None
+            else:
+                reader.feed(event)
+        elif event.kind == "start" and depth == 0 and event.name == "mrk" and \
+                _attributes(event).get("mtype") == "seg":
+            reader, start = _Reader(data, version), event
+        else:
+            depth += {"start": 1, "end": -1}.get(event.kind, 0)
+    return found
 
 
 def _space_before(events: list[_Event], data: bytes, i: int) -> str:
@@ -351,6 +466,32 @@ def _content(translation: str, pieces: list[_Piece]) -> str | None:
         return None
     return "".join(inline[piece].markup if i % 2 else escape(piece)
                    for i, piece in enumerate(split))
+
+
+def _segment_edits(unit: _Unit, contents: list[str], events: list[_Event], data: bytes,
+                   encoding: str, marks: Sequence[tuple[str, str]]
+                   ) -> list[tuple[int, int, bytes]]:
+    """The edits that put ``contents``, the translations of a segmented unit's segments,
+    in its target: into the target's empty segments, or, when it has none, a target written
+    as the ``<seg-source>`` is, each segment's content translated (a segment without text as
+    it is); the target marked ``marks``."""
+    if unit.target is None or not unit.translated:
+        first, last = unit.seg_source or (0, 0)
+        at, pieces = events[first].end, []
+        for segment, content in zip(unit.segments, contents, strict=True):
+            pieces += [_markup(data, at, segment.content[0]), content]
+            at = segment.content[1]
+        pieces.append(_markup(data, at, events[last].start))
+        return [_target_edit(unit, "".join(pieces), encoding, marks)]
+    edits = [_marked(unit.target, marks, encoding)]
+    for segment, content in zip(unit.segments, contents, strict=True):
+        start, end = segment.target or (unit.target, unit.target)
+        if end.start == end.end:  # <mrk mtype="seg" mid="1"/>
+            element = f"<{start.qname}{_with_marks(start, ())}>{content}</{start.qname}>"
+            edits.append((start.start, end.end, element.encode(encoding, "xmlcharrefreplace")))
+        else:
+            edits.append((start.end, end.start, content.encode(encoding, "xmlcharrefreplace")))
+    return edits
 
 
 def _with_marks(event: _Event | None, marks: Sequence[tuple[str, str]]) -> str:
