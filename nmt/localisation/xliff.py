@@ -135,8 +135,6 @@ class _Unit:
     segments: list[_Segment] = field(default_factory=list)  # of its <seg-source>, to fill
 
 
-
-
 def fill(data: bytes, name: str, translate: Translate, language: Callable[[], str | None],
          checks: Sequence[NamedCheck]) -> tuple[bytes, Filled]:
     """The XLIFF document ``data`` (``name`` in messages) with its untranslated units filled
@@ -322,8 +320,9 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
             depth += step
         elif event.kind == "start" and depth == 0 and event.name in ("source", "target",
                                                                      "seg-source"):
-            if (unit.qname if event.name == "source" else unit.target is not None
-                    if event.name == "target" else unit.seg_source is not None):
+            seen = {"source": bool(unit.qname), "target": unit.target is not None,
+                    "seg-source": unit.seg_source is not None}
+            if seen[event.name]:
                 raise DataError(f"{name}: line {event.line}: a second <{event.qname}> in the "
                                 f"unit of line {unit.line}; not XLIFF")
             inside, opened = event.name, i
@@ -365,9 +364,9 @@ def _segments(unit: _Unit, events: list[_Event], data: bytes,
     if not in_target:
         return []
     for segment in segments:
-        start, end, pieces = in_target.get(segment.mid, (None, None, None))
-        if start is not None and end is not None and pieces == []:  # there, and empty
-            segment.target = (start, end)
+        found = in_target.get(segment.mid)
+        if found is not None and not found[2]:  # there, and empty
+            segment.target = found[0], found[1]
     return [s for s in segments if s.target is not None]
 
 
