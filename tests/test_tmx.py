@@ -17,7 +17,7 @@ from test_corpora import CFG, pairs, quiet, same_arrays, write_aligned
 from test_reliability_structure import mutated, mutations
 
 from nmt.data.corpora import tmx
-from nmt.data.languages import same_language
+from nmt.data.languages import LANGUAGES, same_language
 from nmt.data.prepare import prepare
 from nmt.errors import DataError
 
@@ -101,6 +101,26 @@ def test_segments_read_as_the_application_shows_them() -> None:
 ])
 def test_language_tags(tag: str, code: str, expected: bool) -> None:
     assert same_language(tag, code) is expected
+
+
+@given(st.sampled_from(sorted(LANGUAGES)), st.sampled_from(["", "-Latn", "-Cyrl", "-Hant"]),
+       st.sampled_from(["", "-US", "_BR", "-419"]), st.sampled_from(["", ".UTF-8"]),
+       st.sampled_from(["", "@euro"]), st.sampled_from(["lower", "upper", "as is"]),
+       st.sampled_from(["-", "_"]))
+def test_a_tag_names_the_language_of_its_code_whatever_else_it_says(
+        code: str, script: str, region: str, codeset: str, modifier: str, case: str,
+        dash: str) -> None:
+    """A tag is the language of a code when it names the code's language and every subtag the
+    code has, written in any case, with ``-`` or ``_``, with a region, a locale's codeset or
+    modifier besides; never the language of another code, nor of the code with a script the
+    tag does not name."""
+    written = (code + script + region).replace("-", dash).replace("_", dash) + codeset + modifier
+    tag = {"lower": written.lower(), "upper": written.upper(), "as is": written}[case]
+    assert same_language(tag, code) and same_language(tag, code + script)
+    assert not same_language(tag, "xx") and not same_language(tag, code + "-Arab")
+    assert same_language(code, tag) is (not (script or region or modifier))
+    other = next(c for c in sorted(LANGUAGES) if c != code)
+    assert not same_language(tag, other)
 
 
 def test_either_direction_and_tmx_1_1_lang() -> None:
