@@ -18,6 +18,7 @@ from nmt.config import DataConfig, load_config
 from nmt.data.corpora import FORMS, Context, Corpus, Identity, open_corpus
 from nmt.data.corpora.base import Lazy
 from nmt.data.languages import Language, language
+from nmt.data.normalize import lower, normalize
 from nmt.data.prepare import Prepared, prepare
 from nmt.errors import ConfigError, DataError
 from nmt.evaluate import bleu_tokenizer
@@ -269,6 +270,10 @@ def test_a_language_code_with_its_script() -> None:
     assert bleu_tokenizer("zh-Hant") == bleu_tokenizer("zh") == ("zh", "")
     assert bleu_tokenizer("sr-Latn") == ("13a", "")
     assert load_config(None, ["data.target=sr", "data.source=sr-Latn"]).data.source == "sr-Latn"
+    # the language's own rules hold in any script it is named with
+    assert lower("IŞIK", "az-Latn") == lower("IŞIK", "az") == "ışık" != lower("IŞIK", "sr-Latn")
+    assert normalize("«Oui»", False, "full", "fr-Latn") == normalize("«Oui»", False, "full", "fr")
+    assert normalize("«Oui»", False, "full", "fr-Latn") != normalize("«Oui»", False, "full", "de")
 
 
 def test_same_language_on_both_sides_and_word_tokenizer_for_chinese() -> None:

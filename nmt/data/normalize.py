@@ -40,6 +40,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from nmt.data.languages import base_language
+
 # Characters with a fixed replacement; everything else is decided by its Unicode category.
 _FIXED = {
     "\u2019": "'",  # right single quotation mark, used as an apostrophe
@@ -87,19 +89,19 @@ _DOTTED_I = frozenset({"tr", "az"})
 
 def special_casing(lang: str | None) -> bool:
     """Whether ``lang``'s capitals differ from Unicode's default mapping (Turkish, Azerbaijani)."""
-    return lang in _DOTTED_I
+    return lang is not None and base_language(lang) in _DOTTED_I  # az-Latn is az
 
 
 def lower(text: str, lang: str | None) -> str:
     """``text`` in small letters, as ``lang`` spells them (None: Unicode's default rules)."""
-    if lang in _DOTTED_I:
+    if special_casing(lang):
         text = text.replace("I", "ı").replace("İ", "i")
     return text.lower()
 
 
 def upper(text: str, lang: str | None) -> str:
     """``text`` in capitals, as ``lang`` spells them (None: Unicode's default rules)."""
-    if lang in _DOTTED_I:
+    if special_casing(lang):
         text = text.replace("i", "İ")
     return text.upper()
 
@@ -135,7 +137,8 @@ def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None, 
         return _PUNCT.sub(r" \1", text.lower() if lowercase else text)
     if policy not in POLICIES:
         raise ValueError(f"policy={policy!r}: expected one of {', '.join(POLICIES)}")
-    table = _TABLE_KEEPING_JOINERS if lang in _JOINER_LANGS else _TABLE
+    base = base_language(lang) if lang else None  # the language's rules in any script
+    table = _TABLE_KEEPING_JOINERS if base in _JOINER_LANGS else _TABLE
     if not apostrophes:
         table = _TABLE_KEEPING_APOSTROPHES[table is _TABLE_KEEPING_JOINERS]
     text = unicodedata.normalize("NFC", text.translate(table))
@@ -145,7 +148,7 @@ def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None, 
     text = " ".join(text.split())  # only " " is whitespace by now
     if policy == "natural":
         return text
-    if lang in (None, "fr"):
+    if base in (None, "fr"):
         text = _OPEN_QUOTE.sub("« ", text)
         text = _CLOSE_QUOTE.sub(" »", text)
     return _PUNCT.sub(r" \1", text)
