@@ -384,6 +384,28 @@ def test_export_readme_limits_are_nmts_on_every_length(exports: dict[str, Path],
         assert max(expected) == output_cap(cfg, meta["max_positions"]), name  # the cap is met
 
 
+def test_the_exports_normalize_runs_with_the_standard_library_alone(
+        exports: dict[str, Path]) -> None:
+    """``normalize.py`` ships in every export for the user's own code: it imports nothing of
+    nmt (Python without site-packages runs it) and normalises as nmt does."""
+    from nmt.data.languages import base_language
+    from nmt.data.normalize import _language, normalize
+
+    path = exports["sentencepiece"] / "normalize.py"
+    code = ("import importlib.util as u, json, sys\n"
+            f"spec = u.spec_from_file_location('normalize', {str(path)!r})\n"
+            "m = u.module_from_spec(spec); spec.loader.exec_module(m)\n"
+            "print(json.dumps([m.normalize(t, True, 'full', l) for t, l in json.loads("
+            "sys.argv[1])]))")
+    cases = [("«IŞIK»", "az-Latn"), ("«Oui» I", "fr"), ("a\u200cb", "fa-Arab"), ("Ja", None)]
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, json.dumps(cases)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [normalize(t, True, "full", lang) for t, lang in cases]
+    for code_ in ("sr-Latn", "az", "zh-Hant", "ber-Tfng"):  # one rule, written twice
+        assert _language(code_) == base_language(code_)
+
+
 def test_export_holds_what_a_user_needs(exports: dict[str, Path]) -> None:
     names = {p.name for p in exports["sentencepiece"].iterdir()}
     assert {"model.bin", "config.json", "shared_vocabulary.json", "spm.model", "normalize.py",

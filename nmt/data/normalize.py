@@ -40,8 +40,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from nmt.data.languages import base_language
-
 # Characters with a fixed replacement; everything else is decided by its Unicode category.
 _FIXED = {
     "\u2019": "'",  # right single quotation mark, used as an apostrophe
@@ -89,7 +87,14 @@ _DOTTED_I = frozenset({"tr", "az"})
 
 def special_casing(lang: str | None) -> bool:
     """Whether ``lang``'s capitals differ from Unicode's default mapping (Turkish, Azerbaijani)."""
-    return lang is not None and base_language(lang) in _DOTTED_I  # az-Latn is az
+    return _language(lang) in _DOTTED_I
+
+
+def _language(lang: str | None) -> str | None:
+    """The language of a code that may name its script too (``az-Latn`` -> ``az``), whose
+    rules hold in any script: :func:`nmt.data.languages.base_language`'s rule, written here
+    because this module ships alone in every CTranslate2 export (the standard library only)."""
+    return lang.partition("-")[0] if lang else None
 
 
 def lower(text: str, lang: str | None) -> str:
@@ -137,7 +142,7 @@ def normalize(text: str, lowercase: bool, policy: str, lang: str | None = None, 
         return _PUNCT.sub(r" \1", text.lower() if lowercase else text)
     if policy not in POLICIES:
         raise ValueError(f"policy={policy!r}: expected one of {', '.join(POLICIES)}")
-    base = base_language(lang) if lang else None  # the language's rules in any script
+    base = _language(lang)
     table = _TABLE_KEEPING_JOINERS if base in _JOINER_LANGS else _TABLE
     if not apostrophes:
         table = _TABLE_KEEPING_APOSTROPHES[table is _TABLE_KEEPING_JOINERS]
