@@ -746,7 +746,9 @@ SEGMENTED = f'''<?xml version="1.0" encoding="UTF-8"?>
 <source>Go. Run. Stop.</source>
 <seg-source>{SEGS_2}</seg-source>
 <target>{TARGET_2}</target>
-<sdl:seg-defs xmlns:sdl="http://sdl.com/FileTypes/SdlXliff/1.0"><sdl:seg id="0"/></sdl:seg-defs>
+<sdl:seg-defs xmlns:sdl="http://sdl.com/FileTypes/SdlXliff/1.0"><sdl:seg id="0" conf="Translated"/>
+  <sdl:seg id="1"/><sdl:seg id="2" conf="Draft"><sdl:value key="x">y</sdl:value></sdl:seg>
+</sdl:seg-defs>
 </trans-unit>
 <trans-unit id="3">
 <source>Save.</source>
@@ -768,7 +770,8 @@ def test_xliff_segmented_units_are_filled_a_segment_at_a_time(tmp_path: Path) ->
     """A 1.2 unit segmented by its ``<seg-source>`` (Okapi, Trados' SDLXLIFF): each segment
     with text is a string of its own; a unit without a target gets one written as the
     ``<seg-source>`` is, each segment translated; a target's empty segments are filled and
-    its translated ones kept; every other byte as it was."""
+    its translated ones kept, and Trados' records of the segments filled say machine
+    translated, draft; every other byte as it was."""
     seen: list[str] = []
     written, filled = fill_xliff(tmp_path, SEGMENTED, lambda ts: seen.extend(ts) or shout_xml(ts))
     assert (filled.filled, filled.left) == (3, 0), filled.messages
@@ -784,7 +787,9 @@ def test_xliff_segmented_units_are_filled_a_segment_at_a_time(tmp_path: Path) ->
         '<mrk mid="2" mtype="seg"></mrk></target>',
         f'<target{marks}><mrk mid="0" mtype="seg">Geh!</mrk> <mrk mid="1" mtype="seg">RUN.'
         '</mrk> <mrk mid="2" mtype="seg">STOP.</mrk></target>').replace(
-        "<target/>", f'<target{marks}><mrk mid="0" mtype="seg">DONE.</mrk></target>')
+        "<target/>", f'<target{marks}><mrk mid="0" mtype="seg">DONE.</mrk></target>').replace(
+        '<sdl:seg id="1"/><sdl:seg id="2" conf="Draft">',  # Trados' records of them (SDLXLIFF)
+        '<sdl:seg id="1" conf="Draft" origin="mt"/><sdl:seg id="2" conf="Draft" origin="mt">')
     assert written == expected
     again, filled = fill_xliff(tmp_path, written, shout_xml)  # nothing left to fill
     assert again == written and filled.filled == 0

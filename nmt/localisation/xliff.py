@@ -11,7 +11,9 @@ Rules (what CAT tools such as OmegaT, Okapi and Trados expect of machine output)
   mtype="seg" mid="...">``) is filled a segment at a time, each segment with text a string of
   its own: the target's empty segments (of the same ``mid``) are filled and its others kept,
   or, when it has no target or an empty one, the target is written as the ``<seg-source>``
-  is, each segment's content translated. Any segment refused leaves the unit as it was.
+  is, each segment's content translated. Any segment refused leaves the unit as it was. In
+  SDLXLIFF, Trados' record of each segment filled (``<sdl:seg id="MID">``) is marked
+  ``conf="Draft" origin="mt"``, as Trados marks its own machine translations.
 - A target nmt writes is ``state="needs-review-translation"`` with
   ``state-qualifier="mt-suggestion"``: a translator reviews it. It goes right after
   ``</source>`` (``</seg-source>``), indented as the source; an empty target is replaced and
@@ -133,6 +135,7 @@ class _Unit:
     seg_source: tuple[int, int] | None = None  # its <seg-source>'s start and end events
     target_events: tuple[int, int] = (0, 0)  # its target's start and end events
     segments: list[_Segment] = field(default_factory=list)  # of its <seg-source>, to fill
+    span: tuple[int, int] = (0, 0)  # its start and end events
 
 
 def fill(data: bytes, name: str, translate: Translate, language: Callable[[], str | None],
@@ -300,7 +303,8 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
             if unit is not None:
                 raise DataError(f"{name}: line {event.line}: a <{event.qname}> inside another "
                                 f"(from line {unit.line}); not XLIFF")
-            unit, depth = _Unit(event.line, translate=not no_translate[-1], start=event), 0
+            unit, depth = _Unit(event.line, translate=not no_translate[-1], start=event,
+                                span=(i, i)), 0
         elif unit is None:
             continue
         elif inside == "source" and reader is not None:
@@ -334,6 +338,7 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
             else:
                 unit.seg_source = (i, i)
         elif event.kind == "end" and depth == 0:  # the unit's own end
+            unit.span = (unit.span[0], i)
             if unit.seg_source is not None:
                 unit.segments = _segments(unit, events, data, version)
             if unit.translate and (bool(unit.segments) if unit.seg_source is not None
@@ -481,8 +486,10 @@ def _segment_edits(unit: _Unit, contents: list[str], events: list[_Event], data:
             pieces += [_markup(data, at, segment.content[0]), content]
             at = segment.content[1]
         pieces.append(_markup(data, at, events[last].start))
-        return [_target_edit(unit, "".join(pieces), encoding, marks)]
-    edits = [_marked(unit.target, marks, encoding)]
+        return [*_trados_records(unit, events, data, encoding),
+                _target_edit(unit, "".join(pieces), encoding, marks)]
+    edits = [*_trados_records(unit, events, data, encoding),
+             _marked(unit.target, marks, encoding)]
     for segment, content in zip(unit.segments, contents, strict=True):
         start, end = segment.target or (unit.target, unit.target)
         if end.start == end.end:  # <mrk mtype="seg" mid="1"/>
@@ -493,6 +500,22 @@ def _segment_edits(unit: _Unit, contents: list[str], events: list[_Event], data:
     return edits
 
 
+# Trados Studio's record of a segment it shows as machine translated and not yet confirmed
+TRADOS_MARKS = (("conf", "Draft"), ("origin", "mt"))
+
+
+def _trados_records(unit: _Unit, events: list[_Event], data: bytes,
+                    encoding: str) -> list[tuple[int, int, bytes]]:
+    """The edits marking the segments of ``unit`` that nmt fills in Trados' own records of
+    them (SDLXLIFF: ``<sdl:seg id="MID">`` in the unit's ``<sdl:seg-defs>``, where Trados
+    keeps each segment's status) as :data:`TRADOS_MARKS`; none in other XLIFF."""
+    filled = {segment.mid for segment in unit.segments}
+    first, last = unit.span
+    return [_marked(e, TRADOS_MARKS, encoding, empty=data[e.start:e.end].endswith(b"/>"))
+            for e in events[first:last] if e.kind == "start" and e.name == "seg"
+            and e.qname != e.name and _attributes(e).get("id") in filled]
+
+
 def _with_marks(event: _Event | None, marks: Sequence[tuple[str, str]]) -> str:
     """The attributes of ``event`` (None: none) with ``marks`` set (in place of any of the
     same name), as written in a start tag."""
@@ -501,12 +524,13 @@ def _with_marks(event: _Event | None, marks: Sequence[tuple[str, str]]) -> str:
     return "".join(f" {k}={quoteattr(v)}" for k, v in [*kept, *marks])
 
 
-def _marked(start: _Event, marks: Sequence[tuple[str, str]],
-            encoding: str) -> tuple[int, int, bytes]:
-    """(start, end, bytes) rewriting the start tag ``start`` of a unit nmt filled (never an
-    empty element: it holds the source) with ``marks`` set."""
-    return start.start, start.end, f"<{start.qname}{_with_marks(start, marks)}>".encode(
-        encoding, "xmlcharrefreplace")
+def _marked(start: _Event, marks: Sequence[tuple[str, str]], encoding: str,
+            empty: bool = False) -> tuple[int, int, bytes]:
+    """(start, end, bytes) rewriting the start tag ``start`` of an element nmt filled (a unit,
+    a target) or a record of it (``empty``: an empty element, ``<sdl:seg id="1"/>``) with
+    ``marks`` set."""
+    tag = f"<{start.qname}{_with_marks(start, marks)}{'/' if empty else ''}>"
+    return start.start, start.end, tag.encode(encoding, "xmlcharrefreplace")
 
 
 def _target_edit(unit: _Unit, content: str, encoding: str,
