@@ -743,9 +743,9 @@ SEGMENTED = f'''<?xml version="1.0" encoding="UTF-8"?>
 <seg-source>{SEGS_1}</seg-source>
 </trans-unit>
 <trans-unit id="2">
-<source>Go. Run. Stop.</source>
-<seg-source>{SEGS_2}</seg-source>
-<target>{TARGET_2}</target>
+<source><g id="5">Go. Run. Stop.</g></source>
+<seg-source><g id="5">{SEGS_2}</g></seg-source>
+<target><g id="5">{TARGET_2}</g></target>
 <sdl:seg-defs xmlns:sdl="http://sdl.com/FileTypes/SdlXliff/1.0"><sdl:seg id="0" conf="Translated"/>
   <sdl:seg id="1"/><sdl:seg id="2" conf="Draft"><sdl:value key="x">y</sdl:value></sdl:seg>
 </sdl:seg-defs>
@@ -783,10 +783,10 @@ def test_xliff_segmented_units_are_filled_a_segment_at_a_time(tmp_path: Path) ->
         f'<target{marks}><mrk mid="0" mtype="seg">HELLO.</mrk> <mrk mid="1" mtype="seg">'
         'WHERE IS <g id="1">THE STATION</g>?</mrk> <mrk mid="2" mtype="seg"><x id="2"/></mrk>'
         "</target>\n</trans-unit>", 1).replace(
-        '<target><mrk mid="0" mtype="seg">Geh!</mrk> <mrk mid="1" mtype="seg"/> '
-        '<mrk mid="2" mtype="seg"></mrk></target>',
-        f'<target{marks}><mrk mid="0" mtype="seg">Geh!</mrk> <mrk mid="1" mtype="seg">RUN.'
-        '</mrk> <mrk mid="2" mtype="seg">STOP.</mrk></target>').replace(
+        '<target><g id="5"><mrk mid="0" mtype="seg">Geh!</mrk> <mrk mid="1" mtype="seg"/> '
+        '<mrk mid="2" mtype="seg"></mrk></g></target>',  # Trados' segments in a <g>
+        f'<target{marks}><g id="5"><mrk mid="0" mtype="seg">Geh!</mrk> <mrk mid="1" '
+        'mtype="seg">RUN.</mrk> <mrk mid="2" mtype="seg">STOP.</mrk></g></target>').replace(
         "<target/>", f'<target{marks}><mrk mid="0" mtype="seg">DONE.</mrk></target>').replace(
         '<sdl:seg id="1"/><sdl:seg id="2" conf="Draft">',  # Trados' records of them (SDLXLIFF)
         '<sdl:seg id="1" conf="Draft" origin="mt"/><sdl:seg id="2" conf="Draft" origin="mt">')

@@ -378,10 +378,11 @@ def _segments(unit: _Unit, events: list[_Event], data: bytes,
 def _marked_segments(events: Sequence[_Event], data: bytes, version: Version
                      ) -> list[tuple[_Event, _Event, list[_Piece]]]:
     """The ``<mrk mtype="seg">`` elements among ``events`` (the content of a ``<seg-source>``
-    or ``<target>``): each one's start and end events and the pieces of its content (none
-    when it is empty or only whitespace)."""
+    or ``<target>``), at any depth (Trados puts them inside the ``<g>`` around a paragraph):
+    each one's start and end events and the pieces of its content (none when it is empty or
+    only whitespace)."""
     found: list[tuple[_Event, _Event, list[_Piece]]] = []
-    depth, reader, start = 0, None, None
+    reader, start = None, None
     for event in events:
         if reader is not None and start is not None:
             if reader.ends(event):
@@ -391,11 +392,9 @@ def _marked_segments(events: Sequence[_Event], data: bytes, version: Version
                 reader = None
             else:
                 reader.feed(event)
-        elif event.kind == "start" and depth == 0 and event.name == "mrk" and \
+        elif event.kind == "start" and event.name == "mrk" and \
                 _attributes(event).get("mtype") == "seg":
             reader, start = _Reader(data, version), event
-        else:
-            depth += {"start": 1, "end": -1}.get(event.kind, 0)
     return found
 
 
