@@ -269,8 +269,9 @@ def translate(
     format_: Annotated[
         str | None,
         typer.Option("--format", help="Of --input: po (gettext), xliff (1.2, 2.x) or text; default "
-                     "from its extension (.po/.pot, .xlf/.xliff, else text). A PO or XLIFF "
-                     "file's untranslated strings are filled, marked for review, into --output."),
+                     "from its extension (.po/.pot, .xlf/.xliff/.sdlxliff/.mqxliff, else text). A "
+                     "PO or XLIFF file's untranslated strings are filled, marked for review, "
+                     "into --output."),
     ] = None,
     split: Annotated[
         bool,

@@ -795,6 +795,17 @@ def test_xliff_segmented_units_are_filled_a_segment_at_a_time(tmp_path: Path) ->
     assert again == written and filled.filled == 0
 
 
+@pytest.mark.parametrize(("name", "expected"), [
+    ("de.po", "po"), ("messages.POT", "po"), ("app.xlf", "xliff"), ("app.xliff", "xliff"),
+    ("Manual.docx.sdlxliff", "xliff"), ("site.html.mqxliff", "xliff"), ("notes.txt", "text"),
+    ("README", "text"),
+])
+def test_the_format_of_a_file_is_told_by_its_extension(name: str, expected: str) -> None:
+    """Trados' and memoQ's XLIFF among them: read as text, a file of them would be
+    translated a line of XML at a time."""
+    assert localisation.format_of(Path(name), None) == expected
+
+
 def test_xliff_segment_that_loses_a_tag_leaves_its_unit(tmp_path: Path) -> None:
     written, filled = fill_xliff(tmp_path, SEGMENTED, drop_placeholders_and_tags)
     assert filled.left == 1 and "line 5: its inline tags are not all kept" in filled.messages[0]

@@ -27,15 +27,17 @@ from nmt.localisation.filled import Filled, NamedCheck, Translate
 from nmt.localisation.placeholders import Check
 
 FORMATS = ("po", "xliff", "text")
-EXTENSIONS = {".po": "po", ".pot": "po", ".xlf": "xliff", ".xliff": "xliff"}
+# (Trados' .sdlxliff and memoQ's .mqxliff are XLIFF 1.2 with extensions of their own)
+EXTENSIONS = {".po": "po", ".pot": "po", ".xlf": "xliff", ".xliff": "xliff",
+              ".sdlxliff": "xliff", ".mqxliff": "xliff"}
 # a localisation file is read whole: 64 MiB is far beyond the largest catalogues (a desktop's
 # biggest PO files are a few MiB) and bounds what a wrong file costs
 MAX_FILE_BYTES = 64 << 20
 
 
 def format_of(path: Path | None, given: str | None) -> str:
-    """The format of ``path``: ``given`` (po, xliff or text), else from the extension (.po and
-    .pot, .xlf and .xliff), else text."""
+    """The format of ``path``: ``given`` (po, xliff or text), else from the extension
+    (:data:`EXTENSIONS`), else text."""
     if given is not None:
         if given not in FORMATS:
             raise DataError(f"{option('format')} {given}: expected one of {', '.join(FORMATS)}")
