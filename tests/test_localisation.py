@@ -813,6 +813,15 @@ def test_xliff_segment_that_loses_a_tag_leaves_its_unit(tmp_path: Path) -> None:
     assert "RUN." in written and "HELLO." not in written
 
 
+def test_xliff_segment_without_a_place_in_the_target_is_said_and_left(tmp_path: Path) -> None:
+    text = SEGMENTED.replace('<mrk mid="1" mtype="seg"/> ', "")  # unit 2's target lacks mid 1
+    written, filled = fill_xliff(tmp_path, text, shout_xml)
+    assert "STOP." in written and "RUN." not in written  # mid 2 filled, mid 1 not
+    assert filled.left == 1 and filled.filled == 3
+    assert filled.messages == [f"{tmp_path / 'in.xlf'}: line 9: no <mrk mtype=\"seg\"> in the "
+                               "target for segment '1' of the <seg-source>; left untranslated"]
+
+
 def drop_placeholders_and_tags(texts: Sequence[str]) -> list[str]:
     return [re.sub(r"<[^>]*>", "", t).upper() for t in texts]
 

@@ -136,6 +136,7 @@ class _Unit:
     target_events: tuple[int, int] = (0, 0)  # its target's start and end events
     segments: list[_Segment] = field(default_factory=list)  # of its <seg-source>, to fill
     span: tuple[int, int] = (0, 0)  # its start and end events
+    unplaced: list[str] = field(default_factory=list)  # mids of segments the target lacks
 
 
 def fill(data: bytes, name: str, translate: Translate, language: Callable[[], str | None],
@@ -155,6 +156,14 @@ def fill(data: bytes, name: str, translate: Translate, language: Callable[[], st
         for tag in dict.fromkeys(_attributes(e).get(attribute, "") for e in events
                                  if e.kind == "start" and e.name == element):
             report.messages += other_language(name, f"its {attribute}", tag, model)
+    for unit in units:
+        if unit.unplaced:
+            report.messages.append(
+                f"{name}: line {unit.line}: no <mrk mtype=\"seg\"> in the target for segment "
+                f"{', '.join(repr(mid) for mid in unit.unplaced)} of the <seg-source>; left "
+                "untranslated")
+            report.left += len(unit.unplaced)
+    units = [unit for unit in units if unit.segments or unit.seg_source is None]
     # what each unit translates: its source, or the segments of its <seg-source> to fill
     contents = [[s.pieces for s in unit.segments] or [unit.pieces] for unit in units]
     sources = ["".join(piece.given for piece in pieces) for each in contents for pieces in each]
@@ -341,7 +350,8 @@ def _units(events: list[_Event], data: bytes, version: Version, name: str) -> li
             unit.span = (unit.span[0], i)
             if unit.seg_source is not None:
                 unit.segments = _segments(unit, events, data, version)
-            if unit.translate and (bool(unit.segments) if unit.seg_source is not None
+            if unit.translate and (bool(unit.segments or unit.unplaced)
+                                   if unit.seg_source is not None
                                    else not unit.translated and _has_text(unit.pieces)):
                 units.append(unit)
             unit = None
@@ -370,7 +380,9 @@ def _segments(unit: _Unit, events: list[_Event], data: bytes,
         return []
     for segment in segments:
         found = in_target.get(segment.mid)
-        if found is not None and not found[2]:  # there, and empty
+        if found is None:  # nowhere to put its translation: said, and left
+            unit.unplaced.append(segment.mid)
+        elif not found[2]:  # there, and empty
             segment.target = found[0], found[1]
     return [s for s in segments if s.target is not None]
 
