@@ -490,6 +490,7 @@ def _segment_edits(unit: _Unit, contents: list[str], events: list[_Event], data:
     in its target: into the target's empty segments, or, when it has none, a target written
     as the ``<seg-source>`` is, each segment's content translated (a segment without text as
     it is); the target marked ``marks``."""
+    edits = _trados_records(unit, events, data, encoding)
     if unit.target is None or not unit.translated:
         first, last = unit.seg_source or (0, 0)
         at, pieces = events[first].end, []
@@ -497,13 +498,12 @@ def _segment_edits(unit: _Unit, contents: list[str], events: list[_Event], data:
             pieces += [_markup(data, at, segment.content[0]), content]
             at = segment.content[1]
         pieces.append(_markup(data, at, events[last].start))
-        return [*_trados_records(unit, events, data, encoding),
-                _target_edit(unit, "".join(pieces), encoding, marks)]
-    edits = [*_trados_records(unit, events, data, encoding),
-             _marked(unit.target, marks, encoding)]
+        return [*edits, _target_edit(unit, "".join(pieces), encoding, marks)]
+    edits.append(_marked(unit.target, marks, encoding))
     for segment, content in zip(unit.segments, contents, strict=True):
-        start, end = segment.target or (unit.target, unit.target)
-        if end.start == end.end:  # <mrk mtype="seg" mid="1"/>
+        assert segment.target is not None  # a target with segments: each has its place there
+        start, end = segment.target
+        if _empty(start, data):  # <mrk mtype="seg" mid="1"/>
             element = f"<{start.qname}{_with_marks(start, ())}>{content}</{start.qname}>"
             edits.append((start.start, end.end, element.encode(encoding, "xmlcharrefreplace")))
         else:
@@ -522,9 +522,14 @@ def _trados_records(unit: _Unit, events: list[_Event], data: bytes,
     keeps each segment's status) as :data:`TRADOS_MARKS`; none in other XLIFF."""
     filled = {segment.mid for segment in unit.segments}
     first, last = unit.span
-    return [_marked(e, TRADOS_MARKS, encoding, empty=data[e.start:e.end].endswith(b"/>"))
+    return [_marked(e, TRADOS_MARKS, encoding, empty=_empty(e, data))
             for e in events[first:last] if e.kind == "start" and e.name == "seg"
             and e.qname != e.name and _attributes(e).get("id") in filled]
+
+
+def _empty(start: _Event, data: bytes) -> bool:
+    """Whether the start tag ``start`` is an empty element's (``<mrk mid="1"/>``)."""
+    return data[start.start:start.end].endswith(b"/>")
 
 
 def _with_marks(event: _Event | None, marks: Sequence[tuple[str, str]]) -> str:
