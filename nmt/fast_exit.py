@@ -6,8 +6,10 @@ destructors of torch's libraries) takes about half a second on two cores: a fift
 command that only reads a model and writes text (``translate``, ``bleu``, ``attention``) holds
 nothing that needs it: nmt registers no exit callbacks, and every file it writes is closed (and
 renamed into place) before the command returns. Such a command calls :func:`allow` and, once it
-has returned, :func:`end` flushes what the interpreter would (logging's handlers, the standard
-streams) and ends the process with the command's exit status. Training never allows it (its
+has returned, :func:`end` does what the interpreter would (flush logging's handlers and the
+standard streams, remove the temporary files still held, which a Ctrl-C or SIGTERM can leave
+between their making and their clean-up being in place) and ends the process with the
+command's exit status. Training never allows it (its
 worker processes, compiled kernels and process groups are torn down the ordinary way).
 """
 
@@ -33,6 +35,9 @@ def end(code: int) -> None:
     logging = sys.modules.get("logging")  # imported by someone: its handlers may hold lines
     if logging is not None:
         logging.shutdown()
+    files = sys.modules.get("nmt.files")  # imported: temporary files may still be held
+    if files is not None:
+        files.release_held()  # what their finalizers would do at the interpreter's exit
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:
             try:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import tempfile
 import weakref
@@ -376,6 +377,12 @@ class Temporary:
     def __init__(self, parent: Path, prefix: str, suffix: str = "", *, folder: bool = True,
                  kind: str | None = None) -> None:
         remove_dead(parent, kind or f"{glob.escape(prefix)}*{glob.escape(suffix)}")
+        with _stops_deferred():  # made and its removal registered, or neither
+            self._make(parent, prefix, suffix, folder)
+            self._finalizer = weakref.finalize(self, _release, self.path, self._fd)
+            _held.add(self)
+
+    def _make(self, parent: Path, prefix: str, suffix: str, folder: bool) -> None:
         while True:
             if folder:
                 made = tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent)
@@ -388,6 +395,10 @@ class Temporary:
                 self._fd = os.open(made, os.O_RDONLY)
             except FileNotFoundError:  # taken for a dead writer's and removed before opened
                 continue
+            except OSError:
+                with suppress(OSError):  # made (empty) but not held: nothing would remove it
+                    (os.rmdir if folder else os.unlink)(made)
+                raise
             _lock(self._fd, wait=True)  # held by a remover only if it is removing it
             with suppress(OSError):
                 if os.path.samestat(os.fstat(self._fd), os.lstat(made)):
@@ -395,7 +406,6 @@ class Temporary:
             os.close(self._fd)  # taken for a dead writer's and removed before it was held
         self.path = Path(made)
         self.name = made
-        self._finalizer = weakref.finalize(self, _release, self.path, self._fd)
 
     def cleanup(self) -> None:
         self._finalizer()
@@ -405,6 +415,37 @@ class Temporary:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
+
+
+# the Temporaries not yet cleaned up: removed by release_held when a command ends without the
+# interpreter's teardown, which would run their finalizers (nmt.fast_exit)
+_held: weakref.WeakSet[Temporary] = weakref.WeakSet()
+
+
+def release_held() -> None:
+    """Clean up every :class:`Temporary` still held, as the interpreter's exit would through
+    their finalizers: those a Ctrl-C or SIGTERM left between their making and the ``try`` or
+    ``with`` that cleans them up (:func:`nmt.fast_exit.end` calls it)."""
+    for held in list(_held):
+        held.cleanup()
+
+
+# the signals that nmt turns into exceptions (KeyboardInterrupt, nmt.process.Terminated)
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextmanager
+def _stops_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held back by the operating system for the block, then delivered (and
+    raised by Python) at its end: a temporary is never on disk without its clean-up known."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _release(path: Path, fd: int) -> None:

@@ -218,3 +218,71 @@ def test_a_temporary_removed_before_its_writer_holds_it_is_made_again(
         assert len(made) == 2 and held.path == Path(made[1]) and held.path.exists()
     finally:
         held.cleanup()
+
+
+
+# A translating command's ending without the interpreter's teardown (nmt.fast_exit), stopped by
+# a signal (argv[3]) raised at a moment (argv[2]) of opening its output
+SIGNALLED = """
+import os, signal, sys, tempfile
+from pathlib import Path
+from nmt import fast_exit, files, process
+out, moment, signum = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+signal.signal(signal.SIGTERM, process.raise_terminated)
+fast_exit.allow()
+
+def stop():
+    os.kill(os.getpid(), signum)
+
+if moment == "made":  # the file on disk, its clean-up not yet registered
+    real = tempfile.mkstemp
+    def mkstemp(*args, **kwargs):
+        got = real(*args, **kwargs)
+        stop()
+        return got
+    tempfile.mkstemp = mkstemp
+try:
+    output = files.atomic_text_output(out)
+    output.__enter__()  # opened, its exit not yet anyone's (as inside ExitStack.enter_context)
+    stop()
+except (KeyboardInterrupt, process.Terminated):
+    fast_exit.end(128 + signum)
+sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("moment", ["made", "opened"])
+def test_a_signal_as_an_output_is_opened_leaves_no_temporary_file(
+        tmp_path: Path, moment: str, signum: int) -> None:
+    """Ctrl-C or SIGTERM the moment `nmt translate -o out/fr.txt` has made `.fr.txt.XXXX.tmp`:
+    before its clean-up was registered (the signal is held back until it is) or before the
+    caller's `with` held it (nmt.fast_exit.end removes what is still held, as the interpreter's
+    exit would). Before, the command ended with the temporary file left, one CI run in many."""
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run([sys.executable, "-c", SIGNALLED, str(out / "fr.txt"), moment,
+                           str(int(signum))], env=ENV, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 128 + signum, proc.stderr
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("folder", [True, False])
+def test_a_temporary_that_cannot_be_held_is_not_left(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: bool) -> None:
+    """Made, but its opening to hold it fails (no read permission, too many open files): an
+    OSError for the caller to name, and nothing left that no lock would ever mark as dead."""
+    from nmt import files
+
+    real = os.open
+
+    def refused(path: Any, flags: int, *args: Any) -> int:
+        if flags == os.O_RDONLY and Path(path).name.startswith("x-"):
+            raise PermissionError(13, "Permission denied")
+        return real(path, flags, *args)
+
+    monkeypatch.setattr(files.os, "open", refused)
+    with pytest.raises(PermissionError):
+        files.Temporary(tmp_path, "x-", folder=folder)
+    assert list(tmp_path.iterdir()) == []
