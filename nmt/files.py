@@ -450,16 +450,17 @@ def _stops_deferred() -> Iterator[None]:
 
 def _release(path: Path, fd: int) -> None:
     """Remove a :class:`Temporary` unless it was renamed away (another inode at its name is
-    not touched), then let its lock go."""
-    try:
-        with suppress(OSError):
-            if os.path.samestat(os.fstat(fd), path.lstat()):
-                if path.is_dir():
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    path.unlink()
-    finally:
-        os.close(fd)
+    not touched), then let its lock go. Called once (a finalizer): a signal waits for its end."""
+    with _stops_deferred():
+        try:
+            with suppress(OSError):
+                if os.path.samestat(os.fstat(fd), path.lstat()):
+                    if path.is_dir():
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        path.unlink()
+        finally:
+            os.close(fd)
 
 
 def _temporary_file(path: Path) -> Temporary:
