@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import stat
 import tempfile
 import weakref
@@ -24,6 +23,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from nmt import held_signals
 from nmt.errors import DataError, NmtError, first_line, os_reason
 
 TMP_SUFFIX = ".tmp"  # temporary files are ".NAME.XXXX.tmp": hidden, never "*.pt"
@@ -377,7 +377,7 @@ class Temporary:
     def __init__(self, parent: Path, prefix: str, suffix: str = "", *, folder: bool = True,
                  kind: str | None = None) -> None:
         remove_dead(parent, kind or f"{glob.escape(prefix)}*{glob.escape(suffix)}")
-        with _stops_deferred():  # made and its removal registered, or neither
+        with held_signals.held():  # made and its removal registered, or neither
             self._make(parent, prefix, suffix, folder)
             self._finalizer = weakref.finalize(self, _release, self.path, self._fd)
             _held.add(self)
@@ -408,7 +408,8 @@ class Temporary:
         self.name = made
 
     def cleanup(self) -> None:
-        self._finalizer()
+        with held_signals.held():  # a finalizer runs once: a signal within would end it early
+            self._finalizer()
 
     def __enter__(self) -> Path:
         return self.path
@@ -430,28 +431,10 @@ def release_held() -> None:
         held.cleanup()
 
 
-# the signals that nmt turns into exceptions (KeyboardInterrupt, nmt.process.Terminated)
-_STOPS = {signal.SIGINT, signal.SIGTERM}
-
-
-@contextmanager
-def _stops_deferred() -> Iterator[None]:
-    """Ctrl-C and SIGTERM held back by the operating system for the block, then delivered (and
-    raised by Python) at its end: a temporary is never on disk without its clean-up known."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def _release(path: Path, fd: int) -> None:
     """Remove a :class:`Temporary` unless it was renamed away (another inode at its name is
     not touched), then let its lock go. Called once (a finalizer): a signal waits for its end."""
-    with _stops_deferred():
+    with held_signals.held():
         try:
             with suppress(OSError):
                 if os.path.samestat(os.fstat(fd), path.lstat()):

@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "nmt.data.span_augment",
                 "nmt.arguments", "nmt.setting_ranges", "nmt.toml_files")),
     ("base", ("nmt", "nmt.errors", "nmt.environment", "nmt.files", "nmt.device", "nmt.fast_exit",
-              "nmt.stoppable")),
+              "nmt.stoppable", "nmt.held_signals")),
 ]
 
 

@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nmt.data.download import PART_PREFIX, ensure_corpus
-from nmt.export.ct2_directory import replace_dir
-from nmt.files import Temporary, atomic_write_text
+from nmt.export.ct2_directory import replace_dir, temporary_export
+from nmt.files import Temporary, atomic_text_output, atomic_write_text, release_held
 from nmt.runs.portable import RUN_COPY, UnpackedCopy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -286,3 +287,124 @@ def test_a_temporary_that_cannot_be_held_is_not_left(
     with pytest.raises(PermissionError):
         files.Temporary(tmp_path, "x-", folder=folder)
     assert list(tmp_path.iterdir()) == []
+
+
+class _Stopped(BaseException):
+    """What the test's SIGTERM handler raises: as nmt's Terminated, or Ctrl-C's interruption."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped
+
+
+def _run_signalled_at(n: int, write: Callable[[], object]) -> bool:
+    """Run ``write()`` with SIGTERM sent to this process at its ``n``-th call or return (of
+    Python or C code: every moment between two steps of it); False when the signal stopped it."""
+    events = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal events
+        events += 1
+        if events == n:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    old = signal.signal(signal.SIGTERM, _stop)
+    try:
+        try:
+            sys.setprofile(count)
+            write()
+        finally:
+            sys.setprofile(None)
+        return True
+    except _Stopped:
+        return False
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _write_text(target: Path) -> None:
+    atomic_write_text(target, "new")
+
+
+def _stream_text(target: Path) -> None:
+    with atomic_text_output(target) as f:
+        f.write("new")
+
+
+def _stream_text_on_a_stack(target: Path) -> None:  # as nmt translate opens its --output
+    with ExitStack() as stack:
+        stack.enter_context(atomic_text_output(target)).write("new")
+
+
+def _replace_folder(target: Path) -> None:  # as nmt export puts a new export in place
+    with temporary_export(target) as new:
+        (new / "model.bin").write_text("new")
+        replace_dir(new, target)
+
+
+# a signal that comes while Python runs a weakref callback (the WeakSet of held temporaries')
+# is reported as unraisable and dropped by Python itself: that run then writes to its end
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("write", [_write_text, _stream_text, _stream_text_on_a_stack,
+                                   _replace_folder], ids=lambda f: f.__name__.strip("_"))
+def test_a_signal_at_any_moment_of_a_write_leaves_the_old_or_the_new(
+        tmp_path: Path, write: Callable[[Path], None]) -> None:
+    """SIGTERM (or Ctrl-C) at every moment of a write, one run each: what is at the path is the
+    old content or the new, whole, and once what a command's end cleans up is cleaned up
+    (nmt.fast_exit.end: the temporaries still held) nothing else is left beside it. Before,
+    the temporary file was left at a few moments, and an old export moved aside was lost with
+    the new one not yet in its place."""
+    folder = write is _replace_folder
+    target = tmp_path / ("export" if folder else "out.txt")
+    written = (target / "model.bin") if folder else target
+    for n in range(1, 20_000):
+        if folder:
+            shutil.rmtree(target, ignore_errors=True)
+        written.parent.mkdir(exist_ok=True)
+        written.write_text("old")
+        done = _run_signalled_at(n, lambda: write(target))
+        release_held()
+        assert [p.name for p in tmp_path.iterdir()] == [target.name], f"signalled at {n}"
+        assert written.read_text() == "new" if done else written.read_text() in ("old", "new")
+        if done:
+            break
+    else:
+        raise AssertionError("the write never ran to its end")
+
+
+def test_held_signals_raise_each_signal_once_and_put_every_handler_back() -> None:
+    """SIGTERM at every moment of `held_signals.held()` around a step, one run each: the signal
+    is raised once (never lost, never inside the step), and both handlers are as they were."""
+    from nmt import held_signals
+
+    for n in range(1, 5_000):
+        events, sent, inside = 0, False, []
+
+        def count(frame: object, event: str, arg: object) -> None:
+            nonlocal events, sent
+            events += 1
+            if events == n:
+                sent = True
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        old = signal.signal(signal.SIGTERM, _stop)
+        stopped = False
+        try:
+            try:
+                sys.setprofile(count)
+                with held_signals.held():
+                    inside.append(sent)
+                    inside.append(len(inside))  # a step after the signal may have come
+            finally:
+                sys.setprofile(None)
+        except _Stopped:
+            stopped = True
+        finally:
+            handler = signal.signal(signal.SIGTERM, old)
+        assert handler is _stop and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert stopped == sent, f"signalled at {n}"
+        assert inside in ([], [False, 1], [True, 1]), f"signalled at {n}"
+        if not sent:
+            break
+    else:
+        raise AssertionError("the block never ran to its end")

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from nmt import held_signals
 from nmt.arguments import option
 from nmt.data.tokenizers import SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, DataError, NmtError, named, shown
@@ -99,12 +100,13 @@ def replace_dir(new: Path, target: Path) -> None:
         return
     with temporary_export(target, "old.") as aside:  # removed whatever happens
         old = aside / target.name
-        os.replace(target, old)
-        try:
-            os.replace(new, target)
-        except OSError:
-            os.replace(old, target)
-            raise
+        with held_signals.held():  # a Ctrl-C between the renames would lose both exports
+            os.replace(target, old)
+            try:
+                os.replace(new, target)
+            except OSError:
+                os.replace(old, target)
+                raise
 
 
 def temporary_export(target: Path, what: str = "") -> Temporary:
