@@ -380,7 +380,7 @@ def test_held_signals_raise_each_signal_once_and_put_every_handler_back() -> Non
     for n in range(1, 5_000):
         events, sent, inside = 0, False, []
 
-        def count(frame: object, event: str, arg: object) -> None:
+        def count(frame: object, event: str, arg: object, n: int = n) -> None:
             nonlocal events, sent
             events += 1
             if events == n:
