@@ -60,10 +60,15 @@ def first_line(error: BaseException, limit: int = 160) -> str:
 def write_errors(target: str) -> Iterator[None]:
     """Turn an ``OSError`` raised while writing ``target`` (an option and its file, or
     "standard output") into one line: ``TARGET: cannot write (No space left on device)``. A
-    reader that went away (EPIPE) is left to the command line, which exits quietly."""
+    reader that went away (EPIPE) is left to the command line, which exits quietly. An
+    ``OSError`` raised while a Ctrl-C or SIGTERM was unwinding (a clean-up that failed because
+    of where the signal came) is that interruption again, not an error to report."""
     try:
         yield
     except BrokenPipeError:
         raise
     except OSError as e:
+        if isinstance(e.__context__, BaseException) and not isinstance(e.__context__,
+                                                                        Exception):
+            raise e.__context__ from None
         raise NmtError(f"{target}: cannot write ({os_reason(e)})") from None

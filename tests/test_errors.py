@@ -56,3 +56,22 @@ def test_a_name_read_from_a_file_is_shown_as_written_unless_it_would_break_the_l
     assert named("a\nb.txt") == "'a\\nb.txt'"
     assert named(" x") == "' x'"  # a space at an end would be lost to the eye
     assert named("x" * 200, 20) == "'" + "x" * 18 + "…"
+
+
+def test_an_os_error_while_an_interruption_unwinds_is_the_interruption() -> None:
+    """write_errors: a clean-up that fails because of where Ctrl-C came (shutil.rmtree closing a
+    descriptor it had closed) is the interruption again, not `cannot write (Bad file
+    descriptor)`; an OSError of its own is still one line naming the target."""
+    from nmt.errors import NmtError, write_errors
+
+    def clean_up_failing() -> None:
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise OSError(9, "Bad file descriptor")
+
+    with pytest.raises(KeyboardInterrupt), write_errors("--output out.txt"):
+        clean_up_failing()
+    with pytest.raises(NmtError, match=r"^--output out.txt: cannot write \(Bad file descriptor"):
+        with write_errors("--output out.txt"):
+            raise OSError(9, "Bad file descriptor")

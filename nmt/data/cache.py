@@ -28,6 +28,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from nmt import held_signals
 from nmt.config import DataConfig
 from nmt.data.filters import parse as parse_filters
 from nmt.data.hash_buckets import Column, HashBuckets
@@ -192,10 +193,25 @@ def _temporary(cache_dir: Path, what: str) -> Temporary:
 def _install(tmp: Path, cache_dir: Path, replace: bool) -> None:
     if cache_dir.exists() and not replace:  # another process built it first: keep theirs
         return
-    if cache_dir.exists():  # a rebuild: replace it, removed from a held folder
-        with _temporary(cache_dir, "old-") as old:
-            with contextlib.suppress(FileNotFoundError):  # another rebuild moved it first
+    if not cache_dir.exists():
+        _put(tmp, cache_dir)
+        return
+    # a rebuild: the old cache moved into a held folder, removed once the new one is in place
+    with _temporary(cache_dir, "old-") as old:
+        with held_signals.held():  # a Ctrl-C between the renames would leave neither
+            try:
                 os.replace(cache_dir, old / "cache")
+            except FileNotFoundError:  # another rebuild moved it first
+                pass
+            try:
+                _put(tmp, cache_dir)
+            except OSError:
+                with contextlib.suppress(OSError):  # the old one back, if it was moved
+                    os.replace(old / "cache", cache_dir)
+                raise
+
+
+def _put(tmp: Path, cache_dir: Path) -> None:
     try:
         os.replace(tmp, cache_dir)
     except OSError as e:
