@@ -9,8 +9,8 @@ renamed into place) before the command returns. Such a command calls :func:`allo
 has returned, :func:`end` does what the interpreter would (flush logging's handlers and the
 standard streams, remove the temporary files still held, which a Ctrl-C or SIGTERM can leave
 between their making and their clean-up being in place) and ends the process with the
-command's exit status. Training never allows it (its
-worker processes, compiled kernels and process groups are torn down the ordinary way).
+command's exit status. Training never allows it (its worker processes, compiled kernels and
+process groups are torn down the ordinary way).
 """
 
 from __future__ import annotations
