@@ -240,7 +240,8 @@ def translate(
     ] = None,
     input_: Annotated[
         Path | None,
-        typer.Option("--input", "-i", help="One sentence per line, UTF-8; '-' is stdin."),
+        typer.Option("--input", "-i", help="One sentence per line, UTF-8 (gzip, bzip2 or xz "
+                     "compressed too), or a PO or XLIFF file; '-' is stdin."),
     ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write translations here, not stdout.")
@@ -481,7 +482,8 @@ def export(
 def backtranslate(
     input_: Annotated[
         Path, typer.Option("--input", "-i", help="Monolingual text in the run's source "
-                           "language, one sentence per line, UTF-8.")
+                           "language, one sentence per line, UTF-8 (gzip, bzip2 or xz "
+                           "compressed too).")
     ],
     output: Annotated[
         Path, typer.Option("--output", "-o", help="DIR/PREFIX: writes PREFIX.<source> (the "

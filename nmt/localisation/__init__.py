@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nmt.arguments import option
+from nmt.data.compressed import plain_name
 from nmt.errors import DataError, os_reason
 from nmt.files import atomic_write_bytes, path_problem
 from nmt.localisation.filled import Filled, NamedCheck, Translate
@@ -42,7 +43,13 @@ def format_of(path: Path | None, given: str | None) -> str:
         if given not in FORMATS:
             raise DataError(f"{option('format')} {given}: expected one of {', '.join(FORMATS)}")
         return given
-    return EXTENSIONS.get(path.suffix.lower(), "text") if path is not None else "text"
+    if path is None:
+        return "text"
+    plain = Path(plain_name(path.name))
+    if plain.name != path.name and plain.suffix.lower() in EXTENSIONS:
+        raise DataError(f"{option('input')} {path}: a compressed {plain.suffix} file; "
+                        "decompress it first (a localisation file is filled as it is written)")
+    return EXTENSIONS.get(path.suffix.lower(), "text")
 
 
 def read_file(path: Path, name: str, limit: int = MAX_FILE_BYTES) -> bytes:

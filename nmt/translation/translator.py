@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from nmt import arguments
 from nmt.arguments import option
 from nmt.config import DataConfig, DecodeConfig
+from nmt.data import compressed
 from nmt.data.normalize import is_natural_text, normalize, upper
 from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
@@ -399,12 +400,14 @@ def chunks(lines: Iterable[str], size: int, chars: int) -> Iterator[list[str]]:
 
 def open_input(path: Path, option: str) -> BinaryIO:
     """Open a file of sentences for reading: a regular file or a stream (a FIFO, a process
-    substitution ``<(...)``, ``/dev/stdin``); a one-line :class:`DataError` naming the option
-    when it is missing, a directory or unreadable."""
+    substitution ``<(...)``, ``/dev/stdin``), compressed or not (gzip, bzip2, xz: WMT's
+    monolingual news for back-translation comes as ``.gz``;
+    :func:`nmt.data.compressed.open_file`); a one-line :class:`DataError` naming the
+    option when it is missing, a directory or unreadable."""
     try:
         if stat.S_ISDIR(os.stat(path).st_mode):
             raise DataError(f"{option} {path}: is a directory; expected a text file")
-        return path.open("rb")
+        return compressed.open_file(path, f"{option} {path}")
     except FileNotFoundError:
         raise DataError(f"{option} {path}: file not found") from None
     except OSError as e:

@@ -2,11 +2,15 @@
 the registry :data:`FORMS`, first claim wins.
 
 - :mod:`.builtin`: ``"fra-eng"``, the built-in corpus (pinned digest);
+- :mod:`.opus`: an OPUS corpus in Moses format (``en-fr.txt.zip``);
 - :mod:`.tatoeba`: a Tatoeba pair name (``"deu-eng"``, downloaded) or its ``.zip`` / ``.txt``;
 - :mod:`.aligned`: aligned text files by prefix (``mydata/train`` -> ``train.fr``, ``train.en``);
 - :mod:`.tmx`: a translation memory (``memory.tmx``);
 - :mod:`.catalogues`: a gettext catalogue (``po/de.po``, ``de.mo``);
 - :mod:`.tsv`: a tab-separated file with ``data.columns`` naming its languages.
+
+The file forms read their files compressed too (``train.en.gz``, ``memory.tmx.gz``:
+:mod:`nmt.data.compressed`).
 
 Adding a form is one module with a ``FORM`` (``name``, ``claims(spec, ctx)``, ``open(spec, ctx)``
 returning a :class:`Corpus`) and its line below.
@@ -21,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from nmt.config import DataConfig, SourceConfig
-from nmt.data.corpora import aligned, builtin, catalogues, tatoeba, tmx, tsv
+from nmt.data.corpora import aligned, builtin, catalogues, opus, tatoeba, tmx, tsv
 from nmt.data.corpora.base import Context, Corpus, Form, Identity, combined_sha256
 from nmt.errors import DataError
 
 FORMS: dict[str, Form] = {
     builtin.FORM.name: builtin.FORM,
+    opus.FORM.name: opus.FORM,  # before tatoeba, which takes any other .zip
     tatoeba.FORM.name: tatoeba.FORM,
     aligned.FORM.name: aligned.FORM,
     tmx.FORM.name: tmx.FORM,
@@ -45,9 +50,9 @@ def open_corpus(spec: str, ctx: Context) -> Corpus:
             return form.open(spec, ctx)
     cfg = ctx.cfg
     raise DataError(f"{ctx.option} = {spec!r}: not the built-in corpus ({builtin.NAME}), a "
-                    f"Tatoeba pair name (deu-eng) or .zip/.txt file, a .tmx, .po, .mo or .tsv "
-                    f"file, or aligned files {spec}.{cfg.source} and {spec}.{cfg.target} (none "
-                    "found)")
+                    f"Tatoeba pair name (deu-eng) or .zip/.txt file, an OPUS .txt.zip, a .tmx, "
+                    f".po, .mo or .tsv file, or aligned files {spec}.{cfg.source} and "
+                    f"{spec}.{cfg.target} (none found; .gz, .bz2 and .xz are read too)")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from nmt.config import DataConfig
+from nmt.data import compressed
 from nmt.errors import DataError, os_reason
 from nmt.files import MAX_LINE_BYTES, path_problem, read_lines
 
@@ -164,14 +165,15 @@ Opener = Callable[[], BinaryIO]
 
 def opener(path: Path, where: str) -> Opener:
     """An :data:`Opener` of ``path``, which is checked now (missing, a directory, a FIFO: one
-    line naming it)."""
+    line naming it); a compressed file is read as the text it holds
+    (:func:`nmt.data.compressed.open_file`)."""
     problem = path_problem(path)
     if problem:
         raise DataError(f"{where}: {problem}")
 
     def open_() -> BinaryIO:
         try:
-            return path.open("rb")
+            return compressed.open_file(path, where)
         except OSError as e:
             raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
 

@@ -14,6 +14,7 @@ import io
 import re
 from pathlib import Path
 
+from nmt.data.compressed import plain_name
 from nmt.data.corpora.base import (
     TATOEBA_LICENCE,
     Context,
@@ -59,7 +60,7 @@ class Tatoeba:
     def claims(self, spec: str, ctx: Context) -> bool:
         if spec.lower().endswith(".zip"):
             return True
-        if spec.lower().endswith(".txt"):
+        if plain_name(spec).lower().endswith(".txt"):
             return not ctx.cfg.columns  # with columns, a .txt is the user's own TSV
         return bool(PAIR_NAME.fullmatch(spec)) and not resolve(spec, ctx.option).exists()
 

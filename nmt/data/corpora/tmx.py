@@ -1,5 +1,6 @@
 """A translation memory in TMX, as CAT tools, localisation platforms and OPUS export it:
-``data.corpus = "memory.tmx"``.
+``data.corpus = "memory.tmx"``, or compressed as OPUS publishes them (``en-fr.tmx.gz``; ``.bz2``
+and ``.xz`` too: :mod:`nmt.data.compressed`).
 
 Each ``<tu>`` gives one pair: the ``<tuv>`` in ``data.source``'s language and the one in
 ``data.target``'s, matched by language tag (``xml:lang``, or TMX 1.1's ``lang``): ``en``
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from xml.parsers import expat
 
+from nmt.data.compressed import plain_name
 from nmt.data.corpora.base import (
     Context,
     Corpus,
@@ -170,7 +172,7 @@ class Tmx:
     name = "tmx"
 
     def claims(self, spec: str, ctx: Context) -> bool:
-        return spec.lower().endswith(".tmx")
+        return plain_name(spec).lower().endswith(".tmx")
 
     def open(self, spec: str, ctx: Context) -> Corpus:
         path = resolve(spec, ctx.option)

@@ -1,9 +1,11 @@
 """A tab-separated file of the user's own, its columns named by language in the config:
 ``data.corpus = "pairs.tsv"``, ``data.columns = ["en", "fr"]`` (more columns are allowed, and
-ignored unless ``data.source`` or ``data.target`` names them)."""
+ignored unless ``data.source`` or ``data.target`` names them); ``pairs.tsv.gz`` (``.bz2``,
+``.xz``) is read as the file it holds."""
 
 from __future__ import annotations
 
+from nmt.data.compressed import plain_name
 from nmt.data.corpora.base import (
     Context,
     Corpus,
@@ -22,7 +24,7 @@ class Tsv:
     name = "tsv"
 
     def claims(self, spec: str, ctx: Context) -> bool:
-        return bool(ctx.cfg.columns) or spec.lower().endswith(".tsv")
+        return bool(ctx.cfg.columns) or plain_name(spec).lower().endswith(".tsv")
 
     def open(self, spec: str, ctx: Context) -> Corpus:
         path = resolve(spec, ctx.option)

@@ -1,0 +1,233 @@
+"""Compressed corpora (nmt/data/compressed.py) and OPUS's Moses archives (nmt/data/corpora/opus.py):
+every form read compressed gives the pairs it gives plain, the same arrays as the built-in
+corpus; a damaged, cut-short, misnamed or bomb-like file is one line naming it, whatever the
+damage (every byte position of every format mutated, by Hypothesis); the same for
+``--input`` of ``nmt translate`` and ``nmt backtranslate``, a pipe included."""
+
+from __future__ import annotations
+
+import bz2
+import dataclasses
+import gzip
+import lzma
+import os
+import threading
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import tiny_corpus_lines
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nmt.config import DataConfig
+from nmt.data import compressed
+from nmt.data.corpora import Context, open_corpus
+from nmt.data.prepare import prepare
+from nmt.errors import DataError
+from nmt.localisation import format_of
+from nmt.translation.translator import open_input
+
+CFG = DataConfig(vocab_size=64, valid_frac=0.1, test_frac=0.1, span_augment=0.0)
+COMPRESS: dict[str, Callable[[bytes], bytes]] = {
+    ".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+
+
+def quiet(msg: str) -> None:
+    pass
+
+
+def rows() -> list[tuple[str, str]]:
+    return [(en, fr) for en, fr in (line.split("\t") for line in tiny_corpus_lines())]
+
+
+def read(spec: str, cfg: DataConfig = CFG) -> list[tuple[str, str]]:
+    return list(open_corpus(spec, Context(cfg, Path("unused"), log=quiet)).pairs())
+
+
+def side_text(pairs: list[tuple[str, str]], i: int) -> bytes:
+    return "".join(p[i] + "\n" for p in pairs).encode()
+
+
+def opus_zip(path: Path, pairs: list[tuple[str, str]], pair: str = "en-fr",
+             codes: tuple[str, str] = ("en", "fr"), name: str = "Books") -> Path:
+    """An archive as OPUS's ``moses/L1-L2.txt.zip`` links give it."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("README", f"Corpus Name: {name}\nPackage: {name}.{pair} in Moses format\n")
+        z.writestr("LICENSE", "terms\n")
+        for i, code in enumerate(codes):
+            z.writestr(f"{name}.{pair}.{code}", side_text(pairs, i))
+        z.writestr(f"{name}.{pair}.xml", "<?xml version='1.0'?><cesAlign/>")
+    return path
+
+
+# --- the same pairs, compressed or not ------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESS))
+def test_every_file_form_reads_its_files_compressed(tmp_path: Path, suffix: str) -> None:
+    pairs = rows()[:200]
+    pack = COMPRESS[suffix]
+    (tmp_path / f"train.en{suffix}").write_bytes(pack(side_text(pairs, 0)))
+    (tmp_path / "train.fr").write_bytes(side_text(pairs, 1))  # one side plain: allowed
+    tsv = "".join(f"{en}\t{fr}\n" for en, fr in pairs).encode()
+    (tmp_path / f"pairs.tsv{suffix}").write_bytes(pack(tsv))
+    (tmp_path / f"fra.txt{suffix}").write_bytes(pack(tsv))
+    units = "".join(f'<tu><tuv xml:lang="en"><seg>{en}</seg></tuv>'
+                    f'<tuv xml:lang="fr-FR"><seg>{fr}</seg></tuv></tu>' for en, fr in pairs)
+    tmx = f'<?xml version="1.0"?><tmx version="1.4"><body>{units}</body></tmx>'
+    (tmp_path / f"memory.tmx{suffix}").write_bytes(pack(tmx.encode()))
+    assert read(str(tmp_path / "train")) == pairs
+    tsv_cfg = dataclasses.replace(CFG, columns="en,fr")
+    assert read(str(tmp_path / f"pairs.tsv{suffix}"), tsv_cfg) == pairs
+    assert read(str(tmp_path / f"fra.txt{suffix}")) == pairs
+    assert read(str(tmp_path / f"memory.tmx{suffix}")) == pairs
+    # known by its first bytes, whatever its name
+    (tmp_path / "other.tsv").write_bytes(pack(tsv))
+    assert read(str(tmp_path / "other.tsv"), tsv_cfg) == pairs
+
+
+def test_an_opus_archive_builds_what_the_builtin_corpus_builds(tiny_data_dir: Path,
+                                                               tmp_path: Path) -> None:
+    builtin = prepare(CFG, tiny_data_dir, log=quiet)
+    archive = opus_zip(tmp_path / "en-fr.txt.zip", rows())
+    p = prepare(dataclasses.replace(CFG, corpus=str(archive)), tiny_data_dir, log=quiet)
+    for k in ("train", "valid", "test"):
+        assert p.splits[k].src_text == builtin.splits[k].src_text
+        assert p.splits[k].tgt_text == builtin.splits[k].tgt_text
+    assert p.identity["corpus"]["form"] == "opus"
+    assert p.identity["corpus"]["licence"] == ""  # OPUS's terms differ by corpus: not guessed
+
+
+def test_opus_codes_match_by_the_language_tag_rule_in_either_direction(tmp_path: Path) -> None:
+    pairs = rows()[:50]
+    archive = opus_zip(tmp_path / "en-pt_BR.txt.zip", pairs, "en-pt_BR", ("en", "pt_BR"))
+    cfg = dataclasses.replace(CFG, source="pt-BR", target="en")
+    assert read(str(archive), cfg) == [(pt, en) for en, pt in pairs]
+    assert read(str(archive), dataclasses.replace(CFG, target="pt")) == pairs  # a form of pt
+    with pytest.raises(DataError, match="no file in language 'pt-PT'"):
+        read(str(archive), dataclasses.replace(CFG, target="pt-PT"))
+
+
+def test_opus_archive_errors_are_one_line(tmp_path: Path) -> None:
+    pairs = rows()[:50]
+    archive = opus_zip(tmp_path / "de-en.txt.zip", pairs, "de-en", ("de", "en"))
+    with pytest.raises(DataError) as e:
+        read(str(archive))  # en-fr asked
+    assert "no file in language 'fr'" in str(e.value) and "Books.de-en.de" in str(e.value)
+    mixed = tmp_path / "mixed.zip"  # two corpora's halves
+    with zipfile.ZipFile(mixed, "w") as z:
+        z.writestr("A.en-fr.en", side_text(pairs, 0))
+        z.writestr("B.en-fr.fr", side_text(pairs, 1))
+    with pytest.raises(DataError, match="not one corpus's two sides"):
+        read(str(mixed))
+    short = tmp_path / "short.zip"
+    with zipfile.ZipFile(short, "w") as z:
+        z.writestr("A.en-fr.en", side_text(pairs, 0))
+        z.writestr("A.en-fr.fr", side_text(pairs[:-1], 1))
+    with pytest.raises(DataError, match=r"A\.en-fr\.fr'?: ends at line 49"):
+        read(str(short))
+
+
+# --- whatever the damage: a one-line error naming the file, or the pairs --------------------
+
+
+def mutations() -> st.SearchStrategy[tuple[str, int, int, bool]]:
+    return st.tuples(st.sampled_from([*COMPRESS, ".zip"]), st.integers(0, 10**6),
+                     st.integers(1, 255), st.booleans())
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations())
+def test_a_damaged_or_cut_short_file_is_one_line_naming_it(
+        tmp_path_factory: pytest.TempPathFactory, mutation: tuple[str, int, int, bool]) -> None:
+    suffix, where, flip, cut = mutation
+    folder = tmp_path_factory.mktemp("damaged")
+    pairs = rows()[:300]
+    if suffix == ".zip":
+        path = opus_zip(folder / "en-fr.txt.zip", pairs)
+        spec = str(path)
+    else:
+        (folder / "train.fr").write_bytes(side_text(pairs, 1))
+        path = folder / f"train.en{suffix}"
+        path.write_bytes(COMPRESS[suffix](side_text(pairs, 0)))
+        spec = str(folder / "train")
+    data = bytearray(path.read_bytes())
+    where %= len(data)
+    if cut:
+        del data[where:]
+    else:
+        data[where] ^= flip
+    path.write_bytes(bytes(data))
+    try:
+        got = read(spec)
+    except DataError as e:
+        message = str(e)
+        assert "\n" not in message and str(path) in message, message
+    else:  # a byte that does not matter (a header's time, a zip comment): the pairs as written
+        assert len(got) == len(pairs) and [g[1] for g in got] == [p[1] for p in pairs]
+
+
+def test_a_name_that_says_compressed_on_a_file_that_is_not(tmp_path: Path) -> None:
+    (tmp_path / "train.en.gz").write_bytes(side_text(rows()[:5], 0))
+    (tmp_path / "train.fr").write_bytes(side_text(rows()[:5], 1))
+    with pytest.raises(DataError, match=r"train\.en\.gz: not gzip-compressed data, though its "
+                                        r"name ends in \.gz"):
+        read(str(tmp_path / "train"))
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESS))
+def test_a_decompression_bomb_is_refused_and_real_text_is_not(
+        tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compressed, "FREE_BYTES", 1 << 16)  # the bound, met sooner
+    text = b"".join(f"{en}\t{fr}\n".encode() for en, fr in rows())  # about 200 KB of pairs
+    (tmp_path / f"ok.tsv{suffix}").write_bytes(COMPRESS[suffix](text))
+    tsv_cfg = dataclasses.replace(CFG, columns="en,fr")
+    assert len(read(str(tmp_path / f"ok.tsv{suffix}"), tsv_cfg)) == len(rows())
+    (tmp_path / f"bomb.tsv{suffix}").write_bytes(COMPRESS[suffix](b"a\tb\n" * (1 << 20)))
+    with pytest.raises(DataError, match=r"bomb\.tsv.*: more than 200 times its compressed size "
+                                        "once decompressed"):
+        read(str(tmp_path / f"bomb.tsv{suffix}"), tsv_cfg)
+
+
+def test_a_bomb_inside_an_opus_archive_is_refused(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compressed, "FREE_BYTES", 1 << 16)
+    archive = tmp_path / "en-fr.txt.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("A.en-fr.en", b"a\n" * (1 << 21))
+        z.writestr("A.en-fr.fr", b"b\n" * (1 << 21))
+    with pytest.raises(DataError, match=r"A\.en-fr\.en'?: more than 200 times"):
+        read(str(archive))
+
+
+# --- --input of nmt translate and nmt backtranslate -----------------------------------------
+
+
+def test_input_is_read_compressed_from_a_file_and_from_a_pipe(tmp_path: Path) -> None:
+    text = b"Hello.\nI love you.\n"
+    packed = tmp_path / "in.txt.xz"
+    packed.write_bytes(lzma.compress(text))
+    with open_input(packed, "--input") as f:
+        assert f.read() == text
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as w:
+            w.write(gzip.compress(text))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    with open_input(fifo, "--input") as f:  # a stream: looked at, never sought
+        assert f.read() == text
+    writer.join()
+
+
+def test_a_compressed_localisation_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"input .*m\.po\.gz: a compressed \.po file; "
+                                        "decompress it first"):
+        format_of(tmp_path / "m.po.gz", None)
+    assert format_of(tmp_path / "m.txt.gz", None) == "text"
