@@ -86,6 +86,8 @@ def test_every_file_form_reads_its_files_compressed(tmp_path: Path, suffix: str)
     # known by its first bytes, whatever its name
     (tmp_path / "other.tsv").write_bytes(pack(tsv))
     assert read(str(tmp_path / "other.tsv"), tsv_cfg) == pairs
+    (tmp_path / "plain.tsv").write_bytes(b"BZh91 is a name\tun nom\n")  # text, whatever it starts
+    assert read(str(tmp_path / "plain.tsv"), tsv_cfg) == [("BZh91 is a name", "un nom")]
 
 
 def test_an_opus_archive_builds_what_the_builtin_corpus_builds(tiny_data_dir: Path,

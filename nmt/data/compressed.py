@@ -21,6 +21,7 @@ import bz2
 import gzip
 import io
 import lzma
+import re
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -38,12 +39,15 @@ class Readable(Protocol):
     def close(self) -> None: ...
 
 
-# name suffix -> (the format's name, its first bytes, how to open a stream of it)
+# name suffix -> (the format's name, its first bytes, how to open a stream of it); the first
+# bytes in full, so that no text is taken for one (a line may start "BZh")
 # (typeshed wants IO[bytes] where a reader with read() is all these use)
-FORMATS: dict[str, tuple[str, bytes, Callable[[Any], Readable]]] = {
-    ".gz": ("gzip", b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f, mode="rb")),
-    ".bz2": ("bzip2", b"BZh", lambda f: bz2.BZ2File(f, "rb")),
-    ".xz": ("xz", b"\xfd7zXZ\x00", lambda f: lzma.LZMAFile(f, "rb")),
+FORMATS: dict[str, tuple[str, re.Pattern[bytes], Callable[[Any], Readable]]] = {
+    ".gz": ("gzip", re.compile(rb"\x1f\x8b\x08"),  # deflate, gzip's one method
+            lambda f: gzip.GzipFile(fileobj=f, mode="rb")),
+    ".bz2": ("bzip2", re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)"),  # a block or the end
+             lambda f: bz2.BZ2File(f, "rb")),
+    ".xz": ("xz", re.compile(rb"\xfd7zXZ\x00"), lambda f: lzma.LZMAFile(f, "rb")),
 }
 MAX_RATIO = 200  # decompressed bytes per compressed byte, at most
 FREE_BYTES = 16 * 2**20  # decompressed before the ratio applies (a small file may compress well)
@@ -66,8 +70,8 @@ def compressed_names(path: str) -> list[str]:
 
 
 def _format_of(head: bytes) -> str | None:
-    return next((suffix for suffix, (_, magic, _) in FORMATS.items()
-                 if head.startswith(magic)), None)
+    return next((suffix for suffix, (_, magic, _) in FORMATS.items() if magic.match(head)),
+                None)
 
 
 def open_file(path: Path, where: str) -> BinaryIO:
@@ -77,7 +81,7 @@ def open_file(path: Path, where: str) -> BinaryIO:
     not is a :class:`DataError`; an :class:`OSError` opening it is the caller's to word."""
     f = path.open("rb")
     try:
-        head = f.peek(8)[:8]
+        head = f.peek(10)[:10]
         found = _format_of(head)
         said = next((s for s in FORMATS if path.name.lower().endswith(s)), None)
         if said and found != said:
