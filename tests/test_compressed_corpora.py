@@ -132,6 +132,33 @@ def test_opus_archive_errors_are_one_line(tmp_path: Path) -> None:
         read(str(short))
 
 
+def with_headers(path: Path, flags: int = 0, method: int | None = None) -> Path:
+    """``path``'s zip with each entry's flags or compression method rewritten (its local and
+    central headers), as an encrypting or Deflate64-writing tool leaves them."""
+    data = bytearray(path.read_bytes())
+    for signature, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        i = data.find(signature)
+        while i >= 0:
+            data[i + at] |= flags
+            if method is not None:
+                data[i + at + 2: i + at + 4] = method.to_bytes(2, "little")
+            i = data.find(signature, i + 4)
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize(("flags", "method", "said"), [
+    (1, None, "a member is encrypted"),
+    (0, 9, "a compression method Python's zipfile cannot read"),  # Deflate64
+])
+def test_an_opus_archive_python_cannot_read_says_why(tmp_path: Path, flags: int,
+                                                     method: int | None, said: str) -> None:
+    archive = with_headers(opus_zip(tmp_path / "en-fr.txt.zip", rows()[:20]), flags, method)
+    with pytest.raises(DataError) as e:
+        read(str(archive))
+    assert said in str(e.value) and "\n" not in str(e.value) and str(archive) in str(e.value)
+
+
 # --- whatever the damage: a one-line error naming the file, or the pairs --------------------
 
 
