@@ -262,7 +262,18 @@ def checked_zip(path: Path, label: str, expected: str = ""
             yield z, infos
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
             zlib.error, RuntimeError) as e:  # RuntimeError: an encrypted entry
-        raise DataError(f"{label}: damaged zip archive ({e})") from None
+        raise DataError(f"{label}: cannot read the zip archive: {zip_problem(e)}") from None
+
+
+def zip_problem(e: Exception) -> str:
+    """What zipfile's error ``e`` says of an archive, for a message after "cannot read the zip
+    archive: ": damaged, an encrypted member, or a compression method zipfile lacks."""
+    if isinstance(e, NotImplementedError):  # (a RuntimeError too)
+        return (f"{e} (a compression method Python's zipfile cannot read); unpack it and give "
+                "its files instead")
+    if isinstance(e, RuntimeError):  # zipfile's word for a member it needs a password for
+        return "a member is encrypted"
+    return f"damaged ({e})"
 
 
 def extract_corpus(archive_path: Path, data_dir: Path, digest: str | None,

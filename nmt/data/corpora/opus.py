@@ -22,7 +22,7 @@ from typing import BinaryIO
 from nmt.data.compressed import checked
 from nmt.data.corpora.aligned import aligned_pairs
 from nmt.data.corpora.base import Context, Corpus, Identity, Lazy, Opener, opener, resolve
-from nmt.data.download import sha256_file
+from nmt.data.download import sha256_file, zip_problem
 from nmt.data.languages import same_language
 from nmt.errors import DataError, named, os_reason
 
@@ -64,7 +64,7 @@ class Opus:
         except OSError as e:
             raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
         except _DAMAGED as e:
-            raise DataError(f"{label}: cannot read the zip archive: {_why(e)}") from None
+            raise DataError(f"{label}: cannot read the zip archive: {zip_problem(e)}") from None
         cfg = ctx.cfg
         chosen = [_member(members, code, label) for code in (cfg.source, cfg.target)]
         if chosen[0].filename.rpartition(".")[0] != chosen[1].filename.rpartition(".")[0]:
@@ -87,15 +87,6 @@ def _member(members: list[zipfile.ZipInfo], code: str, label: str) -> zipfile.Zi
                     "expected an OPUS corpus in Moses format of data.source and data.target")
 
 
-def _why(e: Exception) -> str:
-    if isinstance(e, NotImplementedError):  # (a RuntimeError too)
-        return (f"{e} (a compression method Python's zipfile cannot read); unpack it and give "
-                "its two files as aligned files")
-    if isinstance(e, RuntimeError):  # zipfile's word for a member it needs a password for
-        return "a member is encrypted"
-    return f"damaged ({e})"
-
-
 def _opener(path: Path, info: zipfile.ZipInfo, where: str) -> Opener:
     def open_() -> BinaryIO:
         try:
@@ -104,7 +95,7 @@ def _opener(path: Path, info: zipfile.ZipInfo, where: str) -> Opener:
         except OSError as e:
             raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
         except _DAMAGED as e:
-            raise DataError(f"{where}: cannot read the zip archive: {_why(e)}") from None
+            raise DataError(f"{where}: cannot read the zip archive: {zip_problem(e)}") from None
         return checked(member, max(info.compress_size, 1), where, "zip")
 
     return open_
