@@ -196,7 +196,6 @@ def train(
     ] = None,
 ) -> None:
     """Train a model: GRU+Bahdanau or Transformer, as the config says."""
-    from nmt.data.download import default_data_dir
     from nmt.training.command import run_train_command, speed_summary
 
     if config is None and not resume and from_ is None:
@@ -206,7 +205,7 @@ def train(
         overrides.append(f"train.max_minutes={max_minutes!r}")
     result = run_train_command(
         config, overrides, run_name=run_name, runs_dir=runs_dir,
-        data_dir=data_dir or default_data_dir(), resume=resume, overwrite=overwrite,
+        data_dir=data_dir, resume=resume, overwrite=overwrite,
         log=lambda s: console.print(s, highlight=False, markup=False), parent=from_,
     )
     if not result.main:  # under torchrun, rank 0 reports

@@ -491,10 +491,9 @@ def trained_data(run_dir: Path, data: DataConfig, data_dir: Path | None = None,
     held-out splits: the cache its training built, or one built with its own tokenizer, said in
     one line; never a tokenizer trained (:func:`nmt.data.prepare.prepare_trained`). Everything
     that scores a trained run on its own data goes through this."""
-    from nmt.data.download import default_data_dir
     from nmt.data.prepare import prepare_trained
     from nmt.runs.loading import run_tokenizer
-    from nmt.runs.records import read_excluded
+    from nmt.runs.records import data_dir_for, read_excluded
 
-    return prepare_trained(data, Path(data_dir) if data_dir is not None else default_data_dir(),
-                           run_tokenizer(run_dir), read_excluded(run_dir), log=log)
+    return prepare_trained(data, data_dir_for(run_dir, data_dir), run_tokenizer(run_dir),
+                           read_excluded(run_dir), log=log)

@@ -20,7 +20,9 @@ SetOpt = Annotated[
 
 DataDirOpt = Annotated[
     Path | None,
-    typer.Option("--data-dir", help="Corpus and cache directory (default $NMT_DATA_DIR or data/)."),
+    typer.Option("--data-dir", help="Corpus and cache directory (default $NMT_DATA_DIR, else, "
+                 "for a run's own data (bleu, export, train --resume), the one it was trained "
+                 "from, else data/)."),
 ]
 SourceOpt = Annotated[
     str | None,

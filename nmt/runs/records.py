@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nmt import environment
 from nmt.arguments import option
 from nmt.errors import CheckpointError, DataError, NmtError, first_line
 from nmt.files import atomic_write_text, read_json, read_stored_text
@@ -59,9 +60,35 @@ def _record(path: Path, error: type[NmtError], expected: str, key: str,
     return record
 
 
-def write_corpus_record(run_dir: Path, identity: dict[str, Any]) -> None:
-    """Record the data a run trains on (its identity, as :mod:`nmt.data.corpora` gives it)."""
-    atomic_write_text(Path(run_dir) / CORPUS_FILE, json.dumps(identity, indent=1) + "\n")
+def write_corpus_record(run_dir: Path, identity: dict[str, Any],
+                        data_dir: Path | None = None) -> None:
+    """Record the data a run trains on (its identity, as :mod:`nmt.data.corpora` gives it) and
+    the data directory its cache is in (:func:`data_dir_for`; never exported)."""
+    record = dict(identity)
+    if data_dir is not None:
+        record[DATA_DIR_KEY] = str(Path(data_dir).resolve())
+    atomic_write_text(Path(run_dir) / CORPUS_FILE, json.dumps(record, indent=1) + "\n")
+
+
+DATA_DIR_KEY = "data_dir"
+
+
+def data_dir_for(run_dir: Path | None, given: Path | None) -> Path:
+    """The data directory a command on the run ``run_dir``'s own data reads (``nmt bleu``,
+    ``nmt export``'s scoring, ``nmt train --resume``): ``given`` (``--data-dir``), else
+    ``$NMT_DATA_DIR``, else the one the run was trained from where it still is, else
+    ``data/``. Without this, a run trained with ``--data-dir`` elsewhere built its whole data
+    cache again in ``data/`` (hours for a large corpus) when scored or resumed without it."""
+    from nmt.data.download import default_data_dir
+
+    if given is not None:
+        return Path(given)
+    if run_dir is not None and not environment.read("NMT_DATA_DIR"):
+        record = read_corpus_record(run_dir)
+        recorded = record.get(DATA_DIR_KEY) if record is not None else None
+        if isinstance(recorded, str) and Path(recorded).is_dir():
+            return Path(recorded)
+    return default_data_dir()
 
 
 def read_corpus_record(run_dir: Path) -> dict[str, Any] | None:
@@ -353,6 +380,7 @@ def write_portable_records(run_dir: Path, checkpoint: str, dest: Path) -> None:
     for name, read in ((CORPUS_FILE, read_corpus_record), (PARENT_FILE, read_parent)):
         record = read(run_dir)
         if record is not None:
+            record = {k: v for k, v in record.items() if k != DATA_DIR_KEY}  # this machine's
             atomic_write_text(dest / name, json.dumps(without_paths(record), indent=1) + "\n")
     for engine, score in test_scores(run_dir, checkpoint).items():
         fields = score.to_dict()

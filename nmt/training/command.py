@@ -12,6 +12,7 @@ from nmt.config import load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError
 from nmt.runs.directory import check_run_name, config_for_resume
 from nmt.runs.layout import CONFIG_FILE
+from nmt.runs.records import data_dir_for
 from nmt.training.finetune import child_config, open_parent, run_start
 from nmt.training.loop import INTERRUPTED, Display, TrainResult, train
 
@@ -101,12 +102,14 @@ def speed_summary(result: TrainResult) -> str:
 
 def run_train_command(
     config_path: Path | None, overrides: list[str], *, run_name: str | None, runs_dir: Path,
-    data_dir: Path, resume: bool, overwrite: bool, log: Callable[[str], None],
+    data_dir: Path | None, resume: bool, overwrite: bool, log: Callable[[str], None],
     parent: Path | None = None,
 ) -> TrainResult:
     """What ``nmt train`` does: resolve config and run directory, train with a progress bar,
     then draw the curves of a run that was not interrupted. ``parent``: continue that run's
-    model on the data the config gives (:mod:`nmt.training.finetune`)."""
+    model on the data the config gives (:mod:`nmt.training.finetune`). ``data_dir`` None: the
+    default, or for ``resume`` the one the run was trained from
+    (:func:`nmt.runs.records.data_dir_for`)."""
     if parent is not None and resume:
         raise ConfigError("--from: a resumed run continues from its own checkpoint; give --from "
                           "to start a run, --resume to continue one")
@@ -125,6 +128,7 @@ def run_train_command(
         cfg = child_config(opened, config_path, overrides)
     else:
         cfg = load_config(config_path, overrides)
+    data_dir = data_dir_for(run_dir if resume else None, data_dir)
     result = train(cfg, run_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, log=log,
                    display=TerminalDisplay(log), start=run_start(cfg, opened, run_dir, resume))
     if result.main and result.progress.stop_reason != INTERRUPTED:

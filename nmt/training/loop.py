@@ -308,7 +308,7 @@ def set_up(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
         if dist.main:
             prepared.tokenizer.save(run_dir / TOKENIZER_DIR)
             if prepared.identity:  # nmt bleu scores the run on this data only
-                write_corpus_record(run_dir, prepared.identity)
+                write_corpus_record(run_dir, prepared.identity, data_dir)
             if excluded is not None:  # what its cache's key holds, for a resume and nmt bleu
                 write_excluded(run_dir, excluded)
             for name, text in start.files.items():

@@ -1,0 +1,79 @@
+"""A run's own data is read where the run was trained from: ``nmt bleu``, ``nmt export``'s
+scoring and ``nmt train --resume`` without ``--data-dir`` load the cache of the data directory
+the run recorded, instead of building the whole cache again in ``data/`` (hours for a large
+corpus); the recorded directory never leaves the machine in an export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import invoke
+
+from nmt.runs.layout import CORPUS_FILE
+from nmt.runs.records import data_dir_for, write_corpus_record, write_portable_records
+
+TINY = ["data.tokenizer=sentencepiece", "data.vocab_size=40", "data.langid=false",
+        "data.valid_frac=0.1", "data.test_frac=0.1", "model.d_model=16", "model.n_layers=1",
+        "model.d_ff=32", "model.n_heads=2", "train.batch_size=32", "train.max_steps=2",
+        "train.eval_every=2", "train.eval_sentences=-1", "train.device=cpu", "decode.beam=1"]
+
+
+def corpus(root: Path) -> Path:
+    words = ["zebra", "cat", "house", "river"]
+    pairs = [(f"The {w} number {i} runs.", f"Le {w} numéro {i} court.")
+             for i in range(40) for w in words]
+    (root / "mine.en").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    (root / "mine.fr").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
+    return root / "mine"
+
+
+def test_the_data_directory_given_then_the_environments_then_the_runs_then_data(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NMT_DATA_DIR", raising=False)
+    run, trained_from = tmp_path / "run", tmp_path / "big-disk" / "data"
+    run.mkdir()
+    trained_from.mkdir(parents=True)
+    assert data_dir_for(run, None) == Path("data")  # a run made before it recorded one
+    write_corpus_record(run, {"corpus": {"sha256": "x"}}, trained_from)
+    assert data_dir_for(run, None) == trained_from.resolve()
+    assert data_dir_for(run, tmp_path / "given") == tmp_path / "given"
+    assert data_dir_for(None, None) == Path("data")  # not a run's own data
+    monkeypatch.setenv("NMT_DATA_DIR", str(tmp_path / "env"))
+    assert data_dir_for(run, None) == tmp_path / "env"
+    monkeypatch.delenv("NMT_DATA_DIR")
+    trained_from.rmdir()  # moved away since: the default, where it will be built
+    assert data_dir_for(run, None) == Path("data")
+
+
+def test_bleu_and_resume_read_the_cache_the_run_was_trained_from(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NMT_DATA_DIR", raising=False)
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    sets = [x for s in TINY for x in ("--set", s)]
+    code, _, err = invoke("train", "--config", "configs/demo.toml", "--runs-dir",
+                          str(home / "runs"), "--run-name", "r", "--data-dir",
+                          str(home / "cache-dir"), "--set", f'data.corpus="{corpus(home)}"', *sets)
+    assert code == 0, err
+    monkeypatch.chdir(elsewhere)  # no data/ here
+    code, out, err = invoke("bleu", "--run", str(home / "runs" / "r"))
+    assert code == 0, err
+    assert f"loaded cache {home / 'cache-dir' / 'cache'}" in out + err
+    code, out, err = invoke("train", "--resume", "--runs-dir", str(home / "runs"),
+                            "--run-name", "r", "--set", "train.max_steps=3")
+    assert code == 0, err
+    assert f"loaded cache {home / 'cache-dir' / 'cache'}" in out + err
+    assert not (elsewhere / "data").exists()
+
+
+def test_an_exported_run_copy_records_no_data_directory(tmp_path: Path) -> None:
+    run, dest = tmp_path / "run", tmp_path / "copy"
+    run.mkdir()
+    dest.mkdir()
+    write_corpus_record(run, {"corpus": {"sha256": "x"}}, tmp_path / "secret-data")
+    write_portable_records(run, "best.pt", dest)
+    record = json.loads((dest / CORPUS_FILE).read_text())
+    assert "data_dir" not in record and "secret-data" not in json.dumps(record)
