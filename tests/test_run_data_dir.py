@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import invoke
 
+from nmt.config import DataConfig, SourceConfig
+from nmt.data.corpora import anchored
 from nmt.runs.layout import CORPUS_FILE
 from nmt.runs.records import data_dir_for, write_corpus_record, write_portable_records
 
@@ -47,26 +49,59 @@ def test_the_data_directory_given_then_the_environments_then_the_runs_then_data(
     assert data_dir_for(run, None) == Path("data")
 
 
-def test_bleu_and_resume_read_the_cache_the_run_was_trained_from(
+def test_a_run_is_scored_resumed_and_used_from_any_folder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trained in its folder with relative paths (as the README shows) and ``--data-dir``
+    elsewhere; then used from another folder without either: each command reads the files and
+    the cache it was trained on (before: ``mine.en: file not found``, ``data.glossary
+    terms.txt: file not found``, or the whole cache built again in ``data/``)."""
     monkeypatch.delenv("NMT_DATA_DIR", raising=False)
     home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
     home.mkdir()
     elsewhere.mkdir()
+    corpus(home)
+    (home / "terms.txt").write_text("Zebra\n", encoding="utf-8")
+    config = Path("configs/demo.toml").resolve()
     sets = [x for s in TINY for x in ("--set", s)]
-    code, _, err = invoke("train", "--config", "configs/demo.toml", "--runs-dir",
-                          str(home / "runs"), "--run-name", "r", "--data-dir",
-                          str(home / "cache-dir"), "--set", f'data.corpus="{corpus(home)}"', *sets)
+    monkeypatch.chdir(home)
+    code, _, err = invoke("train", "--config", str(config), "--runs-dir", "runs", "--run-name",
+                          "r", "--data-dir", str(tmp_path / "cache-dir"), "--set",
+                          'data.corpus="mine"', "--set", 'data.glossary="terms.txt"', *sets)
     assert code == 0, err
-    monkeypatch.chdir(elsewhere)  # no data/ here
-    code, out, err = invoke("bleu", "--run", str(home / "runs" / "r"))
+    monkeypatch.chdir(elsewhere)  # no data/, no mine.en, no terms.txt here
+    run = str(home / "runs" / "r")
+    code, out, err = invoke("bleu", "--run", run)
     assert code == 0, err
-    assert f"loaded cache {home / 'cache-dir' / 'cache'}" in out + err
+    assert f"loaded cache {tmp_path / 'cache-dir' / 'cache'}" in out + err
+    code, out, err = invoke("translate", "--run", run, "The Zebra runs.")
+    assert code == 0, err
     code, out, err = invoke("train", "--resume", "--runs-dir", str(home / "runs"),
                             "--run-name", "r", "--set", "train.max_steps=3")
     assert code == 0, err
-    assert f"loaded cache {home / 'cache-dir' / 'cache'}" in out + err
+    assert f"loaded cache {tmp_path / 'cache-dir' / 'cache'}" in out + err
     assert not (elsewhere / "data").exists()
+    saved = (home / "runs" / "r" / "config.toml").read_text()  # as the user wrote it
+    assert 'corpus = "mine"' in saved and 'glossary = "terms.txt"' in saved
+
+
+def test_relative_paths_are_anchored_where_they_name_something(tmp_path: Path) -> None:
+    (tmp_path / "mydata").mkdir()
+    for name in ("mydata/train.en.gz", "mydata/train.fr", "pairs.tsv", "terms.txt",
+                 "valid.tmx"):
+        (tmp_path / name).write_text("x")
+    data = DataConfig(corpus="mydata/train", valid="valid.tmx", test="missing.tmx",
+                      glossary="terms.txt",
+                      sources=(SourceConfig(corpus="pairs.tsv"), SourceConfig(corpus="deu-eng"),
+                               SourceConfig(corpus="fra-eng"), SourceConfig(corpus="/abs/x")))
+    out = anchored(data, tmp_path)
+    assert out.corpus == str(tmp_path / "mydata" / "train")  # aligned files by prefix
+    assert (out.valid, out.glossary) == (str(tmp_path / "valid.tmx"),
+                                         str(tmp_path / "terms.txt"))
+    assert out.test == "missing.tmx"  # names nothing there: its error says so, as before
+    assert [s.corpus for s in out.sources] == [str(tmp_path / "pairs.tsv"), "deu-eng",
+                                               "fra-eng", "/abs/x"]  # names stay names
+    (tmp_path / "deu-eng.en").write_text("x")  # a pair name is read as one all the same
+    assert anchored(DataConfig(corpus="deu-eng"), tmp_path).corpus == "deu-eng"
 
 
 def test_an_exported_run_copy_records_no_data_directory(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ it (:func:`run_lock`).
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import math
@@ -227,7 +228,8 @@ def config_for_resume(run_dir: Path, overrides: list[str],
     """The config a resumed run continues with: the run's saved config, or ``config_path``
     when given (so a changed ``[train]`` in the file takes effect), with the ``--set``
     overrides. Only ``[train]`` and ``[decode]`` may differ from what the checkpoint was
-    trained with (its own config, not ``config.toml``, which may have been edited).
+    trained with (its own config, not ``config.toml``, which may have been edited). Its data
+    is read as :func:`anchored_config` says, where the run was trained.
     """
     cfg = load_config(config_path or run_dir / CONFIG_FILE, overrides, saved=not config_path)
     trained = checkpoint_config(checkpoint_path(run_dir))
@@ -254,7 +256,23 @@ def run_config(run_dir: Path, trained: Config) -> Config:
     change = frozen_change(cfg, trained, when="after training")
     if change is not None:
         raise ConfigError(f"{path}: {change[1]}")
-    return cfg
+    return anchored_config(cfg, run_dir)
+
+
+def anchored_config(cfg: Config, run_dir: Path) -> Config:
+    """``cfg``, the saved config of ``run_dir``, with the relative paths of its ``[data]`` made
+    absolute against the folder the run was trained in (:func:`nmt.data.corpora.anchored`), so
+    that a command on the run reads the files it was trained on from any folder: before, ``nmt
+    bleu --run`` from elsewhere said ``mydata/train.en: file not found``, and ``nmt translate``
+    could not read a relative ``data.glossary``."""
+    from nmt.runs.records import working_dir
+
+    base = working_dir(run_dir)
+    if base is None:
+        return cfg
+    from nmt.data.corpora import anchored  # the forms' rules of what a path is
+
+    return dataclasses.replace(cfg, data=anchored(cfg.data, base))
 
 
 def checkpoint_config(path: Path, payload: dict[str, Any] | None = None) -> Config:
@@ -309,14 +327,6 @@ def valid_loss_at(run_dir: Path, step: int) -> float:
     if isinstance(last, (int, float)) and not isinstance(last, bool) and math.isfinite(last):
         return float(last)
     return math.inf
-
-
-def check_run_name(name: str) -> str:
-    """A run name is one directory name under the runs directory."""
-    if not name or name in (".", "..") or "/" in name or "\\" in name or not name.isprintable():
-        raise NmtError(f"{option('run_name')} {name!r}: expected a directory name (no '/', not "
-                       "'.' or '..'), e.g. demo-2")
-    return name
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:

@@ -25,6 +25,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nmt.arguments import option
+from nmt.errors import NmtError
+
 CONFIG_FILE = "config.toml"
 TOKENIZER_DIR = "tokenizer"
 CHECKPOINTS_DIR = "checkpoints"
@@ -70,3 +73,11 @@ def scores_engine(path: Path) -> str:
     """What made the test scores in ``path``: ``nmt``, or its file's tag (``ct2``,
     ``ct2-int8``, ``beam5``, ...)."""
     return path.name[len("scores.test"):-len(".json")].strip(".") or "nmt"
+
+
+def check_run_name(name: str) -> str:
+    """A run name is one directory name under the runs directory."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or not name.isprintable():
+        raise NmtError(f"{option('run_name')} {name!r}: expected a directory name (no '/', not "
+                       "'.' or '..'), e.g. demo-2")
+    return name

@@ -62,15 +62,26 @@ def _record(path: Path, error: type[NmtError], expected: str, key: str,
 
 def write_corpus_record(run_dir: Path, identity: dict[str, Any],
                         data_dir: Path | None = None) -> None:
-    """Record the data a run trains on (its identity, as :mod:`nmt.data.corpora` gives it) and
-    the data directory its cache is in (:func:`data_dir_for`; never exported)."""
+    """Record the data a run trains on (its identity, as :mod:`nmt.data.corpora` gives it),
+    and, with ``data_dir``, where: the data directory its cache is in (:func:`data_dir_for`)
+    and the folder its config's relative paths name files from (:func:`working_dir`); neither
+    is exported."""
     record = dict(identity)
     if data_dir is not None:
         record[DATA_DIR_KEY] = str(Path(data_dir).resolve())
+        record[WORKING_DIR_KEY] = str(Path.cwd())
     atomic_write_text(Path(run_dir) / CORPUS_FILE, json.dumps(record, indent=1) + "\n")
 
 
-DATA_DIR_KEY = "data_dir"
+DATA_DIR_KEY, WORKING_DIR_KEY = "data_dir", "working_dir"  # this machine's: never exported
+
+
+def working_dir(run_dir: Path) -> Path | None:
+    """The folder ``run_dir`` was trained in, where it still is (None: a run made before runs
+    recorded it, or the folder is gone)."""
+    record = read_corpus_record(run_dir)
+    recorded = record.get(WORKING_DIR_KEY) if record is not None else None
+    return Path(recorded) if isinstance(recorded, str) and Path(recorded).is_dir() else None
 
 
 def data_dir_for(run_dir: Path | None, given: Path | None) -> Path:
@@ -284,7 +295,7 @@ class Ancestor:
 
     @classmethod
     def read_from(cls, f: Fields) -> Ancestor:
-        from nmt.runs.directory import check_run_name
+        from nmt.runs.layout import check_run_name
 
         run = f.text("run")
         try:
@@ -380,7 +391,8 @@ def write_portable_records(run_dir: Path, checkpoint: str, dest: Path) -> None:
     for name, read in ((CORPUS_FILE, read_corpus_record), (PARENT_FILE, read_parent)):
         record = read(run_dir)
         if record is not None:
-            record = {k: v for k, v in record.items() if k != DATA_DIR_KEY}  # this machine's
+            record = {k: v for k, v in record.items()
+                      if k not in (DATA_DIR_KEY, WORKING_DIR_KEY)}  # this machine's
             atomic_write_text(dest / name, json.dumps(without_paths(record), indent=1) + "\n")
     for engine, score in test_scores(run_dir, checkpoint).items():
         fields = score.to_dict()

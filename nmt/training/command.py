@@ -10,8 +10,8 @@ from typing import Any
 from nmt import environment
 from nmt.config import load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError
-from nmt.runs.directory import check_run_name, config_for_resume
-from nmt.runs.layout import CONFIG_FILE
+from nmt.runs.directory import config_for_resume
+from nmt.runs.layout import CONFIG_FILE, check_run_name
 from nmt.runs.records import data_dir_for
 from nmt.training.finetune import child_config, open_parent, run_start
 from nmt.training.loop import INTERRUPTED, Display, TrainResult, train

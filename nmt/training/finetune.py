@@ -211,7 +211,7 @@ def _checked(run_dir: Path, copy: UnpackedCopy | None, given: Path) -> tuple[Pat
 def _check_received_name(name: str, where: str) -> None:
     """The run name an export records (``nmt-export.json``), checked as ``--run-name`` is: it
     names the continued run and reaches its card."""
-    from nmt.runs.directory import check_run_name
+    from nmt.runs.layout import check_run_name
     from nmt.runs.portable import META_FILE
 
     try:

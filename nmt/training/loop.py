@@ -51,7 +51,7 @@ from nmt.device import (
 from nmt.errors import ConfigError
 from nmt.files import atomic_write_text
 from nmt.models.build import build_model, count_parameters
-from nmt.runs.directory import MetricsLog, no_empty_run_dir_left, run_lock
+from nmt.runs.directory import MetricsLog, anchored_config, no_empty_run_dir_left, run_lock
 from nmt.runs.layout import TOKENIZER_DIR
 from nmt.runs.paths import checkpoint_path
 from nmt.runs.records import hardware_record, write_corpus_record, write_excluded
@@ -282,7 +282,10 @@ def set_up(cfg: Config, run_dir: Path, dist: Dist, data_dir: Path, resume: bool,
     device = training_device(t, dist, log)
     saved = open_run_dir(run_dir, cfg, dist, resume, overwrite)
     start = start if start is not None else run_start(cfg, None, run_dir, resume)
-    prepared, excluded = prepare_data(cfg, data_dir, dist, log, start.tokenizer, start.excluded)
+    # a resumed run's data: the files its config names from the folder it was trained in
+    data_cfg = anchored_config(cfg, run_dir) if resume else cfg
+    prepared, excluded = prepare_data(data_cfg, data_dir, dist, log, start.tokenizer,
+                                      start.excluded)
     model = build_model(cfg.model, prepared.tokenizer.src_vocab_size,
                         prepared.tokenizer.tgt_vocab_size, joint_vocab=prepared.tokenizer.joint)
     if start.weights is not None:
