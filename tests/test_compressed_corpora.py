@@ -9,6 +9,7 @@ from __future__ import annotations
 import bz2
 import dataclasses
 import gzip
+import json
 import lzma
 import os
 import threading
@@ -159,11 +160,71 @@ def test_an_opus_archive_python_cannot_read_says_why(tmp_path: Path, flags: int,
     assert said in str(e.value) and "\n" not in str(e.value) and str(archive) in str(e.value)
 
 
+def argos_data(path: Path, pairs: list[tuple[str, str]], codes: tuple[str, str] = ("en", "fr"),
+               meta: bytes | None = None) -> Path:
+    """A data package as argos-train writes them: one folder, source, target, metadata.json."""
+    folder = f"data-books-{codes[0]}_{codes[1]}"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"{folder}/", "")
+        z.writestr(f"{folder}/metadata.json", meta if meta is not None else json.dumps(
+            {"name": "Books", "type": "data", "from_code": codes[0], "to_code": codes[1],
+             "size": len(pairs), "reference": "someone", "links": []}))
+        z.writestr(f"{folder}/source", side_text(pairs, 0))
+        z.writestr(f"{folder}/target", side_text(pairs, 1))
+        z.writestr(f"{folder}/README", "x")
+        z.writestr(f"{folder}/LICENSE", "terms")
+    return path
+
+
+def test_an_argos_data_package_builds_what_the_builtin_corpus_builds(
+        tiny_data_dir: Path, tmp_path: Path) -> None:
+    builtin = prepare(CFG, tiny_data_dir, log=quiet)
+    package = argos_data(tmp_path / "data-books-en_fr.argosdata", rows())
+    p = prepare(dataclasses.replace(CFG, corpus=str(package)), tiny_data_dir, log=quiet)
+    for k in ("train", "valid", "test"):
+        assert p.splits[k].src_text == builtin.splits[k].src_text
+        assert p.splits[k].tgt_text == builtin.splits[k].tgt_text
+    assert p.identity["corpus"]["form"] == "argos-data"
+
+
+def test_an_argos_data_package_trains_either_direction(tmp_path: Path) -> None:
+    pairs = rows()[:30]
+    package = argos_data(tmp_path / "p.argosdata", pairs, ("en", "pt_BR"))
+    assert read(str(package), dataclasses.replace(CFG, target="pt")) == pairs
+    assert read(str(package), dataclasses.replace(CFG, source="pt-BR", target="en")) == [
+        (pt, en) for en, pt in pairs]
+    with pytest.raises(DataError, match=r"a package of 'en' -> 'pt_BR' \(its metadata.json\), "
+                                        "not 'en' and 'fr'"):
+        read(str(package))
+
+
+@pytest.mark.parametrize(("meta", "said"), [
+    (b"{not json", "expected a JSON object with from_code and to_code"),
+    (b'{"from_code": "en"}', "expected a JSON object with from_code and to_code"),
+    (b'["en", "fr"]', "expected a JSON object with from_code and to_code"),
+])
+def test_a_broken_argos_data_package_is_one_line(tmp_path: Path, meta: bytes, said: str) -> None:
+    package = argos_data(tmp_path / "p.argosdata", rows()[:5], meta=meta)
+    with pytest.raises(DataError) as e:
+        read(str(package))
+    assert said in str(e.value) and "\n" not in str(e.value)
+    flat = tmp_path / "flat.argosdata"  # no folder: not what argos-train writes
+    with zipfile.ZipFile(flat, "w") as z:
+        z.writestr("source", "a\n")
+        z.writestr("target", "b\n")
+    with pytest.raises(DataError, match="expected one folder holding metadata.json, source "
+                                        "and target"):
+        read(str(flat))
+    (tmp_path / "text.argosdata").write_text("not a zip")
+    with pytest.raises(DataError, match="text.argosdata: cannot read the zip archive"):
+        read(str(tmp_path / "text.argosdata"))
+
+
 # --- whatever the damage: a one-line error naming the file, or the pairs --------------------
 
 
 def mutations() -> st.SearchStrategy[tuple[str, int, int, bool]]:
-    return st.tuples(st.sampled_from([*COMPRESS, ".zip"]), st.integers(0, 10**6),
+    return st.tuples(st.sampled_from([*COMPRESS, ".zip", ".argosdata"]), st.integers(0, 10**6),
                      st.integers(1, 255), st.booleans())
 
 
@@ -177,6 +238,9 @@ def test_a_damaged_or_cut_short_file_is_one_line_naming_it(
     pairs = rows()[:300]
     if suffix == ".zip":
         path = opus_zip(folder / "en-fr.txt.zip", pairs)
+        spec = str(path)
+    elif suffix == ".argosdata":
+        path = argos_data(folder / "data-books-en_fr.argosdata", pairs)
         spec = str(path)
     else:
         (folder / "train.fr").write_bytes(side_text(pairs, 1))

@@ -3,6 +3,7 @@ the registry :data:`FORMS`, first claim wins.
 
 - :mod:`.builtin`: ``"fra-eng"``, the built-in corpus (pinned digest);
 - :mod:`.opus`: an OPUS corpus in Moses format (``en-fr.txt.zip``);
+- :mod:`.argos_data`: an Argos Translate data package (``data-europarl-en_de.argosdata``);
 - :mod:`.tatoeba`: a Tatoeba pair name (``"deu-eng"``, downloaded) or its ``.zip`` / ``.txt``;
 - :mod:`.aligned`: aligned text files by prefix (``mydata/train`` -> ``train.fr``, ``train.en``);
 - :mod:`.tmx`: a translation memory (``memory.tmx``);
@@ -26,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from nmt.config import DataConfig, SourceConfig
-from nmt.data.corpora import aligned, builtin, catalogues, opus, tatoeba, tmx, tsv
+from nmt.data.corpora import aligned, argos_data, builtin, catalogues, opus, tatoeba, tmx, tsv
 from nmt.data.corpora.base import Context, Corpus, Form, Identity, combined_sha256
 from nmt.errors import DataError
 
 FORMS: dict[str, Form] = {
     builtin.FORM.name: builtin.FORM,
     opus.FORM.name: opus.FORM,  # before tatoeba, which takes any other .zip
+    argos_data.FORM.name: argos_data.FORM,
     tatoeba.FORM.name: tatoeba.FORM,
     aligned.FORM.name: aligned.FORM,
     tmx.FORM.name: tmx.FORM,
@@ -51,7 +53,8 @@ def open_corpus(spec: str, ctx: Context) -> Corpus:
             return form.open(spec, ctx)
     cfg = ctx.cfg
     raise DataError(f"{ctx.option} = {spec!r}: not the built-in corpus ({builtin.NAME}), a "
-                    f"Tatoeba pair name (deu-eng) or .zip/.txt file, an OPUS .txt.zip, a .tmx, "
+                    f"Tatoeba pair name (deu-eng) or .zip/.txt file, an OPUS .txt.zip, an "
+                    f".argosdata package, a .tmx, "
                     f".po, .mo or .tsv file, or aligned files {spec}.{cfg.source} and "
                     f"{spec}.{cfg.target} (none found; .gz, .bz2 and .xz are read too)")
 

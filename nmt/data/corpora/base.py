@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -178,6 +179,30 @@ def opener(path: Path, where: str) -> Opener:
             raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
 
     return open_
+
+
+def member_opener(path: Path, info: zipfile.ZipInfo, where: str) -> Opener:
+    """An :data:`Opener` of the member ``info`` of the zip archive ``path``, read in place (never
+    unpacked), with the decompression-bomb bound of :mod:`nmt.data.compressed`; a member it
+    cannot read is one line after ``where`` (:func:`nmt.data.download.zip_problem`)."""
+    from nmt.data.download import zip_problem
+
+    def open_() -> BinaryIO:
+        try:
+            with zipfile.ZipFile(path) as z:  # the member stays open once the archive closes
+                member = z.open(info)
+        except OSError as e:
+            raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
+        except ZIP_ERRORS as e:
+            raise DataError(f"{where}: cannot read the zip archive: {zip_problem(e)}") from None
+        return compressed.checked(member, max(info.compress_size, 1), where, "zip")
+
+    return open_
+
+
+# what zipfile raises for an archive it cannot read (RuntimeError: an encrypted member)
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
+              EOFError)
 
 
 def text_lines(open_: Opener, where: str, log: Callable[[str], None] = print) -> Iterator[str]:

@@ -17,11 +17,18 @@ from __future__ import annotations
 import re
 import zipfile
 from pathlib import Path
-from typing import BinaryIO
 
-from nmt.data.compressed import checked
 from nmt.data.corpora.aligned import aligned_pairs
-from nmt.data.corpora.base import Context, Corpus, Identity, Lazy, Opener, opener, resolve
+from nmt.data.corpora.base import (
+    ZIP_ERRORS,
+    Context,
+    Corpus,
+    Identity,
+    Lazy,
+    member_opener,
+    opener,
+    resolve,
+)
 from nmt.data.download import sha256_file, zip_problem
 from nmt.data.languages import same_language
 from nmt.errors import DataError, named, os_reason
@@ -29,7 +36,6 @@ from nmt.errors import DataError, named, os_reason
 _CODE = r"[A-Za-z]{2,3}(?:_[A-Za-z0-9]+)*"
 # NAME.L1-L2.L1, NAME.L1-L2.L2 (ParaCrawl.en-is.is), at the top of the archive
 MEMBER = re.compile(rf"(?P<name>[^/]+)\.(?P<pair>{_CODE}-{_CODE})\.(?P<code>{_CODE})")
-_DAMAGED = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError)
 
 
 def _members(path: Path) -> list[zipfile.ZipInfo]:
@@ -52,7 +58,7 @@ class Opus:
             return False
         try:
             return bool(_members(path))
-        except (OSError, *_DAMAGED):
+        except (OSError, *ZIP_ERRORS):
             return False  # not a zip: the Tatoeba form's error says what was expected
 
     def open(self, spec: str, ctx: Context) -> Corpus:
@@ -63,7 +69,7 @@ class Opus:
             members = _members(path)
         except OSError as e:
             raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
-        except _DAMAGED as e:
+        except ZIP_ERRORS as e:
             raise DataError(f"{label}: cannot read the zip archive: {zip_problem(e)}") from None
         cfg = ctx.cfg
         chosen = [_member(members, code, label) for code in (cfg.source, cfg.target)]
@@ -71,7 +77,7 @@ class Opus:
             raise DataError(f"{label}: {named(chosen[0].filename)} and "
                             f"{named(chosen[1].filename)} are not one corpus's two sides")
         labels = [f"{label}:{named(m.filename)}" for m in chosen]
-        opened = [_opener(path, m, where) for m, where in zip(chosen, labels, strict=True)]
+        opened = [member_opener(path, m, where) for m, where in zip(chosen, labels, strict=True)]
         identity = Identity(self.name, spec, sha256_file(path), cfg.source, cfg.target,
                             files=[str(path)])
         return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
@@ -85,20 +91,6 @@ def _member(members: list[zipfile.ZipInfo], code: str, label: str) -> zipfile.Zi
     held = ", ".join(named(m.filename) for m in members[:4])
     raise DataError(f"{label}: no file in language {code!r} (the archive holds {held}); "
                     "expected an OPUS corpus in Moses format of data.source and data.target")
-
-
-def _opener(path: Path, info: zipfile.ZipInfo, where: str) -> Opener:
-    def open_() -> BinaryIO:
-        try:
-            with zipfile.ZipFile(path) as z:  # the member stays open once the archive closes
-                member = z.open(info)
-        except OSError as e:
-            raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
-        except _DAMAGED as e:
-            raise DataError(f"{where}: cannot read the zip archive: {zip_problem(e)}") from None
-        return checked(member, max(info.compress_size, 1), where, "zip")
-
-    return open_
 
 
 FORM = Opus()

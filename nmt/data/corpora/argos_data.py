@@ -1,0 +1,109 @@
+"""An Argos Translate data package, the corpus form of argos-train and Locomotive, as
+argos-train's data index links them: ``data.corpus = "data-europarl-en_de.argosdata"``, a zip
+holding one folder with ``source`` and ``target`` (aligned lines, as :mod:`.aligned` reads
+them), a ``metadata.json`` that names their languages (``from_code``, ``to_code``) and the
+corpus (``name``, ``reference``), and a README and a LICENSE.
+
+The two files are read straight out of the archive, a piece at a time, never unpacked, with the
+bounds of :mod:`nmt.data.compressed`. Their languages are matched to ``data.source`` and
+``data.target`` by the language-tag rule (:func:`nmt.data.languages.same_language`), in either
+direction: an ``en_de`` package trains German to English too. As for OPUS, the package's terms
+are in its LICENSE; nmt does not guess a licence from it (``licence`` in ``[[data.sources]]``
+states it for an export's card).
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+from nmt.data.corpora.aligned import aligned_pairs
+from nmt.data.corpora.base import (
+    ZIP_ERRORS,
+    Context,
+    Corpus,
+    Identity,
+    Lazy,
+    member_opener,
+    opener,
+    resolve,
+)
+from nmt.data.download import sha256_file, zip_problem
+from nmt.data.languages import same_language
+from nmt.errors import DataError, named, os_reason, shown
+
+SUFFIX = ".argosdata"
+MAX_METADATA_BYTES = 1 << 20  # a few hundred bytes in every package
+
+
+def _read(path: Path, label: str) -> tuple[dict[str, object], zipfile.ZipInfo, zipfile.ZipInfo]:
+    """The package's metadata and its ``source`` and ``target`` members: one folder holding
+    the three (a one-line :class:`DataError` otherwise)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = {info.filename: info for info in z.infolist()}
+            folders = sorted({n.rsplit("/", 1)[0] for n in names if n.endswith("/metadata.json")
+                              and n.count("/") == 1})
+            if len(folders) != 1:
+                raise DataError(f"{label}: expected one folder holding metadata.json, source "
+                                f"and target (an Argos data package), found {len(folders)}")
+            folder = folders[0]
+            missing = [f for f in ("source", "target") if f"{folder}/{f}" not in names]
+            if missing:
+                raise DataError(f"{label}: {named(folder)} has no {' or '.join(missing)} file "
+                                "(an Argos data package holds source and target)")
+            info = names[f"{folder}/metadata.json"]
+            if info.file_size > MAX_METADATA_BYTES:
+                raise DataError(f"{label}: {named(folder)}/metadata.json of {info.file_size:,} "
+                                f"bytes; expected at most {MAX_METADATA_BYTES:,}")
+            with z.open(info) as f:
+                raw = f.read(MAX_METADATA_BYTES + 1)
+            return (_metadata(raw, f"{label}:{named(folder)}/metadata.json"),
+                    names[f"{folder}/source"], names[f"{folder}/target"])
+    except OSError as e:
+        raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
+    except ZIP_ERRORS as e:
+        raise DataError(f"{label}: cannot read the zip archive: {zip_problem(e)}") from None
+
+
+def _metadata(raw: bytes, where: str) -> dict[str, object]:
+    try:
+        meta = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        meta = None
+    if not isinstance(meta, dict) or not all(
+            isinstance(meta.get(k), str) and meta[k] for k in ("from_code", "to_code")):
+        raise DataError(f"{where}: expected a JSON object with from_code and to_code (the "
+                        "languages of source and target)")
+    return meta
+
+
+class ArgosData:
+    name = "argos-data"
+
+    def claims(self, spec: str, ctx: Context) -> bool:
+        return spec.lower().endswith(SUFFIX)
+
+    def open(self, spec: str, ctx: Context) -> Corpus:
+        path = resolve(spec, ctx.option)
+        label = str(path)
+        opener(path, label)  # missing, a directory, a FIFO: one line
+        meta, source, target = _read(path, label)
+        have, cfg = (str(meta["from_code"]), str(meta["to_code"])), ctx.cfg
+        if same_language(have[0], cfg.source) and same_language(have[1], cfg.target):
+            members = (source, target)
+        elif same_language(have[1], cfg.source) and same_language(have[0], cfg.target):
+            members = (target, source)
+        else:
+            raise DataError(f"{label}: a package of {shown(have[0], 20)} -> "
+                            f"{shown(have[1], 20)} (its metadata.json), not {cfg.source!r} and "
+                            f"{cfg.target!r} (data.source, data.target)")
+        labels = [f"{label}:{named(m.filename)}" for m in members]
+        opened = [member_opener(path, m, where) for m, where in zip(members, labels, strict=True)]
+        identity = Identity(self.name, spec, sha256_file(path), cfg.source, cfg.target,
+                            files=[str(path)])
+        return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
+
+
+FORM = ArgosData()
