@@ -92,14 +92,16 @@ def test_relative_paths_are_anchored_where_they_name_something(tmp_path: Path) -
     data = DataConfig(corpus="mydata/train", valid="valid.tmx", test="missing.tmx",
                       glossary="terms.txt",
                       sources=(SourceConfig(corpus="pairs.tsv"), SourceConfig(corpus="deu-eng"),
-                               SourceConfig(corpus="fra-eng"), SourceConfig(corpus="/abs/x")))
+                               SourceConfig(corpus="fra-eng"), SourceConfig(corpus="/abs/x"),
+                               SourceConfig(corpus="https://example.org/d-en_fr.argosdata")))
     out = anchored(data, tmp_path)
     assert out.corpus == str(tmp_path / "mydata" / "train")  # aligned files by prefix
     assert (out.valid, out.glossary) == (str(tmp_path / "valid.tmx"),
                                          str(tmp_path / "terms.txt"))
     assert out.test == "missing.tmx"  # names nothing there: its error says so, as before
-    assert [s.corpus for s in out.sources] == [str(tmp_path / "pairs.tsv"), "deu-eng",
-                                               "fra-eng", "/abs/x"]  # names stay names
+    assert [s.corpus for s in out.sources] == [  # names and addresses stay as written
+        str(tmp_path / "pairs.tsv"), "deu-eng", "fra-eng", "/abs/x",
+        "https://example.org/d-en_fr.argosdata"]
     (tmp_path / "deu-eng.en").write_text("x")  # a pair name is read as one all the same
     assert anchored(DataConfig(corpus="deu-eng"), tmp_path).corpus == "deu-eng"
 

@@ -16,10 +16,13 @@ interrupted run never leaves a half corpus that looks valid.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import io
 import os
+import re
 import stat
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 import zlib
@@ -139,7 +142,8 @@ def ensure_corpus(
     if where.startswith(("http://", "https://")):
         with Temporary(data_dir, ".download-") as tmp:
             zip_path = tmp / archive.zip_name
-            _download(where, zip_path, archive, log=log, progress=progress)
+            download(where, zip_path, archive.zip_name, hint(archive), log=log,
+                     progress=progress)
             extract_corpus(zip_path, data_dir, digest, label=where, archive=archive)
     else:
         log(f"using local copy {where}")
@@ -176,8 +180,10 @@ def resolve_source(source: str | None, archive: Archive = FRA_ENG) -> str:
     return archive.url
 
 
-def _download(url: str, dest: Path, archive: Archive, *, log: Callable[[str], None],
-              progress: bool) -> None:
+def download(url: str, dest: Path, name: str, advice: str, *, log: Callable[[str], None],
+             progress: bool = True) -> None:
+    """Write what ``url`` serves to ``dest`` (a held temporary file: the caller renames it), a
+    progress bar naming ``name``; a failure is one line ending in ``advice``."""
     from tqdm import tqdm
 
     log(f"downloading {url}")
@@ -185,14 +191,51 @@ def _download(url: str, dest: Path, archive: Archive, *, log: Callable[[str], No
     try:
         with urllib.request.urlopen(request, timeout=30) as resp, open(dest, "wb") as out:
             total = int(resp.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=archive.zip_name,
+            with tqdm(total=total, unit="B", unit_scale=True, desc=name,
                       disable=not progress, leave=False) as bar:
                 for chunk in iter(lambda: resp.read(_CHUNK), b""):
                     out.write(chunk)
                     bar.update(len(chunk))
-    except (urllib.error.URLError, OSError, ValueError) as e:
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
         reason = getattr(e, "reason", None) or e
-        raise DataError(f"cannot download {url} ({reason}); {hint(archive)}") from None
+        if isinstance(e, urllib.error.HTTPError):
+            reason = f"HTTP {e.code}: {reason}"
+        raise DataError(f"cannot download {url} ({reason}); {advice}") from None
+
+
+DOWNLOADS = "downloads"  # the data directory's folder of corpora given by URL
+_URL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def fetch_url(url: str, data_dir: Path, *, log: Callable[[str], None] = print,
+              progress: bool = True) -> Path:
+    """The local copy of the corpus file at ``url`` (``data.corpus = "https://..."``, as
+    Locomotive takes its sources): ``DATA_DIR/downloads/KEY-NAME``, downloaded the first time
+    (to a held temporary file renamed into place, so an interrupted download leaves nothing
+    that looks whole) and used as it is after (its digest, like every corpus file's, keys the
+    cache). ``NAME`` is the URL's file name, which says its form (``.argosdata``, ``.tmx.gz``,
+    ``.txt.zip``)."""
+    parsed = urllib.parse.urlsplit(url)
+    name = urllib.parse.unquote(parsed.path.rsplit("/", 1)[-1])
+    if not _URL_NAME.fullmatch(name) or name.strip(".") != name:
+        raise DataError(f"{url}: expected the URL of a corpus file whose name says its form "
+                        f"(data-europarl-en_de.argosdata, en-fr.tmx.gz), got the name "
+                        f"{shown(name, 40)!s}")
+    key = hashlib.sha256(url.encode()).hexdigest()[:12]
+    folder = Path(data_dir) / DOWNLOADS
+    path = folder / f"{key}-{name}"
+    if path.is_file():
+        log(f"using the download of {url}: {path}")
+        return path
+    make_dirs(folder, "--data-dir")
+    try:
+        with Temporary(folder, f".{key}-", ".tmp", folder=False) as tmp:
+            download(url, tmp, name, "download it by hand and give its path instead", log=log,
+                     progress=progress)
+            os.replace(tmp, path)
+    except OSError as e:
+        raise DataError(f"{path}: cannot write ({os_reason(e)})") from None
+    return path
 
 
 def _check_entry(info: zipfile.ZipInfo, label: str) -> None:

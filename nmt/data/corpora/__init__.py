@@ -28,7 +28,7 @@ from typing import Any
 
 from nmt.config import DataConfig, SourceConfig
 from nmt.data.corpora import aligned, argos_data, builtin, catalogues, opus, tatoeba, tmx, tsv
-from nmt.data.corpora.base import Context, Corpus, Form, Identity, combined_sha256
+from nmt.data.corpora.base import Context, Corpus, Form, Identity, Lazy, combined_sha256
 from nmt.errors import DataError
 
 FORMS: dict[str, Form] = {
@@ -47,7 +47,14 @@ __all__ = ["FORMS", "Context", "Corpus", "Data", "Form", "Identity", "Part", "an
 
 
 def open_corpus(spec: str, ctx: Context) -> Corpus:
-    """The corpus ``spec`` (a value of ``data.corpus``, ``data.valid`` or ``data.test``)."""
+    """The corpus ``spec`` (a value of ``data.corpus``, ``data.valid`` or ``data.test``); an
+    http(s) URL is the file it serves, downloaded into the data directory once
+    (:func:`nmt.data.download.fetch_url`) and read as any file of its name."""
+    if spec.startswith(("http://", "https://")):
+        from nmt.data.download import fetch_url
+
+        local = open_corpus(str(fetch_url(spec, ctx.data_dir, log=ctx.log)), ctx)
+        return Lazy(replace(local.identity, corpus=spec), local.pairs)
     for form in FORMS.values():
         if form.claims(spec, ctx):
             return form.open(spec, ctx)
