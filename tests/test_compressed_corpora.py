@@ -198,6 +198,26 @@ def test_an_argos_data_package_trains_either_direction(tmp_path: Path) -> None:
         read(str(package))
 
 
+def test_an_unpacked_package_and_a_locomotive_folder_are_read_as_the_package(
+        tmp_path: Path) -> None:
+    pairs = rows()[:30]
+    package = argos_data(tmp_path / "p.argosdata", pairs)
+    with zipfile.ZipFile(package) as z:
+        z.extractall(tmp_path / "unpacked")
+    folder = tmp_path / "unpacked" / "data-books-en_fr"
+    reverse = dataclasses.replace(CFG, source="fr", target="en")
+    assert read(str(folder)) == read(str(package)) == pairs
+    assert read(str(folder), reverse) == [(fr, en) for en, fr in pairs]  # by its metadata.json
+    locomotive = tmp_path / "mydataset-en_fr"  # no metadata: the config's order
+    locomotive.mkdir()
+    (locomotive / "source.txt").write_bytes(side_text(pairs, 0))
+    (locomotive / "target.txt").write_bytes(side_text(pairs, 1))
+    assert read(str(locomotive)) == pairs
+    (locomotive / "metadata.json").write_text('{"from_code": "en", "to_code": "de"}')
+    with pytest.raises(DataError, match=r"mydataset-en_fr: a package of 'en' -> 'de'"):
+        read(str(locomotive))
+
+
 @pytest.mark.parametrize(("meta", "said"), [
     (b"{not json", "expected a JSON object with from_code and to_code"),
     (b'{"from_code": "en"}', "expected a JSON object with from_code and to_code"),

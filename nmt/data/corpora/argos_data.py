@@ -7,7 +7,10 @@ corpus (``name``, ``reference``), and a README and a LICENSE.
 The two files are read straight out of the archive, a piece at a time, never unpacked, with the
 bounds of :mod:`nmt.data.compressed`. Their languages are matched to ``data.source`` and
 ``data.target`` by the language-tag rule (:func:`nmt.data.languages.same_language`), in either
-direction: an ``en_de`` package trains German to English too. As for OPUS, the package's terms
+direction: an ``en_de`` package trains German to English too. The package unpacked (a folder
+with ``source``, ``target`` and ``metadata.json``) is read alike, and so is Locomotive's local
+dataset, a folder with ``source.txt`` and ``target.txt`` (without a ``metadata.json``:
+``data.source``'s and ``data.target``'s, in that order). As for OPUS, the package's terms
 are in its LICENSE; nmt does not guess a licence from it (``licence`` in ``[[data.sources]]``
 states it for an export's card).
 """
@@ -18,6 +21,7 @@ import json
 import zipfile
 from pathlib import Path
 
+from nmt.config import DataConfig
 from nmt.data.corpora.aligned import aligned_pairs
 from nmt.data.corpora.base import (
     ZIP_ERRORS,
@@ -25,6 +29,7 @@ from nmt.data.corpora.base import (
     Corpus,
     Identity,
     Lazy,
+    combined_sha256,
     member_opener,
     opener,
     resolve,
@@ -32,6 +37,7 @@ from nmt.data.corpora.base import (
 from nmt.data.download import sha256_file, zip_problem
 from nmt.data.languages import same_language
 from nmt.errors import DataError, named, os_reason, shown
+from nmt.files import open_stored
 
 SUFFIX = ".argosdata"
 MAX_METADATA_BYTES = 1 << 20  # a few hundred bytes in every package
@@ -79,30 +85,75 @@ def _metadata(raw: bytes, where: str) -> dict[str, object]:
     return meta
 
 
+# the two files of an unpacked package: argos-train's names, Locomotive's (its local datasets)
+FOLDER_FILES = (("source", "target"), ("source.txt", "target.txt"))
+
+
+def _folder_files(path: Path) -> tuple[Path, Path] | None:
+    return next(((path / s, path / t) for s, t in FOLDER_FILES
+                 if (path / s).is_file() and (path / t).is_file()), None)
+
+
+def _swapped(have: tuple[str, str], cfg: DataConfig, label: str) -> bool:
+    """Whether the package's (source, target) languages ``have`` are the config's the other
+    way round (a one-line error when they are neither way)."""
+    if same_language(have[0], cfg.source) and same_language(have[1], cfg.target):
+        return False
+    if same_language(have[1], cfg.source) and same_language(have[0], cfg.target):
+        return True
+    raise DataError(f"{label}: a package of {shown(have[0], 20)} -> {shown(have[1], 20)} (its "
+                    f"metadata.json), not {cfg.source!r} and {cfg.target!r} (data.source, "
+                    "data.target)")
+
+
 class ArgosData:
     name = "argos-data"
 
     def claims(self, spec: str, ctx: Context) -> bool:
-        return spec.lower().endswith(SUFFIX)
+        if spec.lower().endswith(SUFFIX):
+            return True
+        path = resolve(spec, ctx.option)
+        return path.is_dir() and _folder_files(path) is not None
 
     def open(self, spec: str, ctx: Context) -> Corpus:
         path = resolve(spec, ctx.option)
-        label = str(path)
-        opener(path, label)  # missing, a directory, a FIFO: one line
+        label, cfg = str(path), ctx.cfg
+        if path.is_dir():
+            return self._folder(spec, path, ctx)
+        opener(path, label)  # missing, a FIFO: one line
         meta, source, target = _read(path, label)
-        have, cfg = (str(meta["from_code"]), str(meta["to_code"])), ctx.cfg
-        if same_language(have[0], cfg.source) and same_language(have[1], cfg.target):
-            members = (source, target)
-        elif same_language(have[1], cfg.source) and same_language(have[0], cfg.target):
-            members = (target, source)
-        else:
-            raise DataError(f"{label}: a package of {shown(have[0], 20)} -> "
-                            f"{shown(have[1], 20)} (its metadata.json), not {cfg.source!r} and "
-                            f"{cfg.target!r} (data.source, data.target)")
+        swapped = _swapped((str(meta["from_code"]), str(meta["to_code"])), cfg, label)
+        members = (target, source) if swapped else (source, target)
         labels = [f"{label}:{named(m.filename)}" for m in members]
         opened = [member_opener(path, m, where) for m, where in zip(members, labels, strict=True)]
         identity = Identity(self.name, spec, sha256_file(path), cfg.source, cfg.target,
                             files=[str(path)])
+        return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
+
+    def _folder(self, spec: str, path: Path, ctx: Context) -> Corpus:
+        """An unpacked package, or Locomotive's local dataset (``source.txt``, ``target.txt``):
+        languages from its ``metadata.json`` when it has one, else ``data.source`` and
+        ``data.target`` in that order."""
+        files = _folder_files(path)
+        if files is None:
+            raise DataError(f"{path}: no source and target files (nor source.txt and "
+                            "target.txt) in this folder")
+        meta_path = path / "metadata.json"
+        if meta_path.exists():
+            with open_stored(meta_path, None, DataError) as f:  # a file, not a FIFO
+                try:
+                    raw = f.read(MAX_METADATA_BYTES + 1)
+                except OSError as e:
+                    raise DataError(f"{meta_path}: cannot read ({os_reason(e)})") from None
+            meta = _metadata(raw, str(meta_path))
+            if _swapped((str(meta["from_code"]), str(meta["to_code"])), ctx.cfg, str(path)):
+                files = (files[1], files[0])
+        opened = [opener(f, str(f)) for f in files]
+        digest = combined_sha256({"source": sha256_file(files[0]),
+                                  "target": sha256_file(files[1])})
+        identity = Identity(self.name, spec, digest, ctx.cfg.source, ctx.cfg.target,
+                            files=[str(f) for f in files])
+        labels = (str(files[0]), str(files[1]))
         return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
 
 
