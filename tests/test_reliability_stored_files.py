@@ -225,7 +225,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                        '{"step": 200, "valid_loss": 2.0, "valid_bleu": 9.5}\n')
     (run / "train.log").write_text("2025-01-01 00:00:00 start: toy, device cpu, 1 process\n")
     (run / "scores.test.json").write_text('{"multi": {"bleu": 12.5}, "beam": 1}\n')
-    (run / "corpus.json").write_text('{"corpus": "fra-eng", "sha256": "0"}\n')
+    (run / "corpus.json").write_text(  # as training writes it, where it was trained
+        '{"corpus": {"form": "builtin", "corpus": "fra-eng", "sha256": "0", "source": "en", '
+        '"target": "fr"}, "data_dir": "/nonexistent", "working_dir": "/"}\n')
     return run
 
 

@@ -52,8 +52,9 @@ def file_name(text: str) -> str:
 def _record(path: Path, error: type[NmtError], expected: str, key: str,
             kind: type) -> dict[str, Any] | None:
     """The JSON object of the record ``path`` (None where the run has none), which must hold
-    ``key`` of type ``kind``; else ``error`` naming the file and ``expected``."""
-    record = read_json(path, error, expected)
+    ``key`` of type ``kind``; else ``error`` naming the file and ``expected``. Read as every
+    file of a run is (:func:`nmt.files.open_stored`): a link out of the run is refused."""
+    record = read_json(path, error, expected, folder=path.parent)
     if record is not None and not (isinstance(record, dict)
                                    and isinstance(record.get(key), kind)):
         raise error(f"{path}: expected {expected}")
