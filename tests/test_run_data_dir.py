@@ -13,7 +13,7 @@ from conftest import invoke
 
 from nmt.config import DataConfig, SourceConfig
 from nmt.data.corpora import anchored
-from nmt.runs.layout import CORPUS_FILE
+from nmt.runs.layout import CORPUS_FILE, EXCLUDED_FILE
 from nmt.runs.records import data_dir_for, write_corpus_record, write_portable_records
 
 TINY = ["data.tokenizer=sentencepiece", "data.vocab_size=40", "data.langid=false",
@@ -82,6 +82,33 @@ def test_a_run_is_scored_resumed_and_used_from_any_folder(
     assert not (elsewhere / "data").exists()
     saved = (home / "runs" / "r" / "config.toml").read_text()  # as the user wrote it
     assert 'corpus = "mine"' in saved and 'glossary = "terms.txt"' in saved
+
+
+def test_a_child_keeps_its_parents_held_out_sentences_from_any_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``nmt train --from PARENT`` from another folder than the parent's: the parent's data
+    (relative paths) is found where it was trained, so its valid and test sentences stay out of
+    the child's training split (before: "the parent's data cannot be prepared here", and they
+    went into it)."""
+    monkeypatch.delenv("NMT_DATA_DIR", raising=False)
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    corpus(home)
+    config = Path("configs/demo.toml").resolve()
+    sets = [x for s in TINY for x in ("--set", s)]
+    monkeypatch.chdir(home)
+    code, _, err = invoke("train", "--config", str(config), "--runs-dir", "runs", "--run-name",
+                          "parent", "--data-dir", "cache-dir", "--set", 'data.corpus="mine"',
+                          *sets)
+    assert code == 0, err
+    monkeypatch.chdir(elsewhere)
+    code, out, err = invoke("train", "--from", str(home / "runs" / "parent"), "--runs-dir",
+                            "runs", "--run-name", "child", "--set",
+                            f'data.corpus="{home / "mine"}"', *sets)
+    assert code == 0, err
+    assert "cannot be prepared here" not in out + err
+    assert (elsewhere / "runs" / "child" / EXCLUDED_FILE).is_file()
 
 
 def test_relative_paths_are_anchored_where_they_name_something(tmp_path: Path) -> None:

@@ -148,6 +148,7 @@ def open_parent(path: Path) -> Parent:
     import zipfile
 
     from nmt.files import path_problem
+    from nmt.runs.directory import anchored_config
     from nmt.runs.portable import RUN_COPY, exported_run_name, find_run_copy, is_export
 
     path = user_path(path, "--from")
@@ -174,6 +175,9 @@ def open_parent(path: Path) -> Parent:
         if name:  # a received package's word: checked as --run-name is
             _check_received_name(name, where)
         checkpoint, config = _checked(run_dir, copy, path)
+        # its data's relative paths name files where it was trained (a run copy records no
+        # folder): so the child finds the parent's held-out sentences from any folder
+        config = anchored_config(config, run_dir)
     except BaseException:
         if copy is not None:
             copy.cleanup()
