@@ -91,6 +91,36 @@ def test_every_file_form_reads_its_files_compressed(tmp_path: Path, suffix: str)
     assert read(str(tmp_path / "plain.tsv"), tsv_cfg) == [("BZh91 is a name", "un nom")]
 
 
+_LINE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\t"),
+                max_size=30)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(_LINE, _LINE), min_size=1, max_size=30), st.sampled_from(
+    [*COMPRESS, ".zip"]), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_any_text_reads_the_same_compressed_or_plain(
+        tmp_path_factory: pytest.TempPathFactory, pairs: list[tuple[str, str]], suffix: str,
+        eol: str, bom: bool) -> None:
+    """Whatever the text (any characters, CRLF, a byte-order mark), a compressed file or an
+    archive's member gives the pairs the plain files give."""
+    folder = tmp_path_factory.mktemp("any")
+    sides = [(("\ufeff" if bom else "") + "".join(p[i] + eol for p in pairs)).encode()
+             for i in (0, 1)]
+    (folder / "plain.en").write_bytes(sides[0])
+    (folder / "plain.fr").write_bytes(sides[1])
+    if suffix == ".zip":
+        with zipfile.ZipFile(folder / "en-fr.txt.zip", "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("X.en-fr.en", sides[0])
+            z.writestr("X.en-fr.fr", sides[1])
+        spec = str(folder / "en-fr.txt.zip")
+    else:
+        (folder / f"packed.en{suffix}").write_bytes(COMPRESS[suffix](sides[0]))
+        (folder / f"packed.fr{suffix}").write_bytes(COMPRESS[suffix](sides[1]))
+        spec = str(folder / "packed")
+    assert read(spec) == read(str(folder / "plain"))
+
+
 def test_an_opus_archive_builds_what_the_builtin_corpus_builds(tiny_data_dir: Path,
                                                                tmp_path: Path) -> None:
     builtin = prepare(CFG, tiny_data_dir, log=quiet)
