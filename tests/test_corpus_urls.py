@@ -70,3 +70,15 @@ def test_a_failed_download_is_one_line_and_leaves_nothing(
     with pytest.raises(DataError, match="expected the URL of a corpus file whose name says its "
                                         "form"):
         read(f"{base}/", tmp_path / "data")
+
+
+@pytest.mark.parametrize("name", ["data-books-en_fr.argosdata", "en-fr.tmx.gz"])
+def test_an_error_page_served_as_the_file_is_not_kept(
+        served: tuple[str, Path, http.server.ThreadingHTTPServer], tmp_path: Path,
+        name: str) -> None:
+    base, root, _ = served
+    (root / name).write_text("<!DOCTYPE html><p>Not here any more</p>")  # "200 OK"
+    with pytest.raises(DataError, match=r"what it served is no .* \(it begins b'<!DOCTYPE "):
+        read(f"{base}/{name}", tmp_path / "data")
+    assert not any((tmp_path / "data" / DOWNLOADS).iterdir())  # the next try downloads again
+

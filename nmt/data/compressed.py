@@ -69,7 +69,8 @@ def compressed_names(path: str) -> list[str]:
     return [path] + [path + suffix for suffix in FORMATS]
 
 
-def _format_of(head: bytes) -> str | None:
+def format_of(head: bytes) -> str | None:
+    """The suffix of the compression whose magic ``head`` starts with (None: none)."""
     return next((suffix for suffix, (_, magic, _) in FORMATS.items() if magic.match(head)),
                 None)
 
@@ -82,7 +83,7 @@ def open_file(path: Path, where: str) -> BinaryIO:
     f = path.open("rb")
     try:
         head = f.peek(10)[:10]
-        found = _format_of(head)
+        found = format_of(head)
         said = next((s for s in FORMATS if path.name.lower().endswith(s)), None)
         if said and found != said:
             raise DataError(f"{where}: not {FORMATS[said][0]}-compressed data, though its "

@@ -203,6 +203,25 @@ def download(url: str, dest: Path, name: str, advice: str, *, log: Callable[[str
         raise DataError(f"cannot download {url} ({reason}); {advice}") from None
 
 
+def _check_served(path: Path, name: str, url: str) -> None:
+    """A one-line error when what ``url`` served is not what its name says (a zip archive, a
+    compressed file): a server's error page sent with "200 OK"."""
+    from nmt.data.compressed import FORMATS, format_of
+
+    with open(path, "rb") as f:
+        head = f.read(16)
+    lower = name.lower()
+    if lower.endswith((".zip", ".argosdata")) and not zipfile.is_zipfile(path):
+        kind = "zip archive"
+    elif (said := next((s for s in FORMATS if lower.endswith(s)), None)) and \
+            format_of(head) != said:
+        kind = f"{FORMATS[said][0]}-compressed file"
+    else:
+        return
+    raise DataError(f"cannot download {url}: what it served is no {kind} (it begins "
+                    f"{head[:12]!r}); nothing was kept")
+
+
 DOWNLOADS = "downloads"  # the data directory's folder of corpora given by URL
 _URL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -232,6 +251,7 @@ def fetch_url(url: str, data_dir: Path, *, log: Callable[[str], None] = print,
         with Temporary(folder, f".{key}-", ".tmp", folder=False) as tmp:
             download(url, tmp, name, "download it by hand and give its path instead", log=log,
                      progress=progress)
+            _check_served(tmp, name, url)  # not kept: an error page would be read for ever
             os.replace(tmp, path)
     except OSError as e:
         raise DataError(f"{path}: cannot write ({os_reason(e)})") from None
