@@ -12,7 +12,8 @@ lines and pieces of it); a stream that gives more than :data:`MAX_RATIO` times t
 bytes read so far, past the first :data:`FREE_BYTES`, is refused as a decompression bomb
 (text compresses 3 to 10 times), so the time a file takes stays proportional to its size. A
 damaged or cut-short stream is one line naming the file. The same check guards a member read
-out of a zip archive (:func:`checked`, :mod:`.opus`).
+out of a zip archive (:func:`checked`: OPUS archives, Argos data packages). ``nmt translate``
+and ``nmt backtranslate`` open their ``--input`` here too.
 """
 
 from __future__ import annotations
