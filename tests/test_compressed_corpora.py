@@ -270,6 +270,38 @@ def test_a_broken_argos_data_package_is_one_line(tmp_path: Path, meta: bytes, sa
         read(str(tmp_path / "text.argosdata"))
 
 
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(["name", "type", "from_code", "to_code", "size",
+                                        "reference", "links"]), _JSON, max_size=4),
+       st.booleans())
+def test_any_metadata_is_read_or_refused_in_one_line(
+        tmp_path_factory: pytest.TempPathFactory, changed: dict[str, object],
+        folder: bool) -> None:
+    """Each field of a package's metadata.json replaced by any JSON value (in the archive and
+    unpacked): the package is read, by its codes, or refused in one line naming the file."""
+    where = tmp_path_factory.mktemp("meta")
+    meta = {"name": "Books", "type": "data", "from_code": "en", "to_code": "fr", **changed}
+    package = argos_data(where / "p.argosdata", rows()[:5], meta=json.dumps(meta).encode())
+    spec = str(package)
+    if folder:
+        with zipfile.ZipFile(package) as z:
+            z.extractall(where / "unpacked")
+        spec = str(where / "unpacked" / "data-books-en_fr")
+    try:
+        got = read(spec)
+    except DataError as e:
+        assert "\n" not in str(e) and "metadata.json" in str(e), str(e)
+    else:
+        assert meta["from_code"] == "en" and meta["to_code"] == "fr"  # read only as en -> fr
+        assert got == rows()[:5]
+
+
 # --- whatever the damage: a one-line error naming the file, or the pairs --------------------
 
 
@@ -311,6 +343,35 @@ def test_a_damaged_or_cut_short_file_is_one_line_naming_it(
         assert "\n" not in message and str(path) in message, message
     else:  # a byte that does not matter (a header's time, a zip comment): the pairs as written
         assert len(got) == len(pairs) and [g[1] for g in got] == [p[1] for p in pairs]
+
+
+@pytest.mark.parametrize("suffix", [*COMPRESS, ".zip", ".argosdata"])
+def test_every_byte_of_a_small_file_spoiled_is_one_line_or_the_pairs(tmp_path: Path,
+                                                                     suffix: str) -> None:
+    """The same as above, exhaustively on a small file: each byte flipped, and the file cut
+    there (a Hypothesis draw found a damaged metadata.json raising zlib.error; this finds
+    such a byte every run)."""
+    pairs = rows()[:4]
+    if suffix == ".zip":
+        path, spec = opus_zip(tmp_path / "en-fr.txt.zip", pairs), None
+    elif suffix == ".argosdata":
+        path, spec = argos_data(tmp_path / "p.argosdata", pairs), None
+    else:
+        (tmp_path / "train.fr").write_bytes(side_text(pairs, 1))
+        path = tmp_path / f"train.en{suffix}"
+        path.write_bytes(COMPRESS[suffix](side_text(pairs, 0)))
+        spec = str(tmp_path / "train")
+    intact = path.read_bytes()
+    for where in range(len(intact)):
+        for spoiled in (intact[:where] + bytes([intact[where] ^ 0xFF]) + intact[where + 1:],
+                        intact[:where]):
+            path.write_bytes(spoiled)
+            try:
+                got = read(spec or str(path))
+            except DataError as e:
+                assert "\n" not in str(e) and str(path) in str(e), (where, str(e))
+            else:
+                assert [g[1] for g in got] == [p[1] for p in pairs], where
 
 
 def test_a_name_that_says_compressed_on_a_file_that_is_not(tmp_path: Path) -> None:

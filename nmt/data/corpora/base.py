@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -202,7 +203,7 @@ def member_opener(path: Path, info: zipfile.ZipInfo, where: str) -> Opener:
 
 # what zipfile raises for an archive it cannot read (RuntimeError: an encrypted member)
 ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
-              EOFError)
+              EOFError, zlib.error)
 
 
 def text_lines(open_: Opener, where: str, log: Callable[[str], None] = print) -> Iterator[str]:
