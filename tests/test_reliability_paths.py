@@ -168,12 +168,19 @@ def test_argos_overwrite_replaces_only_a_package_nmt_wrote(sp_run: Path, tmp_pat
     foreign = tmp_path / "foreign.argosmodel"
     with zipfile.ZipFile(foreign, "w") as z:
         z.writestr("pkg/metadata.json", json.dumps({"type": "translate"}))
+    damaged = tmp_path / "damaged.argosmodel"  # its metadata.json's deflate stream spoiled
+    with zipfile.ZipFile(damaged, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("pkg/metadata.json", json.dumps({"nmt": {"x": "y" * 200}, "type": "t"}))
+    data = bytearray(damaged.read_bytes())
+    data[data.find(b"metadata.json") + 13: data.find(b"metadata.json") + 17] = b"\xff" * 4
+    damaged.write_bytes(bytes(data))
     folder = tmp_path / "folder.argosmodel"
     folder.mkdir()
     link = tmp_path / "link.argosmodel"
     link.symlink_to(package)
     for output, why in ((plain, "is not an Argos package written by nmt"),
                         (foreign, "is not an Argos package written by nmt"),
+                        (damaged, "is not an Argos package written by nmt"),
                         (folder, "exists and is not a file"),
                         (link, "is a symbolic link")):
         before = tree(tmp_path)

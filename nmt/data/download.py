@@ -323,9 +323,14 @@ def checked_zip(path: Path, label: str, expected: str = ""
             for info in infos:
                 _check_entry(info, label)
             yield z, infos
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
-            zlib.error, RuntimeError) as e:  # RuntimeError: an encrypted entry
+    except ZIP_ERRORS as e:
         raise DataError(f"{label}: cannot read the zip archive: {zip_problem(e)}") from None
+
+
+# what zipfile raises for an archive it cannot read (RuntimeError: an encrypted member;
+# zlib.error and EOFError: a damaged or cut-short member)
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
+              EOFError, zlib.error)
 
 
 def zip_problem(e: Exception) -> str:

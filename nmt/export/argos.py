@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmt.arguments import option
+from nmt.data.download import ZIP_ERRORS
 from nmt.errors import ConfigError, NmtError
 from nmt.export.model_card import card_markdown, md, model_card
 from nmt.files import Temporary
@@ -172,9 +173,8 @@ def why_not_a_package(path: Path) -> str | None:
             info = z.getinfo(f"{tops.pop()}/metadata.json") if len(tops) == 1 else None
             if info is not None and info.file_size < 2**20:
                 meta = json.loads(z.read(info))
-    except (OSError, ValueError, KeyError, RuntimeError, NotImplementedError, EOFError,
-            zipfile.BadZipFile):
-        pass  # not a zip archive, or not one of ours: refused below
+    except (OSError, ValueError, KeyError, *ZIP_ERRORS):
+        pass  # not a zip archive, or not one of ours (a damaged one too): refused below
     if not isinstance(meta, dict) or not isinstance(meta.get("nmt"), dict):
         return "is not an Argos package written by nmt (no metadata.json with an nmt entry)"
     return None

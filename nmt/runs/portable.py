@@ -20,13 +20,12 @@ import json
 import shutil
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nmt.data.download import zip_problem
+from nmt.data.download import ZIP_ERRORS, zip_problem
 from nmt.data.tokenizers import FILES as TOKENIZER_FILES
 from nmt.data.tokenizers import META_FILE as TOKENIZER_META
 from nmt.errors import CheckpointError, NmtError, named, os_reason
@@ -212,7 +211,7 @@ def open_run_copy(package: Path, where: str) -> UnpackedCopy:
             except BaseException:
                 copy.cleanup()
                 raise
-    except (zipfile.BadZipFile, EOFError, RuntimeError, NotImplementedError, zlib.error) as e:
+    except ZIP_ERRORS as e:
         raise CheckpointError(f"{where}: cannot read the package: {zip_problem(e)}") from None
     except OSError as e:
         raise CheckpointError(f"{where}: cannot read the package ({e})") from None

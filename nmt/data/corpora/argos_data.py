@@ -24,7 +24,6 @@ from pathlib import Path
 from nmt.config import DataConfig
 from nmt.data.corpora.aligned import aligned_pairs
 from nmt.data.corpora.base import (
-    ZIP_ERRORS,
     Context,
     Corpus,
     Identity,
@@ -34,7 +33,7 @@ from nmt.data.corpora.base import (
     opener,
     resolve,
 )
-from nmt.data.download import sha256_file, zip_problem
+from nmt.data.download import ZIP_ERRORS, sha256_file, zip_problem
 from nmt.data.languages import same_language
 from nmt.errors import DataError, named, os_reason, shown
 from nmt.files import open_stored

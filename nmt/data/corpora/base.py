@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -186,7 +185,7 @@ def member_opener(path: Path, info: zipfile.ZipInfo, where: str) -> Opener:
     """An :data:`Opener` of the member ``info`` of the zip archive ``path``, read in place (never
     unpacked), with the decompression-bomb bound of :mod:`nmt.data.compressed`; a member it
     cannot read is one line after ``where`` (:func:`nmt.data.download.zip_problem`)."""
-    from nmt.data.download import zip_problem
+    from nmt.data.download import ZIP_ERRORS, zip_problem
 
     def open_() -> BinaryIO:
         try:
@@ -200,10 +199,6 @@ def member_opener(path: Path, info: zipfile.ZipInfo, where: str) -> Opener:
 
     return open_
 
-
-# what zipfile raises for an archive it cannot read (RuntimeError: an encrypted member)
-ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
-              EOFError, zlib.error)
 
 
 def text_lines(open_: Opener, where: str, log: Callable[[str], None] = print) -> Iterator[str]:

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from nmt.data.corpora.aligned import aligned_pairs
 from nmt.data.corpora.base import (
-    ZIP_ERRORS,
     Context,
     Corpus,
     Identity,
@@ -29,7 +28,7 @@ from nmt.data.corpora.base import (
     opener,
     resolve,
 )
-from nmt.data.download import sha256_file, zip_problem
+from nmt.data.download import ZIP_ERRORS, sha256_file, zip_problem
 from nmt.data.languages import same_language
 from nmt.errors import DataError, named, os_reason
 
