@@ -52,7 +52,9 @@ def run_copy(tmp_path: Path) -> Path:
     save_checkpoint(run / portable.CHECKPOINT, {**payload, "vocab": vocab_entry(
         run_tokenizer(run))})
     (run / "checkpoints" / "last.pt").unlink()
-    (run / "corpus.json").write_text('{"sources": []}\n')
+    (run / "corpus.json").write_text(  # as an export writes it: no folder of the machine
+        '{"corpus": {"form": "builtin", "corpus": "fra-eng", "sha256": "0", "source": "en", '
+        '"target": "fr"}}\n')
     (run / "parent.json").write_text('{"run": "grandparent"}\n')
     return run
 
