@@ -8,6 +8,7 @@ the registry :data:`FORMS`, first claim wins.
 - :mod:`.aligned`: aligned text files by prefix (``mydata/train`` -> ``train.fr``, ``train.en``);
 - :mod:`.tmx`: a translation memory (``memory.tmx``);
 - :mod:`.catalogues`: a gettext catalogue (``po/de.po``, ``de.mo``);
+- :mod:`.csv_file`: a spreadsheet's CSV with ``data.columns`` naming its languages;
 - :mod:`.tsv`: a tab-separated file with ``data.columns`` naming its languages.
 
 The file forms read their files compressed too (``train.en.gz``, ``memory.tmx.gz``:
@@ -27,7 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from nmt.config import DataConfig, SourceConfig
-from nmt.data.corpora import aligned, argos_data, builtin, catalogues, opus, tatoeba, tmx, tsv
+from nmt.data.corpora import (
+    aligned,
+    argos_data,
+    builtin,
+    catalogues,
+    csv_file,
+    opus,
+    tatoeba,
+    tmx,
+    tsv,
+)
 from nmt.data.corpora.base import Context, Corpus, Form, Identity, Lazy, combined_sha256
 from nmt.errors import DataError
 
@@ -39,6 +50,7 @@ FORMS: dict[str, Form] = {
     aligned.FORM.name: aligned.FORM,
     tmx.FORM.name: tmx.FORM,
     catalogues.FORM.name: catalogues.FORM,
+    csv_file.FORM.name: csv_file.FORM,  # before tsv, which takes any file given columns
     tsv.FORM.name: tsv.FORM,
 }
 
@@ -62,7 +74,7 @@ def open_corpus(spec: str, ctx: Context) -> Corpus:
     raise DataError(f"{ctx.option} = {spec!r}: not the built-in corpus ({builtin.NAME}), a "
                     f"Tatoeba pair name (deu-eng) or .zip/.txt file, an OPUS .txt.zip, an "
                     f".argosdata package, a .tmx, "
-                    f".po, .mo or .tsv file, or aligned files {spec}.{cfg.source} and "
+                    f".po, .mo, .csv or .tsv file, or aligned files {spec}.{cfg.source} and "
                     f"{spec}.{cfg.target} (none found; .gz, .bz2 and .xz are read too)")
 
 
