@@ -284,6 +284,12 @@ def guarded(translate: Callable[[list[str]], list[str]], sources: Sequence[str],
             counts.reordered += ordered != repair.text
             ordered, remnants = without_remnants(source, ordered, guard.rules)
             counts.removed += remnants
+            if remnants:  # what is left may read as a span (``{%}`` -> ``{}``): checked again
+                again = repair_line(source, ordered, guard.rules, guess=guard.mode == "repair")
+                if again.unplaced and guard.mode == "strict":
+                    raise UnplacedSpan(i, again.unplaced, misordered=again.misordered)
+                ordered, counts.removed = again.text, counts.removed + again.removed
+                repair = replace(repair, unplaced=repair.unplaced or again.unplaced)
             changed |= ordered != repair.text
             repair = replace(repair, text=ordered)
         counts.unplaced += bool(repair.unplaced)  # repair: kept as far as it got, and said
