@@ -77,12 +77,17 @@ def write_corpus_record(run_dir: Path, identity: dict[str, Any],
 DATA_DIR_KEY, WORKING_DIR_KEY = "data_dir", "working_dir"  # this machine's: never exported
 
 
-def working_dir(run_dir: Path) -> Path | None:
-    """The folder ``run_dir`` was trained in, where it still is (None: a run made before runs
-    recorded it, or the folder is gone)."""
+def _recorded_folder(run_dir: Path, key: str) -> Path | None:
+    """The folder ``run_dir``'s corpus record names under ``key``, where it still is (None: a
+    run made before runs recorded it, or the folder is gone)."""
     record = read_corpus_record(run_dir)
-    recorded = record.get(WORKING_DIR_KEY) if record is not None else None
+    recorded = record.get(key) if record is not None else None
     return Path(recorded) if isinstance(recorded, str) and Path(recorded).is_dir() else None
+
+
+def working_dir(run_dir: Path) -> Path | None:
+    """The folder ``run_dir`` was trained in, where it still is."""
+    return _recorded_folder(run_dir, WORKING_DIR_KEY)
 
 
 def data_dir_for(run_dir: Path | None, given: Path | None) -> Path:
@@ -96,10 +101,9 @@ def data_dir_for(run_dir: Path | None, given: Path | None) -> Path:
     if given is not None:
         return Path(given)
     if run_dir is not None and not environment.read("NMT_DATA_DIR"):
-        record = read_corpus_record(run_dir)
-        recorded = record.get(DATA_DIR_KEY) if record is not None else None
-        if isinstance(recorded, str) and Path(recorded).is_dir():
-            return Path(recorded)
+        recorded = _recorded_folder(run_dir, DATA_DIR_KEY)
+        if recorded is not None:
+            return recorded
     return default_data_dir()
 
 
