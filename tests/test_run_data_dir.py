@@ -12,7 +12,7 @@ import pytest
 from conftest import invoke
 
 from nmt.config import DataConfig, SourceConfig
-from nmt.data.corpora import anchored
+from nmt.data.corpus_specs import anchored
 from nmt.runs.layout import CORPUS_FILE, EXCLUDED_FILE
 from nmt.runs.records import data_dir_for, write_corpus_record, write_portable_records
 

@@ -261,7 +261,7 @@ def run_config(run_dir: Path, trained: Config) -> Config:
 
 def anchored_config(cfg: Config, run_dir: Path) -> Config:
     """``cfg``, the saved config of ``run_dir``, with the relative paths of its ``[data]`` made
-    absolute against the folder the run was trained in (:func:`nmt.data.corpora.anchored`), so
+    absolute against the folder the run was trained in (:func:`nmt.data.corpus_specs.anchored`), so
     that a command on the run reads the files it was trained on from any folder: before, ``nmt
     bleu --run`` from elsewhere said ``mydata/train.en: file not found``, and ``nmt translate``
     could not read a relative ``data.glossary``."""
@@ -270,7 +270,7 @@ def anchored_config(cfg: Config, run_dir: Path) -> Config:
     base = working_dir(run_dir)
     if base is None:
         return cfg
-    from nmt.data.corpora import anchored  # the forms' rules of what a path is
+    from nmt.data.corpus_specs import anchored
 
     return dataclasses.replace(cfg, data=anchored(cfg.data, base))
 

@@ -20,7 +20,6 @@ returning a :class:`Corpus`) and its line below.
 
 from __future__ import annotations
 
-import glob
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -40,6 +39,7 @@ from nmt.data.corpora import (
     tsv,
 )
 from nmt.data.corpora.base import Context, Corpus, Form, Identity, Lazy, combined_sha256
+from nmt.data.corpus_specs import URL_SCHEMES
 from nmt.errors import DataError
 
 FORMS: dict[str, Form] = {
@@ -54,15 +54,15 @@ FORMS: dict[str, Form] = {
     tsv.FORM.name: tsv.FORM,
 }
 
-__all__ = ["FORMS", "Context", "Corpus", "Data", "Form", "Identity", "Part", "anchored",
-           "open_corpus", "open_data"]
+__all__ = ["FORMS", "Context", "Corpus", "Data", "Form", "Identity", "Part", "open_corpus",
+           "open_data"]
 
 
 def open_corpus(spec: str, ctx: Context) -> Corpus:
     """The corpus ``spec`` (a value of ``data.corpus``, ``data.valid`` or ``data.test``); an
     http(s) URL is the file it serves, downloaded into the data directory once
     (:func:`nmt.data.download.fetch_url`) and read as any file of its name."""
-    if spec.startswith(("http://", "https://")):
+    if spec.startswith(URL_SCHEMES):
         from nmt.data.download import fetch_url
 
         local = open_corpus(str(fetch_url(spec, ctx.data_dir, log=ctx.log)), ctx)
@@ -76,31 +76,6 @@ def open_corpus(spec: str, ctx: Context) -> Corpus:
                     f".argosdata package, a .tmx, "
                     f".po, .mo, .csv or .tsv file, or aligned files {spec}.{cfg.source} and "
                     f"{spec}.{cfg.target} (none found; .gz, .bz2 and .xz are read too)")
-
-
-def anchored(data: DataConfig, base: Path) -> DataConfig:
-    """``data`` with each relative path it names (``corpus``, ``valid``, ``test``, ``glossary``,
-    each source's ``corpus``) made absolute against ``base``, the folder a run was trained in,
-    where it names something there: the run is then scored, resumed and used from any folder.
-    What is not a path there (the built-in corpus, a Tatoeba pair name) stays as written."""
-    sources = tuple(replace(s, corpus=_anchored(s.corpus, base)) for s in data.sources)
-    return replace(data, corpus=_anchored(data.corpus, base), valid=_anchored(data.valid, base),
-                   test=_anchored(data.test, base), glossary=_anchored(data.glossary, base),
-                   sources=sources)
-
-
-def _anchored(spec: str, base: Path) -> str:
-    if not spec or spec == builtin.NAME or Path(spec).expanduser().is_absolute():
-        return spec
-    there = base / Path(spec).expanduser()
-    if there.exists():
-        return str(there)
-    if tatoeba.PAIR_NAME.fullmatch(spec):  # a pair name, downloaded: its form's own rule
-        return spec
-    # aligned files by prefix (train -> train.en, train.fr.gz)
-    if there.parent.is_dir() and any(there.parent.glob(glob.escape(there.name) + ".*")):
-        return str(there)
-    return spec
 
 
 @dataclass(frozen=True)

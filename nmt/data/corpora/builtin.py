@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from nmt.data.corpora.base import Context, Corpus, opener
 from nmt.data.corpora.tatoeba import tatoeba_corpus
+from nmt.data.corpus_specs import BUILTIN
 from nmt.data.download import ensure_corpus, expected_digest
 
-NAME = "fra-eng"
+NAME = BUILTIN
 
 
 class Builtin:

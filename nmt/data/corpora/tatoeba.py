@@ -27,11 +27,11 @@ from nmt.data.corpora.base import (
     sha256,
     tab_pairs,
 )
+from nmt.data.corpus_specs import PAIR_NAME
 from nmt.data.download import ensure_corpus, sha256_file, tatoeba_archive
 from nmt.data.languages import from_tatoeba
 from nmt.errors import DataError, named
 
-PAIR_NAME = re.compile(r"[a-z]{3}-eng")
 _CODE = re.compile(r"([a-z]{3})(?:-eng)?")  # deu.txt, deu-eng.zip, deu-eng/deu.txt
 
 
