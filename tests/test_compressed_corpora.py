@@ -121,18 +121,6 @@ def test_any_text_reads_the_same_compressed_or_plain(
     assert read(spec) == read(str(folder / "plain"))
 
 
-def test_an_opus_archive_builds_what_the_builtin_corpus_builds(tiny_data_dir: Path,
-                                                               tmp_path: Path) -> None:
-    builtin = prepare(CFG, tiny_data_dir, log=quiet)
-    archive = opus_zip(tmp_path / "en-fr.txt.zip", rows())
-    p = prepare(dataclasses.replace(CFG, corpus=str(archive)), tiny_data_dir, log=quiet)
-    for k in ("train", "valid", "test"):
-        assert p.splits[k].src_text == builtin.splits[k].src_text
-        assert p.splits[k].tgt_text == builtin.splits[k].tgt_text
-    assert p.identity["corpus"]["form"] == "opus"
-    assert p.identity["corpus"]["licence"] == ""  # OPUS's terms differ by corpus: not guessed
-
-
 def test_opus_codes_match_by_the_language_tag_rule_in_either_direction(tmp_path: Path) -> None:
     pairs = rows()[:50]
     archive = opus_zip(tmp_path / "en-pt_BR.txt.zip", pairs, "en-pt_BR", ("en", "pt_BR"))
@@ -206,15 +194,18 @@ def argos_data(path: Path, pairs: list[tuple[str, str]], codes: tuple[str, str] 
     return path
 
 
-def test_an_argos_data_package_builds_what_the_builtin_corpus_builds(
-        tiny_data_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("form", "name"), [("opus", "en-fr.txt.zip"),
+                                           ("argos-data", "data-books-en_fr.argosdata")])
+def test_an_archive_builds_what_the_builtin_corpus_builds(tiny_data_dir: Path, tmp_path: Path,
+                                                          form: str, name: str) -> None:
     builtin = prepare(CFG, tiny_data_dir, log=quiet)
-    package = argos_data(tmp_path / "data-books-en_fr.argosdata", rows())
-    p = prepare(dataclasses.replace(CFG, corpus=str(package)), tiny_data_dir, log=quiet)
+    archive = (opus_zip if form == "opus" else argos_data)(tmp_path / name, rows())
+    p = prepare(dataclasses.replace(CFG, corpus=str(archive)), tiny_data_dir, log=quiet)
     for k in ("train", "valid", "test"):
         assert p.splits[k].src_text == builtin.splits[k].src_text
         assert p.splits[k].tgt_text == builtin.splits[k].tgt_text
-    assert p.identity["corpus"]["form"] == "argos-data"
+    assert p.identity["corpus"]["form"] == form
+    assert p.identity["corpus"]["licence"] == ""  # their terms differ by corpus: not guessed
 
 
 def test_an_argos_data_package_trains_either_direction(tmp_path: Path) -> None:

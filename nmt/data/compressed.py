@@ -57,12 +57,15 @@ FREE_BYTES = 16 * 2**20  # decompressed before the ratio applies (a small file m
 _DAMAGED = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
 
 
+def suffix_of(name: str) -> str | None:
+    """The compression suffix ``name`` ends with, in any case (``.gz``), or None."""
+    return next((suffix for suffix in FORMATS if name.lower().endswith(suffix)), None)
+
+
 def plain_name(name: str) -> str:
     """``name`` without a compression suffix: ``train.en.gz`` -> ``train.en``."""
-    for suffix in FORMATS:
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+    suffix = suffix_of(name)
+    return name[: -len(suffix)] if suffix else name
 
 
 def compressed_names(path: str) -> list[str]:
@@ -85,7 +88,7 @@ def open_file(path: Path, where: str) -> BinaryIO:
     try:
         head = f.peek(10)[:10]
         found = format_of(head)
-        said = next((s for s in FORMATS if path.name.lower().endswith(s)), None)
+        said = suffix_of(path.name)
         if said and found != said:
             raise DataError(f"{where}: not {FORMATS[said][0]}-compressed data, though its "
                             f"name ends in {said} (its first bytes are {head[:4]!r})")

@@ -206,15 +206,14 @@ def download(url: str, dest: Path, name: str, advice: str, *, log: Callable[[str
 def _check_served(path: Path, name: str, url: str) -> None:
     """A one-line error when what ``url`` served is not what its name says (a zip archive, a
     compressed file): a server's error page sent with "200 OK"."""
-    from nmt.data.compressed import FORMATS, format_of
+    from nmt.data.compressed import FORMATS, format_of, suffix_of
 
     with open(path, "rb") as f:
         head = f.read(16)
     lower = name.lower()
     if lower.endswith((".zip", ".argosdata")) and not zipfile.is_zipfile(path):
         kind = "zip archive"
-    elif (said := next((s for s in FORMATS if lower.endswith(s)), None)) and \
-            format_of(head) != said:
+    elif (said := suffix_of(name)) and format_of(head) != said:
         kind = f"{FORMATS[said][0]}-compressed file"
     else:
         return

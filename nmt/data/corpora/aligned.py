@@ -8,6 +8,7 @@ directory."""
 from __future__ import annotations
 
 import itertools
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -19,12 +20,13 @@ from nmt.data.corpora.base import (
     Lazy,
     Opener,
     combined_sha256,
+    member_opener,
     opener,
     resolve,
     text_lines,
 )
 from nmt.data.download import sha256_file
-from nmt.errors import DataError
+from nmt.errors import DataError, named
 from nmt.files import path_problem
 
 
@@ -48,13 +50,30 @@ class Aligned:
                 there = f"; {other} is there" if other.is_file() else ""
                 raise DataError(f"{path}: {problem} ({ctx.option} = {spec!r} reads aligned "
                                 f"files {paths[0]} and {paths[1]}{there})")
-        opened = [opener(p, str(p)) for p in paths]
-        digest = combined_sha256({"source": sha256_file(paths[0]),
-                                  "target": sha256_file(paths[1])})
-        identity = Identity(self.name, spec, digest, ctx.cfg.source, ctx.cfg.target,
-                            files=[str(p) for p in paths])
-        labels = (str(paths[0]), str(paths[1]))
-        return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
+        return aligned_files(self.name, spec, (paths[0], paths[1]), ctx)
+
+
+def aligned_files(form: str, spec: str, paths: tuple[Path, Path], ctx: Context) -> Corpus:
+    """The files ``paths`` (source, target), aligned, as a corpus of the form ``form``: its
+    identity holds the digests of both."""
+    opened = [opener(p, str(p)) for p in paths]
+    digest = combined_sha256({"source": sha256_file(paths[0]), "target": sha256_file(paths[1])})
+    identity = Identity(form, spec, digest, ctx.cfg.source, ctx.cfg.target,
+                        files=[str(p) for p in paths])
+    labels = (str(paths[0]), str(paths[1]))
+    return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
+
+
+def aligned_members(form: str, spec: str, path: Path,
+                    members: tuple[zipfile.ZipInfo, zipfile.ZipInfo], ctx: Context) -> Corpus:
+    """The members ``members`` (source, target) of the zip archive ``path``, aligned and read
+    in place (:func:`~nmt.data.corpora.base.member_opener`), as a corpus of the form ``form``:
+    its identity is the archive's digest."""
+    labels = [f"{path}:{named(m.filename)}" for m in members]
+    opened = [member_opener(path, m, where) for m, where in zip(members, labels, strict=True)]
+    identity = Identity(form, spec, sha256_file(path), ctx.cfg.source, ctx.cfg.target,
+                        files=[str(path)])
+    return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
 
 
 def aligned_pairs(opened: Sequence[Opener], labels: Sequence[str],

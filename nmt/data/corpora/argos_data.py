@@ -22,18 +22,8 @@ import zipfile
 from pathlib import Path
 
 from nmt.config import DataConfig
-from nmt.data.corpora.aligned import aligned_pairs
-from nmt.data.corpora.base import (
-    Context,
-    Corpus,
-    Identity,
-    Lazy,
-    combined_sha256,
-    member_opener,
-    opener,
-    resolve,
-)
-from nmt.data.download import ZIP_ERRORS, sha256_file, zip_problem
+from nmt.data.corpora.aligned import aligned_files, aligned_members
+from nmt.data.corpora.base import Context, Corpus, opener, reading_zip, resolve
 from nmt.data.languages import same_language
 from nmt.errors import DataError, named, os_reason, shown
 from nmt.files import open_stored
@@ -45,31 +35,26 @@ MAX_METADATA_BYTES = 1 << 20  # a few hundred bytes in every package
 def _read(path: Path, label: str) -> tuple[dict[str, object], zipfile.ZipInfo, zipfile.ZipInfo]:
     """The package's metadata and its ``source`` and ``target`` members: one folder holding
     the three (a one-line :class:`DataError` otherwise)."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = {info.filename: info for info in z.infolist()}
-            folders = sorted({n.rsplit("/", 1)[0] for n in names if n.endswith("/metadata.json")
-                              and n.count("/") == 1})
-            if len(folders) != 1:
-                raise DataError(f"{label}: expected one folder holding metadata.json, source "
-                                f"and target (an Argos data package), found {len(folders)}")
-            folder = folders[0]
-            missing = [f for f in ("source", "target") if f"{folder}/{f}" not in names]
-            if missing:
-                raise DataError(f"{label}: {named(folder)} has no {' or '.join(missing)} file "
-                                "(an Argos data package holds source and target)")
-            info = names[f"{folder}/metadata.json"]
-            if info.file_size > MAX_METADATA_BYTES:
-                raise DataError(f"{label}: {named(folder)}/metadata.json of {info.file_size:,} "
-                                f"bytes; expected at most {MAX_METADATA_BYTES:,}")
-            with z.open(info) as f:
-                raw = f.read(MAX_METADATA_BYTES + 1)
-            return (_metadata(raw, f"{label}:{named(folder)}/metadata.json"),
-                    names[f"{folder}/source"], names[f"{folder}/target"])
-    except OSError as e:
-        raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
-    except ZIP_ERRORS as e:
-        raise DataError(f"{label}: cannot read the zip archive: {zip_problem(e)}") from None
+    with reading_zip(label), zipfile.ZipFile(path) as z:
+        names = {info.filename: info for info in z.infolist()}
+        folders = sorted({n.rsplit("/", 1)[0] for n in names if n.endswith("/metadata.json")
+                          and n.count("/") == 1})
+        if len(folders) != 1:
+            raise DataError(f"{label}: expected one folder holding metadata.json, source "
+                            f"and target (an Argos data package), found {len(folders)}")
+        folder = folders[0]
+        missing = [f for f in ("source", "target") if f"{folder}/{f}" not in names]
+        if missing:
+            raise DataError(f"{label}: {named(folder)} has no {' or '.join(missing)} file "
+                            "(an Argos data package holds source and target)")
+        info = names[f"{folder}/metadata.json"]
+        if info.file_size > MAX_METADATA_BYTES:
+            raise DataError(f"{label}: {named(folder)}/metadata.json of {info.file_size:,} "
+                            f"bytes; expected at most {MAX_METADATA_BYTES:,}")
+        with z.open(info) as f:
+            raw = f.read(MAX_METADATA_BYTES + 1)
+        return (_metadata(raw, f"{label}:{named(folder)}/metadata.json"),
+                names[f"{folder}/source"], names[f"{folder}/target"])
 
 
 def _metadata(raw: bytes, where: str) -> dict[str, object]:
@@ -93,9 +78,10 @@ def _folder_files(path: Path) -> tuple[Path, Path] | None:
                  if (path / s).is_file() and (path / t).is_file()), None)
 
 
-def _swapped(have: tuple[str, str], cfg: DataConfig, label: str) -> bool:
-    """Whether the package's (source, target) languages ``have`` are the config's the other
-    way round (a one-line error when they are neither way)."""
+def _swapped(meta: dict[str, object], cfg: DataConfig, label: str) -> bool:
+    """Whether the package's (source, target) languages, ``from_code`` and ``to_code`` of its
+    ``meta``, are the config's the other way round (a one-line error when neither way)."""
+    have = (str(meta["from_code"]), str(meta["to_code"]))
     if same_language(have[0], cfg.source) and same_language(have[1], cfg.target):
         return False
     if same_language(have[1], cfg.source) and same_language(have[0], cfg.target):
@@ -121,13 +107,8 @@ class ArgosData:
             return self._folder(spec, path, ctx)
         opener(path, label)  # missing, a FIFO: one line
         meta, source, target = _read(path, label)
-        swapped = _swapped((str(meta["from_code"]), str(meta["to_code"])), cfg, label)
-        members = (target, source) if swapped else (source, target)
-        labels = [f"{label}:{named(m.filename)}" for m in members]
-        opened = [member_opener(path, m, where) for m, where in zip(members, labels, strict=True)]
-        identity = Identity(self.name, spec, sha256_file(path), cfg.source, cfg.target,
-                            files=[str(path)])
-        return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
+        members = (target, source) if _swapped(meta, cfg, label) else (source, target)
+        return aligned_members(self.name, spec, path, members, ctx)
 
     def _folder(self, spec: str, path: Path, ctx: Context) -> Corpus:
         """An unpacked package, or Locomotive's local dataset (``source.txt``, ``target.txt``):
@@ -144,16 +125,9 @@ class ArgosData:
                     raw = f.read(MAX_METADATA_BYTES + 1)
                 except OSError as e:
                     raise DataError(f"{meta_path}: cannot read ({os_reason(e)})") from None
-            meta = _metadata(raw, str(meta_path))
-            if _swapped((str(meta["from_code"]), str(meta["to_code"])), ctx.cfg, str(path)):
+            if _swapped(_metadata(raw, str(meta_path)), ctx.cfg, str(path)):
                 files = (files[1], files[0])
-        opened = [opener(f, str(f)) for f in files]
-        digest = combined_sha256({"source": sha256_file(files[0]),
-                                  "target": sha256_file(files[1])})
-        identity = Identity(self.name, spec, digest, ctx.cfg.source, ctx.cfg.target,
-                            files=[str(f) for f in files])
-        labels = (str(files[0]), str(files[1]))
-        return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
+        return aligned_files(self.name, spec, files, ctx)
 
 
 FORM = ArgosData()

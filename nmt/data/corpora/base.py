@@ -14,13 +14,14 @@ import json
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from nmt.config import DataConfig
 from nmt.data import compressed
-from nmt.errors import DataError, os_reason
+from nmt.errors import ConfigError, DataError, os_reason
 from nmt.files import MAX_LINE_BYTES, path_problem, read_lines
 
 # The licence of everything taken from Tatoeba (the built-in corpus, the site's pairs)
@@ -185,19 +186,38 @@ def member_opener(path: Path, info: zipfile.ZipInfo, where: str) -> Opener:
     """An :data:`Opener` of the member ``info`` of the zip archive ``path``, read in place (never
     unpacked), with the decompression-bomb bound of :mod:`nmt.data.compressed`; a member it
     cannot read is one line after ``where`` (:func:`nmt.data.download.zip_problem`)."""
-    from nmt.data.download import ZIP_ERRORS, zip_problem
-
     def open_() -> BinaryIO:
-        try:
-            with zipfile.ZipFile(path) as z:  # the member stays open once the archive closes
-                member = z.open(info)
-        except OSError as e:
-            raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
-        except ZIP_ERRORS as e:
-            raise DataError(f"{where}: cannot read the zip archive: {zip_problem(e)}") from None
+        with reading_zip(where), zipfile.ZipFile(path) as z:
+            member = z.open(info)  # it stays open once the archive closes
         return compressed.checked(member, max(info.compress_size, 1), where, "zip")
 
     return open_
+
+
+@contextmanager
+def reading_zip(where: str) -> Iterator[None]:
+    """A block that reads a zip archive: what it raises of the archive (:data:`~nmt.data.
+    download.ZIP_ERRORS`, an ``OSError``) is one :class:`DataError` after ``where``."""
+    from nmt.data.download import ZIP_ERRORS, zip_problem
+
+    try:
+        yield
+    except OSError as e:
+        raise DataError(f"{where}: cannot read ({os_reason(e)})") from None
+    except ZIP_ERRORS as e:
+        raise DataError(f"{where}: cannot read the zip archive: {zip_problem(e)}") from None
+
+
+def given_columns(ctx: Context, path: Path) -> tuple[list[str], tuple[int, int]]:
+    """The languages ``data.columns`` gives the columns of the file ``path`` (a TSV, a CSV),
+    and the columns of ``data.source`` and ``data.target`` among them (:func:`direction`,
+    checked before the file is read)."""
+    if not ctx.cfg.columns:
+        raise ConfigError(f"data.columns: expected the language of each column of {path}, "
+                          'e.g. columns = ["en", "fr"] (another name for a column of anything '
+                          "else)")
+    columns = ctx.cfg.columns.split(",")
+    return columns, direction(columns, ctx.cfg, str(path))
 
 
 

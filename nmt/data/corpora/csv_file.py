@@ -28,13 +28,13 @@ from nmt.data.corpora.base import (
     Identity,
     Lazy,
     Opener,
-    direction,
+    given_columns,
     opener,
     resolve,
 )
 from nmt.data.download import sha256_file
 from nmt.data.languages import LANGUAGES, same_language
-from nmt.errors import ConfigError, DataError, named, os_reason
+from nmt.errors import DataError, named, os_reason
 from nmt.files import MAX_LINE_BYTES
 
 
@@ -122,12 +122,7 @@ class CsvFile:
 
     def open(self, spec: str, ctx: Context) -> Corpus:
         path = resolve(spec, ctx.option)
-        if not ctx.cfg.columns:
-            raise ConfigError(f"data.columns: expected the language of each column of {path}, "
-                              'e.g. columns = ["en", "fr"] (another name for a column of '
-                              "anything else)")
-        columns = ctx.cfg.columns.split(",")
-        src, tgt = direction(columns, ctx.cfg, str(path))
+        columns, (src, tgt) = given_columns(ctx, path)
         open_ = opener(path, str(path))
         identity = Identity(self.name, spec, sha256_file(path), ctx.cfg.source, ctx.cfg.target,
                             files=[str(path)])

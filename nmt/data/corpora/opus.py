@@ -18,19 +18,11 @@ import re
 import zipfile
 from pathlib import Path
 
-from nmt.data.corpora.aligned import aligned_pairs
-from nmt.data.corpora.base import (
-    Context,
-    Corpus,
-    Identity,
-    Lazy,
-    member_opener,
-    opener,
-    resolve,
-)
-from nmt.data.download import ZIP_ERRORS, sha256_file, zip_problem
+from nmt.data.corpora.aligned import aligned_members
+from nmt.data.corpora.base import Context, Corpus, opener, reading_zip, resolve
+from nmt.data.download import ZIP_ERRORS
 from nmt.data.languages import same_language
-from nmt.errors import DataError, named, os_reason
+from nmt.errors import DataError, named
 
 _CODE = r"[A-Za-z]{2,3}(?:_[A-Za-z0-9]+)*"
 # NAME.L1-L2.L1, NAME.L1-L2.L2 (ParaCrawl.en-is.is), at the top of the archive
@@ -64,22 +56,14 @@ class Opus:
         path = resolve(spec, ctx.option)
         label = str(path)
         opener(path, label)  # a directory, a FIFO: one line
-        try:
+        with reading_zip(label):
             members = _members(path)
-        except OSError as e:
-            raise DataError(f"{label}: cannot read ({os_reason(e)})") from None
-        except ZIP_ERRORS as e:
-            raise DataError(f"{label}: cannot read the zip archive: {zip_problem(e)}") from None
-        cfg = ctx.cfg
-        chosen = [_member(members, code, label) for code in (cfg.source, cfg.target)]
-        if chosen[0].filename.rpartition(".")[0] != chosen[1].filename.rpartition(".")[0]:
-            raise DataError(f"{label}: {named(chosen[0].filename)} and "
-                            f"{named(chosen[1].filename)} are not one corpus's two sides")
-        labels = [f"{label}:{named(m.filename)}" for m in chosen]
-        opened = [member_opener(path, m, where) for m, where in zip(chosen, labels, strict=True)]
-        identity = Identity(self.name, spec, sha256_file(path), cfg.source, cfg.target,
-                            files=[str(path)])
-        return Lazy(identity, lambda: aligned_pairs(opened, labels, ctx.log))
+        source, target = (_member(members, code, label)
+                          for code in (ctx.cfg.source, ctx.cfg.target))
+        if source.filename.rpartition(".")[0] != target.filename.rpartition(".")[0]:
+            raise DataError(f"{label}: {named(source.filename)} and "
+                            f"{named(target.filename)} are not one corpus's two sides")
+        return aligned_members(self.name, spec, path, (source, target), ctx)
 
 
 def _member(members: list[zipfile.ZipInfo], code: str, label: str) -> zipfile.ZipInfo:

@@ -11,13 +11,12 @@ from nmt.data.corpora.base import (
     Corpus,
     Identity,
     Lazy,
-    direction,
+    given_columns,
     opener,
     resolve,
     tab_pairs,
 )
 from nmt.data.download import sha256_file
-from nmt.errors import ConfigError
 
 
 class Tsv:
@@ -28,11 +27,7 @@ class Tsv:
 
     def open(self, spec: str, ctx: Context) -> Corpus:
         path = resolve(spec, ctx.option)
-        if not ctx.cfg.columns:
-            raise ConfigError(f"data.columns: expected the language of each column of {path}, "
-                              'e.g. columns = ["en", "fr"]')
-        columns = ctx.cfg.columns.split(",")
-        direction(columns, ctx.cfg, str(path))  # a language the file lacks, before reading it
+        columns, _ = given_columns(ctx, path)  # a language the file lacks: before reading it
         open_ = opener(path, str(path))
         identity = Identity(self.name, spec, sha256_file(path), ctx.cfg.source,
                             ctx.cfg.target, files=[str(path)])
