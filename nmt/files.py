@@ -452,6 +452,23 @@ def _temporary_file(path: Path) -> Temporary:
     return Temporary(path.parent, f".{path.name}.", TMP_SUFFIX, folder=False)
 
 
+def swap_in(new: Path, target: Path, aside: Path,
+            put: Callable[[Path, Path], None] = os.replace) -> None:
+    """Rename ``new`` to ``target``, the existing ``target`` first moved to ``aside`` (a path
+    in a held temporary folder, removed with it), signals held between the two renames (a
+    Ctrl-C there would leave neither); where ``new`` cannot be put (``put``), the old
+    ``target`` is put back and the error raised. A ``target`` gone meanwhile is not missed."""
+    with held_signals.held():
+        with suppress(FileNotFoundError):
+            os.replace(target, aside)
+        try:
+            put(new, target)
+        except OSError:
+            with suppress(OSError):  # the old one back, if it was moved
+                os.replace(aside, target)
+            raise
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))
 

@@ -28,7 +28,6 @@ from typing import Any, overload
 
 import numpy as np
 
-from nmt import held_signals
 from nmt.config import DataConfig
 from nmt.data.filters import parse as parse_filters
 from nmt.data.hash_buckets import Column, HashBuckets
@@ -42,6 +41,7 @@ from nmt.files import (
     open_stored,
     read_stored_text,
     stored_digest,
+    swap_in,
 )
 
 CACHE_VERSION = 4  # the layout of meta.json and the files; bump when it changes (4: the
@@ -197,18 +197,8 @@ def _install(tmp: Path, cache_dir: Path, replace: bool) -> None:
         _put(tmp, cache_dir)
         return
     # a rebuild: the old cache moved into a held folder, removed once the new one is in place
-    with _temporary(cache_dir, "old-") as old:
-        with held_signals.held():  # a Ctrl-C between the renames would leave neither
-            try:
-                os.replace(cache_dir, old / "cache")
-            except FileNotFoundError:  # another rebuild moved it first
-                pass
-            try:
-                _put(tmp, cache_dir)
-            except OSError:
-                with contextlib.suppress(OSError):  # the old one back, if it was moved
-                    os.replace(old / "cache", cache_dir)
-                raise
+    with _temporary(cache_dir, "old-") as old:  # (another rebuild may have moved it first)
+        swap_in(tmp, cache_dir, old / "cache", put=_put)
 
 
 def _put(tmp: Path, cache_dir: Path) -> None:

@@ -13,11 +13,10 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from nmt import held_signals
 from nmt.arguments import option
 from nmt.data.tokenizers import SPECIALS, Tokenizer
 from nmt.errors import CheckpointError, DataError, NmtError, named, shown
-from nmt.files import Temporary, read_stored_text
+from nmt.files import Temporary, read_stored_text, swap_in
 from nmt.runs.layout import EXPORTS_DIR
 from nmt.runs.portable import META_FILE as META_FILE  # the metadata's name, shared with --from
 from nmt.runs.portable import RUN_COPY  # the folder --with-checkpoint adds to an export
@@ -99,14 +98,7 @@ def replace_dir(new: Path, target: Path) -> None:
         os.replace(new, target)
         return
     with temporary_export(target, "old.") as aside:  # removed whatever happens
-        old = aside / target.name
-        with held_signals.held():  # a Ctrl-C between the renames would lose both exports
-            os.replace(target, old)
-            try:
-                os.replace(new, target)
-            except OSError:
-                os.replace(old, target)
-                raise
+        swap_in(new, target, aside / target.name)
 
 
 def temporary_export(target: Path, what: str = "") -> Temporary:
