@@ -182,7 +182,8 @@ def train(
     ] = None,
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing run directory of that name "
-                           "(only a run, holding only what nmt wrote).")
+                           "(only a run, holding only what nmt wrote; kept until the new run "
+                           "saves its first checkpoint).")
     ] = False,
     runs_dir: Annotated[
         Path, typer.Option("--runs-dir", help="Where runs are kept.")

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -404,3 +404,64 @@ def test_held_signals_raise_each_signal_once_and_put_every_handler_back() -> Non
             break
     else:
         raise AssertionError("the block never ran to its end")
+
+
+def _old_run(run: Path) -> dict[str, str]:
+    """A run in brief (what --overwrite moves aside): its files and what each holds."""
+    for name in ("checkpoints/last.pt", "config.toml"):
+        (run / name).parent.mkdir(parents=True, exist_ok=True)
+        (run / name).write_text("old")
+    return _contents(run)
+
+
+def _contents(run: Path) -> dict[str, str]:
+    return {str(p.relative_to(run)): p.read_text() if p.is_file() else "dir"
+            for p in sorted(run.rglob("*"))}
+
+
+def _overwrite_start(run: Path, saves: bool) -> None:
+    """As `nmt train --overwrite` starts over a run, then saves its first checkpoint (or fails
+    before it)."""
+    from nmt.errors import NmtError
+    from nmt.runs.directory import discard_previous_run, previous_run_kept, start_run_dir
+
+    with suppress(NmtError), previous_run_kept(run, overwrite=True):
+        start_run_dir(run, resume=False, overwrite=True)
+        atomic_write_text(run / "config.toml", "new")
+        if not saves:
+            raise NmtError("the new run's start failed")
+        (run / "checkpoints").mkdir()
+        atomic_write_text(run / "checkpoints" / "last.pt", "new")
+        discard_previous_run(run)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("saves", [True, False], ids=["saves", "fails"])
+def test_a_signal_at_any_moment_of_an_overwrite_leaves_the_old_run_or_the_new(
+        tmp_path: Path, saves: bool) -> None:
+    """SIGTERM (or Ctrl-C) at every moment of an --overwrite's start, one run each: the run
+    directory holds the old run, whole, or the new one with its checkpoint; or, where the
+    signal came as the start ended (a SIGKILL anywhere leaves the same), the old run whole in
+    .previous-run, which the next --overwrite start puts back if it fails too. A start that
+    fails always leaves the old run."""
+    run = tmp_path / "r"
+    new = {"checkpoints": "dir", "checkpoints/last.pt": "new", "config.toml": "new"}
+    for n in range(1, 50_000):
+        shutil.rmtree(run, ignore_errors=True)
+        old = _old_run(run)
+        aside = {f".previous-run/{k}": v for k, v in old.items()} | {".previous-run": "dir"}
+        sent, stopped = _run_signalled_at(n, lambda: _overwrite_start(run, saves))
+        release_held()
+        now = _contents(run)
+        if now not in (old, new):
+            assert aside.items() <= now.items(), f"signalled at {n}: {now}"
+            assert all(k.startswith(".previous-run") or now.get(k, "") in ("new", "dir")
+                       for k in now), f"signalled at {n}: {now}"
+            _overwrite_start(run, saves=False)  # what the next start finds
+            now = _contents(run)
+        assert now in ((old, new) if saves and stopped else (new,) if saves else (old,)), (
+            f"signalled at {n}")
+        if not sent:
+            break
+    else:
+        raise AssertionError("the start never ran to its end")

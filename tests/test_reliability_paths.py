@@ -280,6 +280,134 @@ def test_train_overwrite_replaces_a_start_that_failed(tiny_data_dir: Path,
     assert (run / "checkpoints" / "last.pt").is_file()
 
 
+def _one_step_run(run: Path, data: Path) -> dict[str, bytes | str]:
+    train(tiny_train_config("transformer", "train.max_steps=1"), run, data_dir=data,
+          log=lambda s: None)
+    return tree(run)
+
+
+def _fails_reading_its_corpus(run: Path, data: Path) -> None:
+    train(tiny_train_config("transformer", "data.corpus=missing.tsv", "data.columns=['en','fr']"),
+          run, data_dir=data, overwrite=True, log=lambda s: None)
+
+
+def _fails_at_its_first_step(run: Path, data: Path) -> None:  # written: config, tokenizer, logs
+    train(tiny_train_config("transformer", "train.lr=1e308", "train.clip_norm=0"), run,
+          data_dir=data, overwrite=True, log=lambda s: None)
+
+
+def _interrupted_preparing_its_data(run: Path, data: Path) -> None:
+    import nmt.training.loop
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(nmt.training.loop, "prepare_data", ctrl_c)
+        train(tiny_train_config("transformer"), run, data_dir=data, overwrite=True,
+              log=lambda s: None)
+
+
+@pytest.mark.parametrize("start", [_fails_reading_its_corpus, _fails_at_its_first_step,
+                                   _interrupted_preparing_its_data],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_an_overwrite_that_stops_before_its_first_checkpoint_keeps_the_run(
+    tiny_data_dir: Path, tmp_path: Path, start: Any
+) -> None:
+    """--overwrite moves the old run aside and deletes it only once the new run has a
+    checkpoint: a start that stops before (its corpus unreadable, a non-finite first step,
+    Ctrl-C while its data is prepared) leaves the old run as it was (before: deleted first,
+    so a typo in the new config lost a trained run)."""
+    run = tmp_path / "r"
+    before = _one_step_run(run, tiny_data_dir)
+    with pytest.raises((NmtError, KeyboardInterrupt)):
+        start(run, tiny_data_dir)
+    assert tree(run) == before
+
+
+def test_an_overwrite_keeps_the_old_run_until_its_first_checkpoint(tiny_data_dir: Path,
+                                                                    tmp_path: Path) -> None:
+    """Set aside in RUN/.previous-run while the new run starts, gone from its first save."""
+    from nmt.training.state import Display
+
+    run = tmp_path / "r"
+    _one_step_run(run, tiny_data_dir)
+    seen: list[bool] = []
+
+    class Watch(Display):
+        def step(self, *args: Any) -> None:
+            seen.append((run / ".previous-run" / "checkpoints" / "last.pt").is_file())
+
+    train(tiny_train_config("transformer", "train.max_steps=3", "train.eval_every=2"), run,
+          data_dir=tiny_data_dir, overwrite=True, log=lambda s: None, display=Watch())
+    assert seen == [True, True, False]  # the validation after step 2 saved best.pt and last.pt
+    assert not (run / ".previous-run").exists()
+    assert load_step(run) == 3
+
+
+def load_step(run: Path) -> int:
+    from nmt.runs.checkpoint import load_checkpoint
+
+    return int(load_checkpoint(run / "checkpoints" / "last.pt")["progress"]["step"])
+
+
+def test_an_overwrite_killed_before_its_first_checkpoint_is_recovered(
+    tiny_data_dir: Path, tmp_path: Path
+) -> None:
+    """What a SIGKILL leaves in the middle of an --overwrite's start (the new run's first files
+    beside .previous-run): --resume says where the old run is; the next --overwrite still keeps
+    it until its own first checkpoint, and deletes the killed start's files."""
+    run = tmp_path / "r"
+    before = _one_step_run(run, tiny_data_dir)
+    (run / ".previous-run").mkdir()
+    for entry in list(run.iterdir()):
+        if entry.name != ".previous-run":
+            entry.rename(run / ".previous-run" / entry.name)
+    (run / "config.toml").write_text("[train]\n")  # what the killed start had written
+    (run / "metrics.jsonl").write_text("")
+
+    with pytest.raises(NmtError, match=r"nothing to resume \(.*\.previous-run holds the run"):
+        train(tiny_train_config("transformer"), run, data_dir=tiny_data_dir, resume=True,
+              log=lambda s: None)
+    with pytest.raises(NmtError):
+        _fails_reading_its_corpus(run, tiny_data_dir)
+    assert tree(run) == before  # the old run, back in place; the killed start's files gone
+
+    (run / ".previous-run").mkdir()  # killed after its first checkpoint: the new run stands
+    (run / ".previous-run" / "config.toml").write_text("old\n")
+    train(tiny_train_config("transformer", "train.max_steps=2"), run, data_dir=tiny_data_dir,
+          resume=True, log=lambda s: None)
+    assert not (run / ".previous-run").exists() and load_step(run) == 2
+
+
+def test_an_overwrite_that_cannot_move_the_run_aside_moves_none_of_it(
+    tiny_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rename refused at any one of the run's entries: one line, and every entry moved before
+    it goes back (nothing of the run left in .previous-run or lost)."""
+    import nmt.runs.directory
+
+    run = tmp_path / "r"
+    before = _one_step_run(run, tiny_data_dir)
+    entries = len(list(run.iterdir()))
+    real = os.replace
+    for n in range(entries):
+        calls = 0
+
+        def refuse_one(a: Any, b: Any, n: int = n) -> None:
+            nonlocal calls
+            calls += 1
+            if calls == n + 1:
+                raise PermissionError(13, "Permission denied")
+            real(a, b)
+
+        monkeypatch.setattr(nmt.runs.directory.os, "replace", refuse_one)
+        with pytest.raises(NmtError, match=r"overwrite: cannot replace the run in .*Permission"):
+            _fails_reading_its_corpus(run, tiny_data_dir)
+        monkeypatch.setattr(nmt.runs.directory.os, "replace", real)
+        assert tree(run) == before, f"refused at entry {n}"
+
+
 def test_a_start_that_fails_before_writing_leaves_no_run_directory(
     tmp_path: Path, no_network: None
 ) -> None:

@@ -21,6 +21,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from nmt import held_signals
 from nmt.arguments import option
 from nmt.config import Config, from_dict, load_config
 from nmt.errors import CheckpointError, ConfigError, NmtError, named, os_reason, shown
@@ -41,6 +42,7 @@ from nmt.runs.layout import (
     FILE_NAMES,
     LOG_FILE,
     METRICS_FILE,
+    PREVIOUS_RUN_DIR,
     TOKENIZER_DIR,
 )
 from nmt.runs.paths import checkpoint_path
@@ -56,12 +58,14 @@ APPLIED_AT_TRANSLATION = {"data.spans", "data.glossary", "data.terms"}
 # nmt.runs.layout, and the temporary file of a write killed before its rename. `--overwrite`
 # deletes nothing else.
 RUN_ENTRIES = (*(n for n in FILE_NAMES if "/" not in n and not n.endswith(".pt")),
-               TOKENIZER_DIR, CHECKPOINTS_DIR, EXPORTS_DIR, f".*{TMP_SUFFIX}")
+               TOKENIZER_DIR, CHECKPOINTS_DIR, EXPORTS_DIR, PREVIOUS_RUN_DIR,
+               f".*{TMP_SUFFIX}")
 
 
 # What a start writes first (metrics.jsonl, then config.toml, before any training step): a run
-# directory holds one of them, even one whose start failed before its first checkpoint.
-RUN_MARKERS = (METRICS_FILE, CONFIG_FILE, CHECKPOINTS_DIR)
+# directory holds one of them, even one whose start failed before its first checkpoint (or
+# only the run an --overwrite set aside, where it was killed before writing anything).
+RUN_MARKERS = (METRICS_FILE, CONFIG_FILE, CHECKPOINTS_DIR, PREVIOUS_RUN_DIR)
 
 
 def is_run_dir(path: Path) -> bool:
@@ -72,7 +76,7 @@ def is_run_dir(path: Path) -> bool:
 def foreign_entry(run_dir: Path) -> Path | None:
     """The first entry of ``run_dir`` that nmt does not write there (None: all are nmt's)."""
     for entry in sorted(run_dir.iterdir()):
-        if not any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in RUN_ENTRIES):
+        if not _written_by_nmt(entry):
             return entry
     return None
 
@@ -99,14 +103,20 @@ def check_run_path(run_dir: Path, path: Path) -> Path:
 
 def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
     """Refuse to train into an existing run unless resuming (or explicitly overwriting: then
-    only a run directory holding nothing but what nmt writes is emptied, see
-    :func:`empty_run_dir`)."""
+    only a run directory holding nothing but what nmt writes is replaced, see
+    :func:`set_aside`)."""
     ckpt = checkpoint_path(run_dir)
+    previous = run_dir / PREVIOUS_RUN_DIR
     if resume:
         if not ckpt.is_file():
-            raise CheckpointError(f"{option('resume')}: {ckpt} not found; nothing to resume")
+            kept = (f" ({previous} holds the run an --overwrite was replacing when it stopped, "
+                    "before the new run's first checkpoint: move its files back to resume it)"
+                    if previous.is_dir() else "")
+            raise CheckpointError(f"{option('resume')}: {ckpt} not found; nothing to resume"
+                                  f"{kept}")
         for name in (CHECKPOINTS_DIR, TOKENIZER_DIR):
             check_run_path(run_dir, run_dir / name)
+        discard_previous_run(run_dir)  # left by a kill after the new run's first checkpoint
         return
     if run_dir.is_dir() and any(run_dir.iterdir()):
         if not overwrite:
@@ -116,18 +126,24 @@ def start_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
                 f"{run_dir}: directory exists and holds no checkpoint to resume (a start that "
                 "failed?); use --overwrite to replace it, or --run-name to start another"
             )
-        empty_run_dir(run_dir)
+        set_aside(run_dir)
     make_dirs(run_dir)
 
 
-def empty_run_dir(run_dir: Path) -> None:
-    """What ``--overwrite`` does to an existing run directory: delete what nmt wrote in it.
+def set_aside(run_dir: Path) -> None:
+    """What ``--overwrite`` does to an existing run directory: move what nmt wrote in it into
+    ``run_dir/.previous-run/``, where it stays until the new run saves its first checkpoint
+    (:func:`discard_previous_run`), or goes back if the new run stops before that
+    (:func:`previous_run_kept`): a start that fails (a corpus that cannot be read, a model that
+    does not fit, Ctrl-C while the data is prepared) loses nothing.
 
-    Refused in one line, deleting nothing, unless ``run_dir`` is a run directory
+    Refused in one line, moving nothing, unless ``run_dir`` is a run directory
     (:func:`is_run_dir`) and everything in it is something nmt writes there
     (:data:`RUN_ENTRIES`): a folder of one's own under ``runs/``, or a run holding a file nmt
     did not write, is left alone. The directory itself is kept (it may be a link to a run on
-    another disk); links inside it are removed, never followed.
+    another disk); links inside it are moved, never followed. A ``.previous-run/`` already
+    there (an --overwrite killed before its new run's first checkpoint) is still the run being
+    replaced: what that start wrote beside it is deleted instead.
     """
     if not is_run_dir(run_dir):
         raise NmtError(f"{run_dir}: not a run directory (no config.toml, checkpoints/ or "
@@ -138,15 +154,93 @@ def empty_run_dir(run_dir: Path) -> None:
         raise NmtError(f"{run_dir}: holds {foreign.name}, which nmt did not write; --overwrite "
                        "deletes only a run's own files: move it away, or use --run-name to "
                        "start another")
-    for entry in sorted(run_dir.iterdir()):
+    previous = run_dir / PREVIOUS_RUN_DIR
+    if checkpoint_path(run_dir).is_file():
+        discard_previous_run(run_dir)  # the files beside it are the newer run
+    entries = sorted(e for e in run_dir.iterdir() if e.name != PREVIOUS_RUN_DIR)
+    try:
+        if previous.is_dir():  # a start killed before its first checkpoint: its files go
+            for entry in entries:
+                _remove(entry)
+            return
+        with held_signals.held():  # the folder made and the run in it, or neither
+            previous.mkdir()
+            try:
+                _move_all(entries, previous)
+            except OSError:
+                with suppress(OSError):
+                    previous.rmdir()
+                raise
+    except OSError as e:
+        raise NmtError(f"{option('overwrite')}: cannot replace the run in "
+                       f"{named(str(run_dir))} ({os_reason(e)})") from None
+
+
+def discard_previous_run(run_dir: Path) -> None:
+    """Delete the run ``--overwrite`` set aside (:func:`set_aside`), if there is one: the run
+    that replaces it has a checkpoint. A folder that cannot be deleted is left, not an error."""
+    previous = run_dir / PREVIOUS_RUN_DIR
+    if previous.is_dir() and not previous.is_symlink():
+        with held_signals.held():  # deleted whole: not a run in pieces beside the new one
+            shutil.rmtree(previous, ignore_errors=True)
+
+
+@contextmanager
+def previous_run_kept(run_dir: Path, overwrite: bool) -> Iterator[None]:
+    """Around a training started with ``--overwrite``: the run :func:`set_aside` moved away,
+    if it is still there at the end (the new run stopped before its first checkpoint, by an
+    error, Ctrl-C or SIGTERM), is put back in the place of what the new run wrote; once the
+    new run has a checkpoint, it is gone."""
+    try:
+        yield
+    finally:
+        if overwrite:  # (killed before this, the next --overwrite or --resume settles it)
+            _settle(run_dir)
+
+
+def _settle(run_dir: Path) -> None:
+    """The end of an --overwrite's training: :func:`previous_run_kept`'s work."""
+    previous = run_dir / PREVIOUS_RUN_DIR
+    with held_signals.held():
+        if not previous.is_dir() or previous.is_symlink():
+            return
+        if checkpoint_path(run_dir).is_file():
+            discard_previous_run(run_dir)
+            return
+        with suppress(OSError):
+            for entry in sorted(run_dir.iterdir()):
+                if entry.name != PREVIOUS_RUN_DIR and _written_by_nmt(entry):
+                    _remove(entry)
+            _move_all(sorted(previous.iterdir()), run_dir)
+            previous.rmdir()
+
+
+def _move_all(entries: list[Path], folder: Path) -> None:
+    """Rename each of ``entries`` into ``folder``, signals held: all of them are moved, or, where
+    one cannot be, those moved go back and the error is raised."""
+    moved: list[Path] = []
+    with held_signals.held():
         try:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
-        except OSError as e:
-            raise NmtError(f"{option('overwrite')}: cannot remove {named(str(entry))} "
-                           f"({os_reason(e)})") from None
+            for entry in entries:
+                os.replace(entry, folder / entry.name)
+                moved.append(entry)
+        except OSError:
+            for entry in reversed(moved):
+                with suppress(OSError):
+                    os.replace(folder / entry.name, entry)
+            raise
+
+
+def _written_by_nmt(entry: Path) -> bool:
+    return any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in RUN_ENTRIES)
+
+
+def _remove(entry: Path) -> None:
+    """Delete a run's file or folder; a link is removed, never followed."""
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry)
+    else:
+        entry.unlink()
 
 
 @contextmanager

@@ -15,7 +15,9 @@
 - ``hyp.NAME.txt`` and ``scores.NAME.json`` (:func:`hypotheses_file`, :func:`scores_file`):
   what ``nmt bleu`` translated and scored;
 - ``curves.png`` and ``attention.png`` (``nmt plot``, ``nmt attention``) and ``ctranslate2/``
-  (:data:`EXPORTS_DIR`: its exports made on the fly for ``--engine ctranslate2``).
+  (:data:`EXPORTS_DIR`: its exports made on the fly for ``--engine ctranslate2``);
+- ``.previous-run/`` (:data:`PREVIOUS_RUN_DIR`), only while ``nmt train --overwrite`` starts
+  over it: the run being replaced, kept until the new one has a checkpoint.
 
 Every other module names these files through this one; ``tests/test_architecture.py`` fails
 naming a module outside ``nmt/runs/`` that spells one of them.
@@ -42,6 +44,7 @@ EXCLUDED_FILE = "excluded_sources.txt"
 CURVES_FILE = "curves.png"
 ATTENTION_FILE = "attention.png"
 EXPORTS_DIR = "ctranslate2"
+PREVIOUS_RUN_DIR = ".previous-run"
 HYPOTHESES_FILES = "hyp.*.txt"
 SCORES_FILES = "scores.*.json"
 TEST_SCORES_FILES = "scores.test*.json"  # the test split's, by every engine and search
@@ -51,7 +54,7 @@ FILE_NAMES = (CONFIG_FILE, METRICS_FILE, LOG_FILE, CORPUS_FILE, PARENT_FILE, EXC
               CURVES_FILE,
               ATTENTION_FILE, HYPOTHESES_FILES, SCORES_FILES,
               *(f"{name}.pt" for name in CHECKPOINT_NAMES))
-FOLDER_NAMES = (TOKENIZER_DIR, CHECKPOINTS_DIR, EXPORTS_DIR)
+FOLDER_NAMES = (TOKENIZER_DIR, CHECKPOINTS_DIR, EXPORTS_DIR, PREVIOUS_RUN_DIR)
 
 
 def hypotheses_file(run_dir: Path, name: str) -> Path:

@@ -51,7 +51,13 @@ from nmt.device import (
 from nmt.errors import ConfigError
 from nmt.files import atomic_write_text
 from nmt.models.build import build_model, count_parameters
-from nmt.runs.directory import MetricsLog, anchored_config, no_empty_run_dir_left, run_lock
+from nmt.runs.directory import (
+    MetricsLog,
+    anchored_config,
+    no_empty_run_dir_left,
+    previous_run_kept,
+    run_lock,
+)
 from nmt.runs.layout import TOKENIZER_DIR
 from nmt.runs.paths import checkpoint_path
 from nmt.runs.records import hardware_record, write_corpus_record, write_excluded
@@ -172,9 +178,11 @@ def train(
     ok = False
     try:
         # rank 0 holds the run directory for as long as it trains: one writer per run; a start
-        # that fails before writing anything leaves no empty run directory behind
+        # that fails before writing anything leaves no empty run directory behind, and one
+        # that fails before its first checkpoint leaves the run it was to --overwrite
         with (run_lock(run_dir) if dist.main else nullcontext(),
-              no_empty_run_dir_left(run_dir) if dist.main else nullcontext()):
+              no_empty_run_dir_left(run_dir) if dist.main else nullcontext(),
+              previous_run_kept(run_dir, overwrite) if dist.main else nullcontext()):
             result = _train(cfg, run_dir, dist, data_dir, resume, overwrite,
                             log if dist.main else (lambda s: None),
                             display if display is not None and dist.main else Display(),

@@ -37,6 +37,7 @@ from nmt.runs.checkpoint import (
 from nmt.runs.directory import (
     MetricsLog,
     adopt_newer_best,
+    discard_previous_run,
     frozen_change,
     last_valid_step,
     start_run_dir,
@@ -220,6 +221,7 @@ def save(run: Run, state: TrainingState, *names: str) -> None:
     for name in names:
         save_checkpoint(checkpoint_path(run.run_dir, name), payload)
     save_config(run)
+    discard_previous_run(run.run_dir)  # what --overwrite replaced: this run now has a checkpoint
 
 
 def save_config(run: Run) -> None:
