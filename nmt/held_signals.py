@@ -1,4 +1,5 @@
-"""Ctrl-C and SIGTERM held back for a few steps that must happen together.
+"""Ctrl-C and SIGTERM held back for a few steps that must happen together; child processes
+that leave Ctrl-C to the process that started them.
 
 nmt turns both signals into exceptions (``KeyboardInterrupt``, :class:`nmt.process.Terminated`)
 so that a write in progress cleans up after itself. A few steps leave nothing to clean up by
@@ -11,6 +12,13 @@ done.
 Python handles signals in the main thread only (and blocking them there does not hold them:
 another thread, torch's or OpenMP's, takes them), so it is the handlers that are swapped, and
 in another thread the steps run as they are.
+
+Ctrl-C at a terminal goes to every process of its group: nmt's children too (the workers that
+judge a large corpus' pairs, the child of :mod:`nmt.stoppable`). The command stops them itself
+when it stops; a child interrupted on its own printed a traceback, and a worker interrupted
+with results unsent could keep the command from ever ending. So a child is started inside
+:func:`children_ignore_ctrl_c` and calls :func:`ignore_ctrl_c` first: it never acts on Ctrl-C,
+from its first instruction.
 """
 
 from __future__ import annotations
@@ -22,6 +30,25 @@ from contextlib import contextmanager
 from typing import Any
 
 HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def children_ignore_ctrl_c() -> Iterator[None]:
+    """Start child processes in this block: SIGINT is blocked in this thread, and a child
+    inherits the mask, so it cannot act on Ctrl-C before it calls :func:`ignore_ctrl_c`. A
+    Ctrl-C that comes meanwhile waits for the block's end (or another thread takes it), then
+    raises here as ever."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def ignore_ctrl_c() -> None:
+    """In a child started in :func:`children_ignore_ctrl_c`: Ctrl-C ignored from now on."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @contextmanager

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from nmt import held_signals
 from nmt.errors import NmtError
 
 T = TypeVar("T")
@@ -39,8 +40,9 @@ def call(fn: Callable[..., T], *args: Any, what: str = "a native call") -> T:
     without answering is a :class:`ChildFailed` naming ``what``."""
     payload = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    child = subprocess.Popen([sys.executable, "-m", "nmt.stoppable"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, env=env)
+    with held_signals.children_ignore_ctrl_c():  # Ctrl-C is the parent's: it kills the child
+        child = subprocess.Popen([sys.executable, "-m", "nmt.stoppable"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, env=env)
     try:
         answer, _ = child.communicate(payload)  # waits in Python: signal handlers run
     except BaseException:
@@ -75,6 +77,7 @@ def _die_with_parent() -> None:
 
 def _serve() -> None:
     """The child: one call read from stdin, its answer written to stdout."""
+    held_signals.ignore_ctrl_c()
     _die_with_parent()
     fn, args = pickle.loads(sys.stdin.buffer.read())
     try:

@@ -10,6 +10,7 @@ and check it ends at once, in the way the signal asks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -134,3 +135,105 @@ def test_the_child_dies_with_its_parent_even_by_sigkill() -> None:
     proc.kill()  # SIGKILL: the parent cannot pass it on
     proc.wait()
     _assert_gone(spinning)
+
+
+class Lengths:
+    """Rules for :func:`nmt.data.parallel_pairs.judged_pairs` (picklable: a worker imports this
+    module): each pair's source length; each chunk judged in a worker leaves a mark in
+    ``$MARKS``."""
+
+    def verdicts(self, pairs: list[tuple[str, str]]) -> list[int]:
+        marks = os.environ.get("MARKS")
+        if marks and os.getpid() != int(os.environ["JUDGING_PARENT"]):
+            (Path(marks) / f"{os.getpid()}-{time.monotonic_ns()}").touch()
+        return [len(s) for s, _ in pairs]
+
+
+JUDGING = textwrap.dedent("""
+    import itertools, os, signal, sys, time
+    import nmt.data.parallel_pairs as parallel
+    from test_reliability_native import Lengths
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal (see SPIN)
+    os.environ["JUDGING_PARENT"] = str(os.getpid())
+    parallel.SERIAL_PAIRS, parallel.CHUNK = 10, 100
+
+    def pairs():  # three chunks for the workers, then nothing for a minute: they wait for work
+        for i in itertools.count():
+            if i == 10 + 3 * 100:
+                print("waiting", flush=True)
+                time.sleep(60)
+            yield f"a{i}", "b"
+
+    try:
+        for _ in parallel.judged_pairs(Lengths(), pairs(), workers=2):
+            pass
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+""")
+
+
+def test_ctrl_c_while_workers_judge_pairs_stops_the_command_alone(tmp_path: Path) -> None:
+    """Ctrl-C at a terminal goes to every process of its group, the workers that judge a large
+    corpus' pairs too: the command stops as interrupted, at once, and nothing else is said.
+    Before, a worker waiting for work died of it with a traceback printed, and one interrupted
+    with results unsent could keep the command from ever ending."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+           "MARKS": str(marks)}
+    proc = subprocess.Popen([sys.executable, "-c", JUDGING], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # its own group, as a terminal's job
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "waiting"
+        deadline = time.monotonic() + 60
+        while len(list(marks.iterdir())) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(list(marks.iterdir())) == 3, "the workers judged the three chunks"
+        time.sleep(0.3)  # and wait for more
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (proc.returncode, out.strip(), err) == (130, "interrupted", "")
+
+
+SLEEPING = textwrap.dedent("""
+    import signal, sys, time
+    from nmt import stoppable
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal (see SPIN)
+    print("started", flush=True)
+    try:  # Python in the child this time: a signal there would be acted on at once
+        stoppable.call(time.sleep, 60, what="sleeping")
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+""")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads child processes from /proc")
+def test_ctrl_c_at_a_terminal_stops_a_native_call_without_a_word_from_its_child() -> None:
+    """Ctrl-C to the whole process group, as a terminal sends it: the child of
+    :func:`nmt.stoppable.call` gets it too, leaves it to its parent, and is killed by it (before,
+    it died of it on its own, with a traceback printed)."""
+    proc = subprocess.Popen([sys.executable, "-c", SLEEPING], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 20
+        while not _descendants(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        children = _descendants(proc.pid)
+        time.sleep(0.5)  # the child asleep in Python
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (proc.returncode, out.strip(), err) == (130, "interrupted", "")
+    _assert_gone(children)

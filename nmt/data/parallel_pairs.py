@@ -8,6 +8,8 @@ judged in the calling process, so a small corpus never starts a worker; the work
 (not forked: the caller may hold torch's threads), and at most :data:`IN_FLIGHT` chunks per
 worker are read ahead, so memory stays bounded by the chunks, not the corpus.
 
+The workers leave Ctrl-C to the caller, which shuts the pool down (:mod:`nmt.held_signals`).
+
 Measured in docs/BENCHMARKS.md ("Preparing data"); tests/test_data_filters.py checks that the
 pairs, counts and removals are those of the one-process path.
 """
@@ -22,6 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol, TypeVar
 
+from nmt import held_signals
 from nmt.device import usable_cpus
 from nmt.errors import DataError
 
@@ -45,6 +48,7 @@ _rules: Any = None  # a worker's copy of the rules
 def _start(rules: Rules[Any]) -> None:
     global _rules
     _rules = rules
+    held_signals.ignore_ctrl_c()
 
 
 def _judge(chunk: list[tuple[str, str]]) -> list[Any]:
@@ -79,7 +83,8 @@ def judged_pairs(rules: Rules[V], pairs: Iterable[tuple[str, str]],
     pending: collections.deque[Future[list[Any]]] = collections.deque()
     try:
         for chunk in chunks:
-            pending.append(pool.submit(_judge, chunk))
+            with held_signals.children_ignore_ctrl_c():  # submit starts a worker when none is idle
+                pending.append(pool.submit(_judge, chunk))
             if len(pending) >= IN_FLIGHT * workers:
                 yield from pending.popleft().result()
         while pending:
