@@ -253,6 +253,7 @@ def _source_lines(stack: contextlib.ExitStack, sentences: Iterable[str] | None,
     stdin's, which must not be a terminal unless ``-`` asked for it. ``on_end`` is given the
     line end of each line read from a file or stdin (:func:`nmt.files.read_lines`)."""
     from nmt.files import read_lines
+    from nmt.translation.arriving import Arriving, pauses
     from nmt.translation.translator import open_input
 
     def warn_long(name: str) -> Callable[[int, int], None]:
@@ -268,6 +269,9 @@ def _source_lines(stack: contextlib.ExitStack, sentences: Iterable[str] | None,
     if sys.stdin.isatty() and input_ is None:
         raise DataError(f"nothing to translate: give sentences, {option('input')} FILE, or "
                         "pipe text in")
+    if pauses(sys.stdin.buffer):  # a terminal or another program: each line as it comes
+        return Arriving(sys.stdin.buffer, "stdin", on_long=warn_long("stdin"),
+                        on_end=on_end), "stdin"
     return read_lines(sys.stdin.buffer, "stdin", on_long=warn_long("stdin"),
                       on_end=on_end), "stdin"
 

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, Protocol, TextIO
 
 from nmt import held_signals
 from nmt.errors import DataError, NmtError, first_line, os_reason
@@ -533,7 +533,13 @@ MAX_LINE_BYTES = 1 << 20
 LongLineHook = Callable[[int, int], None]
 
 
-def read_lines(stream: BinaryIO, name: str, on_long: LongLineHook | None = None,
+class LineSource(Protocol):
+    """What :func:`read_lines` reads: a binary file, or anything with its ``readline``."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def read_lines(stream: LineSource, name: str, on_long: LongLineHook | None = None,
                max_bytes: int = MAX_LINE_BYTES, long_as_empty: bool = False,
                on_end: Callable[[str], object] | None = None) -> Iterator[str]:
     """Lines of a byte stream as text, lazily, each read up to ``max_bytes`` bytes (its line
@@ -597,7 +603,7 @@ def _line_end(raw: bytes) -> str:
     return "\r\n" if raw.endswith(b"\r\n") else "\n" if raw.endswith(b"\n") else ""
 
 
-def _read(stream: BinaryIO, name: str, number: int, size: int) -> bytes:
+def _read(stream: LineSource, name: str, number: int, size: int) -> bytes:
     """At most ``size`` bytes of the current line; a failing read is one line naming it."""
     try:
         return stream.readline(size)

@@ -32,6 +32,7 @@ from nmt.data.tokenizers import EOS_ID
 from nmt.errors import DataError, os_reason
 from nmt.runs.layout import CONFIG_FILE
 from nmt.translation.alignment import WordAlignment, word_alignment
+from nmt.translation.arriving import Arriving
 from nmt.translation.input_case import in_capitals, sentence_case
 from nmt.translation.limits import output_limit
 from nmt.translation.structure import SpanGuard, UnplacedSpan, guarded, span_guard
@@ -385,13 +386,15 @@ def decode_settings(cfg: DecodeConfig, beam: int | None = None, batch_size: int 
 
 
 def chunks(lines: Iterable[str], size: int, chars: int) -> Iterator[list[str]]:
-    """``lines`` in lists of ``size`` lines, or fewer once a list holds ``chars`` characters."""
+    """``lines`` in lists of ``size`` lines, or fewer once a list holds ``chars`` characters,
+    or where lines that arrive as they are typed or sent pause (:mod:`nmt.translation.arriving`)."""
+    more = lines.more_at_once if isinstance(lines, Arriving) else None
     chunk: list[str] = []
     held = 0
     for line in lines:
         chunk.append(line)
         held += len(line)
-        if len(chunk) >= size or held >= chars:
+        if len(chunk) >= size or held >= chars or (more is not None and not more()):
             yield chunk
             chunk, held = [], 0
     if chunk:
