@@ -264,8 +264,13 @@ def _source_lines(stack: contextlib.ExitStack, sentences: Iterable[str] | None,
         return sentences, "argument"
     if input_ is not None and from_file:
         name = f"{option('input')} {input_}"
-        return read_lines(stack.enter_context(open_input(input_, option("input"))), name,
-                          on_long=warn_long(name), on_end=on_end), name
+        stream = stack.enter_context(open_input(input_, option("input")))
+        if pauses(stream):  # a FIFO (``<(program)``, /dev/stdin): each line as it comes
+            # what opening it peeked at (its first bytes) is all the buffer holds
+            buffered = stream.read1(len(stream.peek(1)))  # type: ignore[attr-defined]
+            return Arriving(stream, name, on_long=warn_long(name), on_end=on_end,
+                            buffered=buffered), name
+        return read_lines(stream, name, on_long=warn_long(name), on_end=on_end), name
     if sys.stdin.isatty() and input_ is None:
         raise DataError(f"nothing to translate: give sentences, {option('input')} FILE, or "
                         "pipe text in")

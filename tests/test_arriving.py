@@ -22,15 +22,25 @@ from nmt.translation.arriving import Arriving, LineReader, pauses
 from nmt.translation.translator import chunks
 
 
+class Pipe:
+    """A pipe whose write end a test may close (for the end of the input) once."""
+
+    def __init__(self) -> None:
+        self.r, self.w = os.pipe()
+        self.open = [self.r, self.w]
+
+    def close_write(self) -> None:
+        if self.w in self.open:
+            self.open.remove(self.w)
+            os.close(self.w)
+
+
 @pytest.fixture()
-def pipe() -> Iterator[tuple[int, int]]:
-    r, w = os.pipe()
-    yield r, w
-    for fd in (r, w):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+def pipe() -> Iterator[Pipe]:
+    p = Pipe()
+    yield p
+    for fd in p.open:
+        os.close(fd)
 
 
 @settings(max_examples=200, deadline=None)
@@ -66,8 +76,8 @@ def _within(seconds: float, take: Callable[[], list[str] | None]) -> list[str] |
     return got[0]
 
 
-def test_a_chunk_ends_where_the_input_pauses_not_at_each_line(pipe: tuple[int, int]) -> None:
-    r, w = pipe
+def test_a_chunk_ends_where_the_input_pauses_not_at_each_line(pipe: Pipe) -> None:
+    r, w = pipe.r, pipe.w
     lines = Arriving(os.fdopen(r, "rb", buffering=0, closefd=False), "stdin")
     os.write(w, b"one\ntwo\nthree\n")  # sent together: one chunk
     chunked = chunks(lines, 2048, 1 << 22)
@@ -75,33 +85,38 @@ def test_a_chunk_ends_where_the_input_pauses_not_at_each_line(pipe: tuple[int, i
     os.write(w, b"four\n")
     assert _within(20, lambda: next(chunked)) == ["four"]
     os.write(w, b"five\nsix")  # the last line without its end
-    os.close(w)
+    pipe.close_write()
     assert _within(20, lambda: next(chunked)) == ["five", "six"]
     assert _within(20, lambda: next(chunked, None)) is None
 
 
-def test_a_file_does_not_pause_and_a_pipe_does(tmp_path: Path, pipe: tuple[int, int]) -> None:
+def test_a_file_does_not_pause_and_a_pipe_does(tmp_path: Path, pipe: Pipe) -> None:
     (tmp_path / "f").write_bytes(b"a\n")
     with open(tmp_path / "f", "rb") as f:
         assert not pauses(f)
-    with os.fdopen(pipe[0], "rb", closefd=False) as p:
+    with os.fdopen(pipe.r, "rb", closefd=False) as p:
         assert pauses(p)
     assert not pauses(io.BytesIO(b"a\n"))
 
 
+@pytest.mark.parametrize("through", ["stdin", "a FIFO as --input"])
 def test_a_program_that_waits_for_each_translation_gets_it(
-        tmp_path: Path, pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A program that sends a line on nmt's stdin and reads its translation before sending the
-    next (as a localisation tool drives a translator through a pipe): each translation comes
-    while the input is still open, the same as the lines translated at once. Before, nmt waited
-    for 2,048 lines or the end of the input, and the program for nmt, for ever."""
+        tmp_path: Path, pipe: Pipe, monkeypatch: pytest.MonkeyPatch, through: str) -> None:
+    """A program that sends a line on nmt's stdin (or a FIFO given as ``--input``) and reads its
+    translation before sending the next, as a localisation tool drives a translator: each
+    translation comes while the input is still open, the same as the lines translated at once.
+    Before, nmt waited for 2,048 lines or the end of the input, and the program for nmt, for
+    ever."""
     run = make_run(tmp_path / "run")
     translator = open_translator(run, device="cpu")
     sentences = ["a b c .", "d e", "", "f g h i ."]
     expected = translate_lines(translator, sentences)
     assert expected is not None
-    r, w = pipe
-    monkeypatch.setattr(sys, "stdin", os.fdopen(r, "r", closefd=False))
+    fifo = tmp_path / "fifo"
+    if through == "stdin":
+        monkeypatch.setattr(sys, "stdin", os.fdopen(pipe.r, "r", closefd=False))
+    else:
+        os.mkfifo(fifo)
     got: list[str] = []
     came = threading.Semaphore(0)
 
@@ -115,18 +130,23 @@ def test_a_program_that_waits_for_each_translation_gets_it(
 
     def translate() -> None:
         try:
-            translate_lines(translator, stream=Out())
+            translate_lines(translator, stream=Out(),
+                            input=fifo if through != "stdin" else None)
         except BaseException as e:  # noqa: BLE001 - reported by the test
             failed.append(e)
 
     worker = threading.Thread(target=translate, daemon=True)
     worker.start()
+    w = pipe.w if through == "stdin" else os.open(fifo, os.O_WRONLY)  # once nmt opened it
     try:
         for sentence in sentences:
             os.write(w, sentence.encode() + b"\n")
             assert came.acquire(timeout=30), f"no translation of {sentence!r} while it waited"
     finally:
-        os.close(w)
+        if through == "stdin":
+            pipe.close_write()
+        else:
+            os.close(w)
         worker.join(60)
     assert not failed and not worker.is_alive()
     assert got == [t + "\n" for t in expected]

@@ -40,9 +40,9 @@ class LineReader:
     """``readline`` over a file descriptor, with a buffer of its own: what
     :func:`nmt.files.read_lines` reads, and :meth:`line_waiting` looks into."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, buffered: bytes = b"") -> None:
         self._fd = fd
-        self._buffer = bytearray()
+        self._buffer = bytearray(buffered)  # read from ``fd`` before, not yet given
         self._searched = 0  # bytes of the buffer known to hold no line end
         self._ended = False
 
@@ -81,8 +81,10 @@ class Arriving:
     pauses."""
 
     def __init__(self, stream: BinaryIO, name: str, on_long: LongLineHook | None = None,
-                 on_end: Callable[[str], object] | None = None) -> None:
-        self._reader = LineReader(stream.fileno())
+                 on_end: Callable[[str], object] | None = None, buffered: bytes = b"") -> None:
+        """``buffered``: what was read from ``stream``'s descriptor and not yet taken (the
+        bytes its buffer holds); ``stream`` itself is not read from again."""
+        self._reader = LineReader(stream.fileno(), buffered)
         self._lines = read_lines(self._reader, name, on_long=on_long, on_end=on_end)
 
     def __iter__(self) -> Iterator[str]:
