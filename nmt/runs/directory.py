@@ -155,11 +155,12 @@ def set_aside(run_dir: Path) -> None:
                        "deletes only a run's own files: move it away, or use --run-name to "
                        "start another")
     previous = run_dir / PREVIOUS_RUN_DIR
-    if checkpoint_path(run_dir).is_file():
-        discard_previous_run(run_dir)  # the files beside it are the newer run
+    killed_start = previous.is_dir() and not checkpoint_path(run_dir).is_file()
+    if not killed_start:
+        discard_previous_run(run_dir)  # if any, the files beside it are a newer run
     entries = sorted(e for e in run_dir.iterdir() if e.name != PREVIOUS_RUN_DIR)
     try:
-        if previous.is_dir():  # a start killed before its first checkpoint: its files go
+        if killed_start:  # the run set aside is still the one replaced: the start's files go
             for entry in entries:
                 _remove(entry)
             return
