@@ -241,7 +241,8 @@ def translate(
     input_: Annotated[
         Path | None,
         typer.Option("--input", "-i", help="One sentence per line, UTF-8 (gzip, bzip2 or xz "
-                     "compressed too), or a PO or XLIFF file; '-' is stdin."),
+                     "compressed too), or a PO or XLIFF file; '-' is stdin (a terminal, or a "
+                     "program sending a line at a time: each translated as it comes)."),
     ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write translations here, not stdout.")
