@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_corpora import CFG, pairs, quiet, same_arrays, write_aligned
 from test_reliability_structure import mutated, mutations
 
-from nmt.data.corpora import tmx
+from nmt.data.corpora import tmx, xml_units
 from nmt.data.languages import LANGUAGES, same_language
 from nmt.data.prepare import prepare
 from nmt.errors import DataError
@@ -136,7 +136,8 @@ BILLION_LAUGHS = '''<?xml version="1.0"?>
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    (BILLION_LAUGHS, "memory.tmx: an entity declaration; a translation memory needs none"),
+    (BILLION_LAUGHS, "memory.tmx: an entity declaration; a translation memory (TMX) needs "
+                    "none"),
     ('<!DOCTYPE tmx SYSTEM "http://example.org/x.dtd"><tmx><body><tu><tuv xml:lang="en">'
      "<seg>&ext;</seg></tuv></tu></body></tmx>", "memory.tmx: the entity &ext; of a DTD, "
      "which nmt does not read"),
@@ -156,8 +157,9 @@ def test_bad_memories_are_one_line(text: str, message: str) -> None:
 def test_memory_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """A segment longer than the bound is read as empty and said once; a run of bytes with no
     ``>`` longer than it is refused before the parser holds it."""
-    monkeypatch.setattr(tmx, "MAX_LINE_BYTES", 1000)
-    monkeypatch.setattr(tmx, "PIECE", 256)
+    for module in (tmx, xml_units):
+        monkeypatch.setattr(module, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(xml_units, "PIECE", 256)
     said: list[str] = []
     long = "x" * 600 + "<hi>" + "y" * 600 + "</hi>"
     text = memory([[("en", "a"), ("fr", "b")], [("en", long), ("fr", "c")],

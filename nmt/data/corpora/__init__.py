@@ -7,6 +7,7 @@ the registry :data:`FORMS`, first claim wins.
 - :mod:`.tatoeba`: a Tatoeba pair name (``"deu-eng"``, downloaded) or its ``.zip`` / ``.txt``;
 - :mod:`.aligned`: aligned text files by prefix (``mydata/train`` -> ``train.fr``, ``train.en``);
 - :mod:`.tmx`: a translation memory (``memory.tmx``);
+- :mod:`.xliff`: a bilingual XLIFF file, 1.2 or 2 (``project.xlf``, ``.sdlxliff``);
 - :mod:`.catalogues`: a gettext catalogue (``po/de.po``, ``de.mo``);
 - :mod:`.csv_file`: a spreadsheet's CSV with ``data.columns`` naming its languages;
 - :mod:`.tsv`: a tab-separated file with ``data.columns`` naming its languages.
@@ -37,6 +38,7 @@ from nmt.data.corpora import (
     tatoeba,
     tmx,
     tsv,
+    xliff,
 )
 from nmt.data.corpora.base import Context, Corpus, Form, Identity, Lazy, combined_sha256
 from nmt.data.corpus_specs import URL_SCHEMES
@@ -49,6 +51,7 @@ FORMS: dict[str, Form] = {
     tatoeba.FORM.name: tatoeba.FORM,
     aligned.FORM.name: aligned.FORM,
     tmx.FORM.name: tmx.FORM,
+    xliff.FORM.name: xliff.FORM,
     catalogues.FORM.name: catalogues.FORM,
     csv_file.FORM.name: csv_file.FORM,  # before tsv, which takes any file given columns
     tsv.FORM.name: tsv.FORM,
