@@ -408,6 +408,22 @@ def test_an_overwrite_that_cannot_move_the_run_aside_moves_none_of_it(
         assert tree(run) == before, f"refused at entry {n}"
 
 
+@pytest.mark.parametrize("name", ["r", "alias"])
+def test_a_run_continued_into_itself_is_refused_before_anything(
+        tiny_data_dir: Path, tmp_path: Path, name: str) -> None:
+    """``--from runs/r --run-name r --overwrite`` (or under another name for r): refused in one
+    line before the data is read, the run untouched. Before, the run was deleted first (and,
+    since --overwrite keeps it aside, the error came after the data was prepared, naming a
+    checkpoint path)."""
+    runs = tmp_path / "runs"
+    before = _one_step_run(runs / "r", tiny_data_dir)
+    (runs / "alias").symlink_to(runs / "r")
+    code, _, err = invoke(*_train_args(runs, tiny_data_dir, name), "--from", str(runs / "r"),
+                          "--overwrite")
+    assert "is the run this training would write" in one_line(code, err)
+    assert tree(runs / "r") == before
+
+
 def test_a_start_that_fails_before_writing_leaves_no_run_directory(
     tmp_path: Path, no_network: None
 ) -> None:

@@ -3,6 +3,7 @@ show progress on the terminal, and draw the training curves when the run ends.""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,10 @@ def run_train_command(
     else:
         name = default_run_name(config_path) if run_name is None else check_run_name(run_name)
     run_dir = runs_dir / name
+    if opened is not None and _same_directory(opened.run_dir, run_dir):
+        raise NmtError(f"--from {parent}: is the run this training would write ({run_dir}); "
+                       "continued into itself, it would replace the model it starts from: give "
+                       "another --run-name")
     if resume:
         if not (run_dir / CONFIG_FILE).is_file():
             raise CheckpointError(f"--resume: {run_dir / CONFIG_FILE} not found; nothing to "
@@ -134,6 +139,13 @@ def run_train_command(
     if result.main and result.progress.stop_reason != INTERRUPTED:
         write_plots(run_dir)
     return result
+
+
+def _same_directory(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 __all__ = ["TerminalDisplay", "default_run_name", "run_train_command", "speed_summary",
