@@ -273,7 +273,8 @@ def _source_lines(stack: contextlib.ExitStack, sentences: Iterable[str] | None,
         return read_lines(stream, name, on_long=warn_long(name), on_end=on_end), name
     if sys.stdin.isatty() and input_ is None:
         raise DataError(f"nothing to translate: give sentences, {option('input')} FILE, or "
-                        "pipe text in")
+                        f"pipe text in ({option('input')} - to type sentences here, each "
+                        "translated as it is typed)")
     if pauses(sys.stdin.buffer):  # a terminal or another program: each line as it comes
         return Arriving(sys.stdin.buffer, "stdin", on_long=warn_long("stdin"),
                         on_end=on_end), "stdin"
