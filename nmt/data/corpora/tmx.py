@@ -23,19 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from nmt.data.compressed import plain_name
-from nmt.data.corpora.base import (
-    Context,
-    Corpus,
-    Identity,
-    Lazy,
-    Opener,
-    opener,
-    read_as_empty,
-    resolve,
-)
-from nmt.data.corpora.xml_units import UnitReader, read_units
-from nmt.data.download import sha256_file
+from nmt.data.corpora.base import Opener, read_as_empty
+from nmt.data.corpora.xml_units import UnitReader, XmlForm, read_units
 from nmt.data.languages import same_language
 from nmt.errors import DataError
 from nmt.files import MAX_LINE_BYTES
@@ -98,20 +87,4 @@ def read_pairs(open_: Opener, where: str, source: str, target: str,
         log(read_as_empty(where, "segment", reader.long[0], reader.long[1], MAX_LINE_BYTES))
 
 
-class Tmx:
-    name = "tmx"
-
-    def claims(self, spec: str, ctx: Context) -> bool:
-        return plain_name(spec).lower().endswith(".tmx")
-
-    def open(self, spec: str, ctx: Context) -> Corpus:
-        path = resolve(spec, ctx.option)
-        open_ = opener(path, str(path))
-        cfg = ctx.cfg
-        identity = Identity(self.name, spec, sha256_file(path), cfg.source, cfg.target,
-                            files=[str(path)])
-        return Lazy(identity, lambda: read_pairs(open_, str(path), cfg.source, cfg.target,
-                                                 ctx.log))
-
-
-FORM = Tmx()
+FORM = XmlForm("tmx", (".tmx",), read_pairs)

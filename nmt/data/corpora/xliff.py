@@ -30,19 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from nmt.data.compressed import plain_name
-from nmt.data.corpora.base import (
-    Context,
-    Corpus,
-    Identity,
-    Lazy,
-    Opener,
-    opener,
-    read_as_empty,
-    resolve,
-)
-from nmt.data.corpora.xml_units import UnitReader, read_units
-from nmt.data.download import sha256_file
+from nmt.data.corpora.base import Opener, read_as_empty
+from nmt.data.corpora.xml_units import UnitReader, XmlForm, read_units
 from nmt.data.languages import same_language
 from nmt.errors import DataError
 from nmt.files import MAX_LINE_BYTES
@@ -50,8 +39,8 @@ from nmt.files import MAX_LINE_BYTES
 SUFFIXES = (".xlf", ".xliff", ".sdlxliff")
 UNTRANSLATED = {"new", "needs-translation", "initial"}  # 1.2's states, and 2's
 MACHINE = {"mt-suggestion", "leveraged-mt", "nmt:mt"}  # 1.2's qualifiers, and nmt's 2 subState
-_ELEMENTS = {"1": ("trans-unit", "file"), "2": ("segment", "xliff")}  # a pair's element, and
-# the one that says its languages
+# by version: the element of one pair, and the element that says its languages
+_ELEMENTS = {"1": ("trans-unit", "file"), "2": ("segment", "xliff")}
 
 
 @dataclass
@@ -184,20 +173,4 @@ def _matches(tag: str, language: str) -> bool:
     return not tag or same_language(tag, language)
 
 
-class Xliff:
-    name = "xliff"
-
-    def claims(self, spec: str, ctx: Context) -> bool:
-        return plain_name(spec).lower().endswith(SUFFIXES)
-
-    def open(self, spec: str, ctx: Context) -> Corpus:
-        path = resolve(spec, ctx.option)
-        open_ = opener(path, str(path))
-        cfg = ctx.cfg
-        identity = Identity(self.name, spec, sha256_file(path), cfg.source, cfg.target,
-                            files=[str(path)])
-        return Lazy(identity, lambda: read_pairs(open_, str(path), cfg.source, cfg.target,
-                                                 ctx.log))
-
-
-FORM = Xliff()
+FORM = XmlForm("xliff", SUFFIXES, read_pairs)

@@ -3,22 +3,26 @@ bounds and its errors, once for both.
 
 A form's reader (:class:`UnitReader`) is given the start and end of each element and collects
 the units it finds in ``units``; :func:`read_units` feeds the parser a piece at a time and
-yields them. Bounds: the file is never read whole; a segment longer than
-:data:`nmt.files.MAX_LINE_BYTES` is read as empty (its pair dropped, said once by the form),
-and a run of that many bytes with no ``>`` (a tag or a text node no translation file holds) is
-an error. An entity declaration is refused, so nothing is expanded and nothing is fetched (a
-document type declaration naming a DTD is accepted: most TMX files have one). The encodings are
-those XML allows expat to read: UTF-8, UTF-16 (with its byte-order mark), ISO-8859-1, ASCII.
+yields them; :class:`XmlForm` is the form of one such file, by its name's suffix.
+
+Bounds: the file is never read whole; a segment longer than :data:`nmt.files.MAX_LINE_BYTES` is
+read as empty (its pair dropped, said once by the form), and a run of that many bytes with no
+``>`` (a tag or a text node no translation file holds) is an error. An entity declaration is
+refused, so nothing is expanded and nothing is fetched (a document type declaration naming a DTD
+is accepted: most TMX files have one). The encodings are those XML allows expat to read: UTF-8,
+UTF-16 (with its byte-order mark), ISO-8859-1, ASCII.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from xml.parsers import expat
 
-from nmt.data.corpora.base import Opener
+from nmt.data.compressed import plain_name
+from nmt.data.corpora.base import Context, Corpus, Identity, Lazy, Opener, opener, resolve
+from nmt.data.download import sha256_file
 from nmt.errors import DataError
 from nmt.files import MAX_LINE_BYTES
 
@@ -118,3 +122,28 @@ def read_units(open_: Opener, reader: UnitReader) -> Iterator[Any]:
             reader.units.clear()
             if not piece:
                 break
+
+
+# (open, where, source, target, log) -> the file's pairs: a form's ``read_pairs``
+PairReader = Callable[[Opener, str, str, str, Callable[[str], None]],
+                      Iterator[tuple[str, str]]]
+
+
+class XmlForm:
+    """The corpus form of one XML file (compressed or not) claimed by its name's ``suffixes``
+    and read by ``read_pairs``, lazily."""
+
+    def __init__(self, name: str, suffixes: tuple[str, ...], read_pairs: PairReader) -> None:
+        self.name, self.suffixes, self.read_pairs = name, suffixes, read_pairs
+
+    def claims(self, spec: str, ctx: Context) -> bool:
+        return plain_name(spec).lower().endswith(self.suffixes)
+
+    def open(self, spec: str, ctx: Context) -> Corpus:
+        path = resolve(spec, ctx.option)
+        open_ = opener(path, str(path))
+        cfg = ctx.cfg
+        identity = Identity(self.name, spec, sha256_file(path), cfg.source, cfg.target,
+                            files=[str(path)])
+        return Lazy(identity, lambda: self.read_pairs(open_, str(path), cfg.source, cfg.target,
+                                                      ctx.log))
