@@ -18,7 +18,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import given, settings
@@ -29,6 +31,7 @@ from nmt.config import int_limit, load_config
 from nmt.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 SPIN = textwrap.dedent("""
     import hashlib, signal, sys
@@ -137,6 +140,26 @@ def test_the_child_dies_with_its_parent_even_by_sigkill() -> None:
     _assert_gone(spinning)
 
 
+def _ctrl_c_at_a_terminal(script: str, env: dict[str, str], first: str,
+                          ready: Callable[[subprocess.Popen[str]], T], timeout: float
+                          ) -> tuple[int, str, str, T]:
+    """``script`` run in a process group of its own, as a terminal's job; once it printed
+    ``first`` and ``ready(process)`` returned, Ctrl-C as a terminal sends it (SIGINT to the
+    whole group): its exit status, output, error output, and what ``ready`` returned."""
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == first
+        got = ready(proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, out, err, got
+
+
 class Lengths:
     """Rules for :func:`nmt.data.parallel_pairs.judged_pairs` (picklable: a worker imports this
     module): each pair's source length; each chunk judged in a worker leaves a mark in
@@ -183,22 +206,16 @@ def test_ctrl_c_while_workers_judge_pairs_stops_the_command_alone(tmp_path: Path
     marks.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
            "MARKS": str(marks)}
-    proc = subprocess.Popen([sys.executable, "-c", JUDGING], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)  # its own group, as a terminal's job
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "waiting"
+
+    def judged(proc: subprocess.Popen[str]) -> None:
         deadline = time.monotonic() + 60
         while len(list(marks.iterdir())) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(list(marks.iterdir())) == 3, "the workers judged the three chunks"
         time.sleep(0.3)  # and wait for more
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert (proc.returncode, out.strip(), err) == (130, "interrupted", "")
+
+    code, out, err, _ = _ctrl_c_at_a_terminal(JUDGING, env, "waiting", judged, timeout=30)
+    assert (code, out.strip(), err) == (130, "interrupted", "")
 
 
 SLEEPING = textwrap.dedent("""
@@ -220,20 +237,16 @@ def test_ctrl_c_at_a_terminal_stops_a_native_call_without_a_word_from_its_child(
     """Ctrl-C to the whole process group, as a terminal sends it: the child of
     :func:`nmt.stoppable.call` gets it too, leaves it to its parent, and is killed by it (before,
     it died of it on its own, with a traceback printed)."""
-    proc = subprocess.Popen([sys.executable, "-c", SLEEPING], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+
+    def asleep(proc: subprocess.Popen[str]) -> list[int]:
         deadline = time.monotonic() + 20
         while not _descendants(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         children = _descendants(proc.pid)
         time.sleep(0.5)  # the child asleep in Python
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert (proc.returncode, out.strip(), err) == (130, "interrupted", "")
+        return children
+
+    code, out, err, children = _ctrl_c_at_a_terminal(
+        SLEEPING, {**os.environ, "PYTHONPATH": str(ROOT)}, "started", asleep, timeout=10)
+    assert (code, out.strip(), err) == (130, "interrupted", "")
     _assert_gone(children)
